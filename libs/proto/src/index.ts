@@ -1,0 +1,45 @@
+// Curated public surface of the generated protocol code. Generated files live in src/gen and
+// are regenerated with `npm run generate`; never edit them by hand.
+export { KubernetesComponent } from './gen/constellation/components/v1/components.js';
+export {
+  AttestationChallenge,
+  AttestationHello,
+  AttestedRequest,
+  SealedResponse,
+} from './gen/constellation/atls/v1/challenge.js';
+export {
+  InitFailure,
+  InitLogChunk,
+  InitLogsDone,
+  InitProgress,
+  InitRequest,
+  InitResponse,
+  InitServiceClient,
+  InitServiceService,
+  InitStep,
+  InitSuccess,
+  StepState,
+} from './gen/constellation/init/v1/init.js';
+export type { InitServiceServer } from './gen/constellation/init/v1/init.js';
+export {
+  ControlPlaneFile,
+  IssueJoinTicketRequest,
+  IssueJoinTicketResponse,
+  IssueRejoinTicketRequest,
+  IssueRejoinTicketResponse,
+  JoinServiceClient,
+  JoinServiceService,
+  JoinTicket,
+  JoinTicketRequest,
+  RejoinTicket,
+  RejoinTicketRequest,
+} from './gen/constellation/join/v1/join.js';
+export type { JoinServiceServer } from './gen/constellation/join/v1/join.js';
+export {
+  RecoverRequest,
+  RecoverResponse,
+  RecoveryServiceClient,
+  RecoveryServiceService,
+} from './gen/constellation/recovery/v1/recovery.js';
+export type { RecoveryServiceServer } from './gen/constellation/recovery/v1/recovery.js';
+export { MAX_MESSAGE_BYTES, grpcMessageLimits } from './message-limits.js';

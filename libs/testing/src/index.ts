@@ -1,0 +1,10 @@
+export { freePort, freePortPair, isPortFree } from './free-port.js';
+export type { CommandResult, RunCommandOptions } from './run-command.js';
+export { findOnPath, requireProgram, runChecked, runCommand } from './run-command.js';
+export type { Swtpm, SwtpmOptions } from './swtpm.js';
+export { startSwtpm } from './swtpm.js';
+export type { TempDir } from './temp-dir.js';
+export { createTempDir, tempDirForTest } from './temp-dir.js';
+export type { WaitForOptions } from './wait-for.js';
+export { sleep, waitFor, withTimeout } from './wait-for.js';
+export { repoRoot, runTypeScript } from './run-typescript.js';

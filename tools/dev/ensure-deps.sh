@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs what the project needs on a fresh Debian machine, and nothing when it is already there:
+# the Debian packages for TPM, disk and network work, and the npm packages from package-lock.json.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+
+# program -> Debian package that provides it
+declare -A needed=(
+  [swtpm]=swtpm
+  [swtpm_setup]=swtpm-tools
+  [tpm2_quote]=tpm2-tools
+  [cryptsetup]=cryptsetup-bin
+  [ip]=iproute2
+  [openssl]=openssl
+  [gpg]=gpg
+)
+missing=()
+for program in "${!needed[@]}"; do
+  if ! command -v "$program" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$program" ] && [ ! -x "/sbin/$program" ]; then
+    missing+=("${needed[$program]}")
+  fi
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "==> installing Debian packages: ${missing[*]}"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then sudo="sudo"; else
+      echo "error: need root (or sudo) to install: ${missing[*]}" >&2
+      exit 1
+    fi
+  fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+node_major="$(node -p 'process.versions.node.split(".")[0]')"
+if [ "$node_major" -lt 20 ]; then
+  echo "error: Node.js 20 or newer is required, found $(node --version)" >&2
+  exit 1
+fi
+
+# npm ci when node_modules is missing or older than the lock file.
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "==> installing npm packages (npm ci)"
+  npm ci --no-fund --no-audit --loglevel=error
+fi

@@ -1,0 +1,15 @@
+import { defineConfig } from 'vitest/config';
+
+// One vitest process for the whole repository; each package is its own project.
+export default defineConfig({
+  test: {
+    projects: ['libs/*', 'apps/*'],
+    maxWorkers: 2,
+    coverage: {
+      provider: 'v8',
+      include: ['libs/*/src/**/*.ts', 'apps/*/src/**/*.ts'],
+      exclude: ['**/gen/**', '**/*.test.ts'],
+      reporter: ['text-summary', 'lcov'],
+    },
+  },
+});
