@@ -40,8 +40,11 @@ if [ "$node_major" -lt 20 ]; then
   exit 1
 fi
 
-# npm ci when node_modules is missing or older than the lock file.
+# Install from package-lock.json when node_modules is missing or older than the lock file.
+# `npm install --no-save` rather than `npm ci`: lock files written with this machine's npm
+# settings (no resolved URLs) leave out other platforms' optional binaries, which `npm ci`
+# rejects as "Missing from lock file"; install honours the lock and changes nothing.
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  echo "==> installing npm packages (npm ci)"
-  npm ci --no-fund --no-audit --loglevel=error
+  echo "==> installing npm packages"
+  npm install --no-save --no-fund --no-audit --loglevel=error
 fi
