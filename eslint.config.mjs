@@ -17,6 +17,9 @@ export default tseslint.config(
     },
     plugins: { 'import-x': importX },
     settings: {
+      // import-x parses imported files itself (for no-cycle); it needs the TS parser for .ts.
+      'import-x/parsers': { '@typescript-eslint/parser': ['.ts'] },
+      'import-x/extensions': ['.ts', '.js', '.mjs'],
       'import-x/resolver-next': [
         createTypeScriptImportResolver({
           conditionNames: ['@constellation/source', 'types', 'import', 'node', 'default'],
