@@ -42,4 +42,10 @@ export {
   RecoveryServiceService,
 } from './gen/constellation/recovery/v1/recovery.js';
 export type { RecoveryServiceServer } from './gen/constellation/recovery/v1/recovery.js';
+export {
+  AttestationDocument,
+  MeasuredEvent,
+  PcrValue,
+  TpmQuote,
+} from './gen/constellation/attestation/v1/attestation.js';
 export { MAX_MESSAGE_BYTES, grpcMessageLimits } from './message-limits.js';

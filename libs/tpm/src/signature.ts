@@ -59,10 +59,11 @@ export function verifySignature(pub: TpmPublic, message: Uint8Array, sig: TpmSig
   const key = publicKeyObject(pub);
   if (sig.algorithm === 'ecdsa') {
     if (pub.type !== 'ecc') return false;
+    // P-256 integers are at most 32 bytes; longer encodings (even with a leading zero) are not
+    // canonical and are refused rather than normalised.
     const size = 32;
-    if (sig.r.length > size + 1 || sig.s.length > size + 1) return false;
+    if (sig.r.length > size || sig.s.length > size) return false;
     const raw = Buffer.concat([leftPad(sig.r, size), leftPad(sig.s, size)]);
-    if (raw.length !== 2 * size) return false;
     return cryptoVerify(sig.hash, message, { key, dsaEncoding: 'ieee-p1363' }, raw);
   }
   if (pub.type !== 'rsa') return false;
@@ -73,10 +74,7 @@ export function verifySignature(pub: TpmPublic, message: Uint8Array, sig: TpmSig
   return cryptoVerify(sig.hash, message, key, sig.signature);
 }
 
-/** Left-pads (or strips a single leading zero from) a big-endian integer to `size` bytes. */
+/** Left-pads a big-endian integer of at most `size` bytes to exactly `size` bytes. */
 function leftPad(value: Buffer, size: number): Buffer {
-  if (value.length === size) return value;
-  if (value.length === size + 1 && value[0] === 0) return value.subarray(1);
-  if (value.length > size) return value;
-  return Buffer.concat([Buffer.alloc(size - value.length), value]);
+  return value.length === size ? value : Buffer.concat([Buffer.alloc(size - value.length), value]);
 }

@@ -1,0 +1,41 @@
+/** Why an attestation was rejected. Stable strings: metrics and logs group by them. */
+export type AttestationFailureReason =
+  | 'malformed'
+  | 'variant'
+  | 'attestation-key'
+  | 'weak-hash'
+  | 'signature'
+  | 'nonce'
+  | 'pcr-selection'
+  | 'pcr-digest'
+  | 'measurements'
+  | 'user-data';
+
+/** One PCR whose quoted value differs from the expected measurement. */
+export interface PcrMismatch {
+  pcr: number;
+  expected: string;
+  actual: string;
+  warnOnly: boolean;
+  /** The node's own account of what it measured into this PCR, when its event log replays to `actual`. */
+  measuredEvents?: { description: string; digest: string }[];
+}
+
+/** An attestation document was rejected. The message says exactly why. */
+export class AttestationError extends Error {
+  override readonly name = 'AttestationError';
+  readonly reason: AttestationFailureReason;
+  /** For reason "measurements": every enforced PCR that differs, in index order. */
+  readonly mismatches: readonly PcrMismatch[];
+
+  constructor(reason: AttestationFailureReason, message: string, mismatches: readonly PcrMismatch[] = []) {
+    super(message);
+    this.reason = reason;
+    this.mismatches = mismatches;
+  }
+}
+
+/** Attestation configuration (variant name, measurements file) is invalid. */
+export class AttestationConfigError extends Error {
+  override readonly name = 'AttestationConfigError';
+}

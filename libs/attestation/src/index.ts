@@ -1,0 +1,17 @@
+export { quoteExtraData } from './binding.js';
+export { MAX_DOCUMENT_BYTES, decodeDocument, encodeDocument } from './document.js';
+export { DummyIssuer, DummyValidator } from './dummy.js';
+export type { AttestationFailureReason, PcrMismatch } from './errors.js';
+export { AttestationConfigError, AttestationError } from './errors.js';
+export type { Issuer } from './issuer.js';
+export type { BootComponent } from './measured-boot.js';
+export { componentDigest, expectedMeasurements, initialPcrValue, measureBoot, replayEvents } from './measured-boot.js';
+export type { Measurement, Measurements } from './measurements.js';
+export { measurementsToFile, parseMeasurements } from './measurements.js';
+export type { TpmIssuerOptions } from './tpm-issuer.js';
+export { TpmIssuer } from './tpm-issuer.js';
+export type { TpmValidatorOptions } from './tpm-validator.js';
+export { TpmValidator } from './tpm-validator.js';
+export type { ValidationResult, Validator } from './validator.js';
+export type { Variant, VariantName } from './variant.js';
+export { VARIANTS, variantByName, variantByOid } from './variant.js';

@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { AttestationConfigError } from './errors.js';
+import { measurementsToFile, parseMeasurements } from './measurements.js';
+
+const A = 'a'.repeat(64);
+const B = '0b'.repeat(32);
+
+describe('parseMeasurements', () => {
+  it('reads JSON and YAML into the same measurements, sorted by PCR', () => {
+    const json = parseMeasurements(
+      JSON.stringify({ measurements: { '15': { expected: B }, '4': { expected: A, warnOnly: true } } }),
+    );
+    const yaml = parseMeasurements(
+      `measurements:\n  4:\n    expected: "${A}"\n    warnOnly: true\n  15:\n    expected: "${B}"\n`,
+    );
+    expect(yaml).toEqual(json);
+    expect([...json.keys()]).toEqual([4, 15]);
+    expect(json.get(4)).toEqual({ expected: Buffer.from(A, 'hex'), warnOnly: true });
+    expect(json.get(15)?.warnOnly).toBe(false);
+  });
+
+  it('round-trips through the file form', () => {
+    const m = parseMeasurements(JSON.stringify({ measurements: { '9': { expected: A, warnOnly: false } } }));
+    expect(parseMeasurements(JSON.stringify(measurementsToFile(m)))).toEqual(m);
+  });
+
+  it.each([
+    [{ measurements: { '24': { expected: A } } }, 'measurements.24: expected a PCR index from 0 to 23'],
+    [{ measurements: { '-1': { expected: A } } }, 'measurements.-1: expected a PCR index from 0 to 23'],
+    [
+      { measurements: { '4': { expected: 'abc' } } },
+      'measurements.4.expected: expected 64 hex characters (a SHA-256 PCR value)',
+    ],
+    [{ measurements: { '4': { expected: A, warnonly: true } } }, 'measurements.4: Unrecognized key: "warnonly"'],
+    [
+      { measurements: { '4': { expected: A, warnOnly: 'yes' } } },
+      'measurements.4.warnOnly: Invalid input: expected boolean, received string',
+    ],
+    [{ measurement: {} }, 'Unrecognized key'],
+    [{}, 'measurements: Invalid input: expected record, received undefined'],
+    [[], '(top level): Invalid input: expected object, received array'],
+  ])('rejects %j naming the field', (input, message) => {
+    expect(() => parseMeasurements(JSON.stringify(input), 'measurements')).toThrow(message);
+  });
+
+  it('rejects duplicate keys that JSON.parse would silently merge, and unparsable text', () => {
+    expect(() => parseMeasurements(`{"measurements": {"4": {"expected": "${A}"}, "4": {"expected": "${B}"}}}`)).toThrow(
+      /not valid JSON or YAML: Map keys must be unique/,
+    );
+    expect(() => parseMeasurements('measurements: [unclosed')).toThrow(AttestationConfigError);
+    expect(() => parseMeasurements('x'.repeat(70_000))).toThrow(/larger than 65536 bytes/);
+  });
+});

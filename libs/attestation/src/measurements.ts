@@ -1,0 +1,78 @@
+import { parseDocument } from 'yaml';
+import { z } from 'zod';
+import { PCR_COUNT } from '@constellation/tpm';
+import { AttestationConfigError } from './errors.js';
+
+/** The expected value of one PCR. */
+export interface Measurement {
+  /** Expected SHA-256 PCR value (32 bytes). */
+  expected: Buffer;
+  /** A mismatch is reported as a warning instead of rejecting the node. */
+  warnOnly: boolean;
+}
+
+/** Expected PCR values by index. Only the PCRs listed here are checked. */
+export type Measurements = ReadonlyMap<number, Measurement>;
+
+const MAX_FILE_BYTES = 64 * 1024;
+
+const measurementSchema = z.strictObject({
+  expected: z.string().regex(/^[0-9a-fA-F]{64}$/, 'expected 64 hex characters (a SHA-256 PCR value)'),
+  warnOnly: z.boolean().default(false),
+});
+
+const fileSchema = z.strictObject({
+  measurements: z.record(
+    z.string().regex(/^(?:[0-9]|1[0-9]|2[0-3])$/, `expected a PCR index from 0 to ${PCR_COUNT - 1}`),
+    measurementSchema,
+  ),
+});
+
+/**
+ * Parses a measurements file: JSON or YAML, `{"measurements": {"<pcr>": {"expected": "<hex>",
+ * "warnOnly": <bool>}}}`. Unknown fields, duplicate keys, bad indices and bad digests are errors
+ * that name the field.
+ */
+export function parseMeasurements(text: string, source = 'measurements'): Measurements {
+  if (Buffer.byteLength(text) > MAX_FILE_BYTES) {
+    throw new AttestationConfigError(`${source}: file larger than ${MAX_FILE_BYTES} bytes`);
+  }
+  // YAML 1.2 is a superset of JSON, and this parser also rejects duplicate keys, which JSON.parse would silently merge.
+  const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: false, strict: true });
+  if (doc.errors.length > 0) {
+    throw new AttestationConfigError(`${source}: not valid JSON or YAML: ${doc.errors[0]?.message ?? 'parse error'}`);
+  }
+  const parsed = fileSchema.safeParse(doc.toJS());
+  if (!parsed.success) {
+    throw new AttestationConfigError(`${source}: ${describeIssues(parsed.error.issues)}`);
+  }
+  const out = new Map<number, Measurement>();
+  for (const [index, m] of Object.entries(parsed.data.measurements)) {
+    out.set(Number(index), { expected: Buffer.from(m.expected, 'hex'), warnOnly: m.warnOnly });
+  }
+  return new Map([...out].sort(([a], [b]) => a - b));
+}
+
+/** The file form of `measurements`, with keys in index order (JSON.stringify it, or write YAML). */
+export function measurementsToFile(measurements: Measurements): {
+  measurements: Record<string, { expected: string; warnOnly: boolean }>;
+} {
+  const entries = [...measurements].sort(([a], [b]) => a - b);
+  return {
+    measurements: Object.fromEntries(
+      entries.map(([pcr, m]) => [String(pcr), { expected: m.expected.toString('hex'), warnOnly: m.warnOnly }]),
+    ),
+  };
+}
+
+/** "path: message" for each problem (nested record-key problems unwrapped), so the user sees every field to fix. */
+function describeIssues(issues: readonly z.core.$ZodIssue[]): string {
+  return issues
+    .slice(0, 5)
+    .map((issue) => {
+      const path = issue.path.map(String).join('.');
+      const nested = issue.code === 'invalid_key' ? issue.issues[0]?.message : undefined;
+      return `${path === '' ? '(top level)' : path}: ${nested ?? issue.message}`;
+    })
+    .join('; ');
+}

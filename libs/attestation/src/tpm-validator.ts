@@ -1,0 +1,245 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { AttestationDocument, MeasuredEvent, TpmQuote } from '@constellation/proto';
+import {
+  PCR_COUNT,
+  TPM_ALG,
+  TPM_ECC,
+  TPMA_OBJECT,
+  TpmParseError,
+  parsePublic,
+  parseQuoteInfo,
+  parseSignature,
+  publicName,
+  verifySignature,
+} from '@constellation/tpm';
+import type { QuoteInfo, TpmPublic, TpmSignature } from '@constellation/tpm';
+import { quoteExtraData } from './binding.js';
+import { decodeDocument } from './document.js';
+import { AttestationError } from './errors.js';
+import type { PcrMismatch } from './errors.js';
+import { replayEvents } from './measured-boot.js';
+import type { Measurements } from './measurements.js';
+import type { ValidationResult, Validator } from './validator.js';
+import { variantByName } from './variant.js';
+import type { Variant } from './variant.js';
+
+export interface TpmValidatorOptions {
+  /** Expected PCR values; a function is called per validation, so a reloaded file takes effect at once. */
+  measurements: Measurements | (() => Measurements);
+}
+
+/** Attributes every attestation key must have: a TPM-resident key that only signs TPM-made structures. */
+const REQUIRED_AK_ATTRIBUTES =
+  TPMA_OBJECT.fixedTPM |
+  TPMA_OBJECT.fixedParent |
+  TPMA_OBJECT.sensitiveDataOrigin |
+  TPMA_OBJECT.restricted |
+  TPMA_OBJECT.sign;
+
+/**
+ * Validates `qemu-vtpm` documents. In order: decode with limits, variant, attestation key
+ * shape, then per quote the signature (before trusting anything it says), the nonce binding,
+ * the PCR selection and the PCR digest; finally the measurements. Every failure is an
+ * AttestationError whose reason and message say exactly what was wrong.
+ */
+export class TpmValidator implements Validator {
+  readonly variant: Variant = variantByName('qemu-vtpm');
+  private readonly measurements: () => Measurements;
+
+  constructor(options: TpmValidatorOptions) {
+    const m = options.measurements;
+    this.measurements = typeof m === 'function' ? m : () => m;
+  }
+
+  validate(document: Uint8Array, nonce: Uint8Array, expectedUserData?: Uint8Array): Promise<ValidationResult> {
+    // Synchronous work wrapped in a promise: the interface allows validators that do I/O.
+    return new Promise((resolve) => {
+      resolve(this.validateSync(document, nonce, expectedUserData));
+    });
+  }
+
+  private validateSync(bytes: Uint8Array, nonce: Uint8Array, expectedUserData?: Uint8Array): ValidationResult {
+    const doc = decodeDocument(bytes);
+    if (doc.variant !== this.variant.name) {
+      throw new AttestationError('variant', `attestation variant is "${doc.variant}", expected "${this.variant.name}"`);
+    }
+    const ak = checkAttestationKey(doc.akPublic);
+    const extraData = quoteExtraData(doc.userData, nonce);
+    const pcrs = new Map<number, Buffer>();
+    for (const [i, quote] of doc.quotes.entries()) {
+      for (const [pcr, value] of checkQuote(quote, i, ak, extraData)) pcrs.set(pcr, value);
+    }
+    const mismatches = compare(this.measurements(), pcrs, doc);
+    const enforced = mismatches.filter((m) => !m.warnOnly);
+    if (enforced.length > 0) {
+      throw new AttestationError('measurements', describeMismatches(enforced), enforced);
+    }
+    if (expectedUserData !== undefined && !constantTimeEqual(doc.userData, expectedUserData)) {
+      throw new AttestationError('user-data', 'attested user data does not match what this connection expects');
+    }
+    return {
+      variant: this.variant,
+      userData: Buffer.from(doc.userData),
+      pcrs,
+      warnings: mismatches.filter((m) => m.warnOnly),
+      attestationKeyName: publicName(ak).toString('hex'),
+    };
+  }
+}
+
+function checkAttestationKey(bytes: Uint8Array): TpmPublic {
+  let ak: TpmPublic;
+  try {
+    ak = parsePublic(bytes);
+  } catch (err) {
+    throw new AttestationError(
+      'attestation-key',
+      `attestation key public area is malformed: ${(err as Error).message}`,
+    );
+  }
+  if (
+    (ak.objectAttributes & REQUIRED_AK_ATTRIBUTES) !== REQUIRED_AK_ATTRIBUTES ||
+    (ak.objectAttributes & TPMA_OBJECT.decrypt) !== 0
+  ) {
+    throw new AttestationError(
+      'attestation-key',
+      'attestation key is not a restricted, TPM-resident signing key (fixedTPM, fixedParent, sensitiveDataOrigin, restricted, sign; not decrypt)',
+    );
+  }
+  if (ak.nameAlg !== TPM_ALG.SHA256)
+    throw new AttestationError('weak-hash', 'attestation key name algorithm must be SHA-256');
+  if (ak.type === 'ecc') {
+    if (ak.curve !== TPM_ECC.NIST_P256 || ak.scheme.scheme !== TPM_ALG.ECDSA) {
+      throw new AttestationError('attestation-key', 'ECC attestation key must be NIST P-256 with the ECDSA scheme');
+    }
+  } else if (ak.keyBits < 2048 || (ak.scheme.scheme !== TPM_ALG.RSASSA && ak.scheme.scheme !== TPM_ALG.RSAPSS)) {
+    throw new AttestationError(
+      'attestation-key',
+      'RSA attestation key must have at least 2048 bits and an RSASSA or RSAPSS scheme',
+    );
+  }
+  if (ak.scheme.hash !== TPM_ALG.SHA256)
+    throw new AttestationError('weak-hash', 'attestation key must sign with SHA-256');
+  return ak;
+}
+
+function checkQuote(quote: TpmQuote, index: number, ak: TpmPublic, extraData: Buffer): Map<number, Buffer> {
+  const where = `quote ${index}`;
+  let info: QuoteInfo;
+  let signature: TpmSignature;
+  try {
+    info = parseQuoteInfo(quote.attest);
+    signature = parseSignature(quote.signature);
+  } catch (err) {
+    if (err instanceof TpmParseError) throw new AttestationError('malformed', `${where}: ${err.message}`);
+    throw err;
+  }
+  if (signature.hash !== 'sha256') {
+    throw new AttestationError(
+      'weak-hash',
+      `${where}: signed with ${signature.hash.toUpperCase()}, only SHA-256 is accepted`,
+    );
+  }
+  let valid: boolean;
+  try {
+    valid = verifySignature(ak, quote.attest, signature);
+  } catch (err) {
+    throw new AttestationError('signature', `${where}: signature cannot be checked: ${(err as Error).message}`);
+  }
+  if (!valid) {
+    throw new AttestationError(
+      'signature',
+      `${where}: signature does not verify with the attestation key (quote or signature altered)`,
+    );
+  }
+  if (!constantTimeEqual(info.extraData, extraData)) {
+    throw new AttestationError(
+      'nonce',
+      `${where}: quote is not bound to this nonce and user data (replayed, relayed, or user data altered)`,
+    );
+  }
+  const [bank, ...more] = info.pcrSelections;
+  if (bank === undefined || more.length > 0) {
+    throw new AttestationError(
+      'pcr-selection',
+      `${where}: must select exactly one PCR bank, selects ${info.pcrSelections.length}`,
+    );
+  }
+  if (bank.hash !== 'sha256') {
+    throw new AttestationError(
+      'weak-hash',
+      `${where}: quotes the ${bank.hash.toUpperCase()} PCR bank, only SHA-256 is accepted`,
+    );
+  }
+  const provided = new Map<number, Buffer>();
+  for (const { index: pcr, value } of quote.pcrs) {
+    if (pcr >= PCR_COUNT) throw new AttestationError('pcr-selection', `${where}: PCR index ${pcr} out of range`);
+    if (provided.has(pcr)) throw new AttestationError('pcr-selection', `${where}: PCR ${pcr} given twice`);
+    if (value.length !== 32)
+      throw new AttestationError('pcr-selection', `${where}: PCR ${pcr} value is ${value.length} bytes, expected 32`);
+    provided.set(pcr, Buffer.from(value));
+  }
+  const selected = bank.pcrs;
+  const missing = selected.filter((pcr) => !provided.has(pcr));
+  const extra = [...provided.keys()].filter((pcr) => !selected.includes(pcr));
+  if (missing.length > 0 || extra.length > 0) {
+    throw new AttestationError(
+      'pcr-selection',
+      `${where}: PCR values do not match the quoted selection (missing: ${missing.join(',') || 'none'}; not quoted: ${extra.join(',') || 'none'})`,
+    );
+  }
+  const digest = createHash('sha256');
+  for (const pcr of selected) digest.update(provided.get(pcr) ?? Buffer.alloc(0));
+  if (!digest.digest().equals(info.pcrDigest)) {
+    throw new AttestationError(
+      'pcr-digest',
+      `${where}: PCR values do not match the quoted PCR digest (values altered)`,
+    );
+  }
+  return provided;
+}
+
+function compare(
+  measurements: Measurements,
+  pcrs: ReadonlyMap<number, Buffer>,
+  doc: AttestationDocument,
+): PcrMismatch[] {
+  const mismatches: PcrMismatch[] = [];
+  for (const [pcr, m] of [...measurements].sort(([a], [b]) => a - b)) {
+    const actual = pcrs.get(pcr);
+    if (actual === undefined) {
+      throw new AttestationError('pcr-selection', `PCR ${pcr} is measured but not quoted`);
+    }
+    if (!actual.equals(m.expected)) {
+      const mismatch: PcrMismatch = {
+        pcr,
+        expected: m.expected.toString('hex'),
+        actual: actual.toString('hex'),
+        warnOnly: m.warnOnly,
+      };
+      const events = explain(doc.eventLog, pcr, actual);
+      if (events !== undefined) mismatch.measuredEvents = events;
+      mismatches.push(mismatch);
+    }
+  }
+  return mismatches;
+}
+
+/** The node's event log for `pcr`, if replaying it reproduces the quoted value (otherwise it explains nothing). */
+function explain(log: readonly MeasuredEvent[], pcr: number, actual: Buffer): PcrMismatch['measuredEvents'] {
+  const events = log.filter((e) => e.pcr === pcr);
+  if (events.length === 0 || replayEvents(events, [pcr]).get(pcr)?.equals(actual) !== true) return undefined;
+  return events.map((e) => ({ description: e.description, digest: Buffer.from(e.digest).toString('hex') }));
+}
+
+function describeMismatches(mismatches: readonly PcrMismatch[]): string {
+  const lines = mismatches.map((m) => {
+    const events = m.measuredEvents?.map((e) => `${e.description} (sha256:${e.digest})`).join(', ');
+    return `PCR ${m.pcr}: expected ${m.expected}, actual ${m.actual}${events === undefined ? '' : `; node measured: ${events}`}`;
+  });
+  return `measurements do not match: ${lines.join('; ')}`;
+}
+
+function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && timingSafeEqual(a, b);
+}

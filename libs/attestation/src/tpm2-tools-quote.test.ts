@@ -1,0 +1,94 @@
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { runChecked, startSwtpm, tempDirForTest } from '@constellation/testing';
+import type { Swtpm } from '@constellation/testing';
+import { SocketTransport, Tpm } from '@constellation/tpm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { quoteExtraData } from './binding.js';
+import { encodeDocument } from './document.js';
+import { componentDigest, expectedMeasurements, measureBoot } from './measured-boot.js';
+import type { BootComponent } from './measured-boot.js';
+import { TpmValidator } from './tpm-validator.js';
+
+const components: BootComponent[] = [{ pcr: 9, description: 'bootstrapper bundle', digest: componentDigest('bundle') }];
+
+let swtpm: Swtpm;
+
+beforeAll(async () => {
+  swtpm = await startSwtpm();
+  const tpm = new Tpm(new SocketTransport({ host: swtpm.host, port: swtpm.port }));
+  await measureBoot(tpm, components);
+  await tpm.close();
+});
+
+afterAll(async () => {
+  await swtpm.stop();
+});
+
+/** Runs a tpm2-tools command against the swtpm, flushing transient objects afterwards (swtpm has no resource manager). */
+async function tool(program: string, args: string[], cwd: string): Promise<string> {
+  const out = await runChecked(program, args, { timeoutMs: 20_000, env: swtpm.toolEnv, cwd });
+  await runChecked('tpm2_flushcontext', ['-t'], { timeoutMs: 10_000, env: swtpm.toolEnv, cwd });
+  return out.stdout.toString();
+}
+
+describe('quotes made by tpm2-tools', () => {
+  for (const [algorithm, scheme] of [
+    ['ecc', 'ecdsa'],
+    ['rsa', 'rsassa'],
+  ] as const) {
+    it(`verify with our validator (${algorithm} AK from tpm2_createak, quote from tpm2_quote)`, async () => {
+      const dir = await tempDirForTest();
+      const userData = Buffer.from('tls public key hash');
+      const nonce = randomBytes(32);
+      await tool('tpm2_createek', ['-c', 'ek.ctx', '-G', algorithm, '-u', 'ek.pub'], dir);
+      await tool(
+        'tpm2_createak',
+        ['-C', 'ek.ctx', '-c', 'ak.ctx', '-G', algorithm, '-g', 'sha256', '-s', scheme, '-u', 'ak.pub'],
+        dir,
+      );
+      const pcrList = 'sha256:4,9,15';
+      const out = await tool(
+        'tpm2_quote',
+        [
+          '-c',
+          'ak.ctx',
+          '-l',
+          pcrList,
+          '-q',
+          quoteExtraData(userData, nonce).toString('hex'),
+          '-m',
+          'quote.msg',
+          '-s',
+          'quote.sig',
+          '-o',
+          'quote.pcrs',
+          '-g',
+          'sha256',
+        ],
+        dir,
+      );
+      // tpm2_quote prints the PCR values it quoted: "    9 : 0x<hex>".
+      const pcrs = [...out.matchAll(/^\s+(\d+)\s*:\s*0x([0-9A-Fa-f]{64})$/gm)].map((m) => ({
+        index: Number(m[1]),
+        value: Buffer.from(m[2] ?? '', 'hex'),
+      }));
+      expect(pcrs.map((p) => p.index)).toEqual([4, 9, 15]);
+      const akPublic = (await readFile(join(dir, 'ak.pub'))).subarray(2); // TPM2B_PUBLIC: drop the size
+      const document = encodeDocument({
+        variant: 'qemu-vtpm',
+        akPublic,
+        quotes: [
+          { attest: await readFile(join(dir, 'quote.msg')), signature: await readFile(join(dir, 'quote.sig')), pcrs },
+        ],
+        userData,
+        eventLog: [],
+      });
+      const validator = new TpmValidator({ measurements: expectedMeasurements(components, [4, 9, 15]) });
+      const result = await validator.validate(document, nonce, userData);
+      expect(result.pcrs.get(9)).toEqual(expectedMeasurements(components, [9]).get(9)?.expected);
+      await expect(validator.validate(document, randomBytes(32))).rejects.toThrow(/not bound to this nonce/);
+    });
+  }
+});

@@ -1,0 +1,25 @@
+import type { Variant } from './variant.js';
+import type { PcrMismatch } from './errors.js';
+
+/** What a successful validation established. */
+export interface ValidationResult {
+  variant: Variant;
+  /** The attested user data (the caller checks it binds what it expects, e.g. a TLS key). */
+  userData: Buffer;
+  /** Quoted SHA-256 PCR values by index. */
+  pcrs: ReadonlyMap<number, Buffer>;
+  /** Mismatches on warnOnly PCRs: accepted, but worth logging. */
+  warnings: readonly PcrMismatch[];
+  /** TPM name of the attestation key that signed (nameAlg || SHA-256(TPMT_PUBLIC)), hex. */
+  attestationKeyName: string;
+}
+
+/** Checks attestation documents of one variant against the current measurements. */
+export interface Validator {
+  readonly variant: Variant;
+  /**
+   * Validates `document` for `nonce`. Throws AttestationError naming the reason; when
+   * `expectedUserData` is given, the document must carry exactly that user data.
+   */
+  validate(document: Uint8Array, nonce: Uint8Array, expectedUserData?: Uint8Array): Promise<ValidationResult>;
+}

@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+import { DummyIssuer, DummyValidator } from './dummy.js';
+import { variantByName, variantByOid } from './variant.js';
+
+describe('variants', () => {
+  it('knows qemu-vtpm by name and OID', () => {
+    expect(variantByName('qemu-vtpm').oid).toBe('1.3.9900.5.1');
+    expect(variantByOid('1.3.9900.5.1')?.name).toBe('qemu-vtpm');
+    expect(variantByOid('1.2.3')).toBeUndefined();
+  });
+
+  it('never hands out the dummy variant to configuration, and lists what is allowed', () => {
+    expect(() => variantByName('dummy')).toThrow(
+      'attestation variant "dummy" is for tests only and proves nothing; expected one of: qemu-vtpm',
+    );
+    expect(() => variantByName('azure-sev-snp')).toThrow(
+      'unknown attestation variant "azure-sev-snp"; expected one of: qemu-vtpm',
+    );
+    expect(variantByName('dummy', { allowTestOnly: true }).testOnly).toBe(true);
+  });
+
+  it('dummy documents still bind nonce and user data', async () => {
+    const nonce = Buffer.alloc(32, 1);
+    const document = await new DummyIssuer().issue(Buffer.from('key'), nonce);
+    const validator = new DummyValidator();
+    await expect(validator.validate(document, nonce, Buffer.from('key'))).resolves.toMatchObject({
+      userData: Buffer.from('key'),
+    });
+    await expect(validator.validate(document, Buffer.alloc(32, 2))).rejects.toThrow(/not bound to this nonce/);
+    await expect(validator.validate(document, nonce, Buffer.from('other'))).rejects.toThrow(/does not match/);
+    await expect(validator.validate(document.subarray(1), nonce)).rejects.toThrow(/malformed/);
+  });
+});
