@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# `npm run bench`: every benchmark, one after another. Each prints its own figures.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+bash tools/dev/ensure-deps.sh
+for bench in tools/bench/tpm-quote.ts; do
+  echo "==> $bench"
+  node --conditions=@constellation/source --import tsx "$bench"
+done
