@@ -51,14 +51,7 @@ export class TpmValidator implements Validator {
     this.measurements = typeof m === 'function' ? m : () => m;
   }
 
-  validate(document: Uint8Array, nonce: Uint8Array, expectedUserData?: Uint8Array): Promise<ValidationResult> {
-    // Synchronous work wrapped in a promise: the interface allows validators that do I/O.
-    return new Promise((resolve) => {
-      resolve(this.validateSync(document, nonce, expectedUserData));
-    });
-  }
-
-  private validateSync(bytes: Uint8Array, nonce: Uint8Array, expectedUserData?: Uint8Array): ValidationResult {
+  validate(bytes: Uint8Array, nonce: Uint8Array, expectedUserData?: Uint8Array): ValidationResult {
     const doc = decodeDocument(bytes);
     if (doc.variant !== this.variant.name) {
       throw new AttestationError('variant', `attestation variant is "${doc.variant}", expected "${this.variant.name}"`);

@@ -86,9 +86,9 @@ describe('quotes made by tpm2-tools', () => {
         eventLog: [],
       });
       const validator = new TpmValidator({ measurements: expectedMeasurements(components, [4, 9, 15]) });
-      const result = await validator.validate(document, nonce, userData);
+      const result = validator.validate(document, nonce, userData);
       expect(result.pcrs.get(9)).toEqual(expectedMeasurements(components, [9]).get(9)?.expected);
-      await expect(validator.validate(document, randomBytes(32))).rejects.toThrow(/not bound to this nonce/);
+      expect(() => validator.validate(document, randomBytes(32))).toThrow(/not bound to this nonce/);
     });
   }
 });

@@ -19,7 +19,9 @@ export interface Validator {
   readonly variant: Variant;
   /**
    * Validates `document` for `nonce`. Throws AttestationError naming the reason; when
-   * `expectedUserData` is given, the document must carry exactly that user data.
+   * `expectedUserData` is given, the document must carry exactly that user data. Synchronous on
+   * purpose: TLS certificate checks (`checkServerIdentity`) cannot wait for a promise, and
+   * validation needs no I/O (variants that need remote data cache it beforehand).
    */
-  validate(document: Uint8Array, nonce: Uint8Array, expectedUserData?: Uint8Array): Promise<ValidationResult>;
+  validate(document: Uint8Array, nonce: Uint8Array, expectedUserData?: Uint8Array): ValidationResult;
 }
