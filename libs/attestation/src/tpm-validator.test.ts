@@ -200,11 +200,7 @@ describe('TpmIssuer and TpmValidator on a real swtpm', () => {
     const partial = new TpmIssuer(tpm, { pcrs: [0, 1, 2, 3, 4] });
     const nonce = randomBytes(32);
     const document = await partial.issue(Buffer.alloc(0), nonce);
-    expectReason(
-      () => validator.validate(document, nonce),
-      'pcr-selection',
-      /PCR 9 is measured but not quoted/,
-    );
+    expectReason(() => validator.validate(document, nonce), 'pcr-selection', /PCR 9 is measured but not quoted/);
   });
 
   it('rejects SHA-1: a SHA-1-bank quote and a key that signs with SHA-1', async () => {
@@ -268,11 +264,7 @@ describe('TpmIssuer and TpmValidator on a real swtpm', () => {
     const nonce = randomBytes(32);
     const document = await issuer.issue(Buffer.alloc(0), nonce);
     const wrongVariant = edit(document, (doc) => (doc.variant = 'dummy'));
-    expectReason(
-      () => validator.validate(wrongVariant, nonce),
-      'variant',
-      /"dummy", expected "qemu-vtpm"/,
-    );
+    expectReason(() => validator.validate(wrongVariant, nonce), 'variant', /"dummy", expected "qemu-vtpm"/);
     expectReason(
       () => validator.validate(document.subarray(0, document.length - 7), nonce),
       'malformed',

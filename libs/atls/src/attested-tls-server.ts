@@ -1,0 +1,118 @@
+import { generateKeyPair } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
+import { createSecureContext, createServer } from 'node:tls';
+import type { SecureContext, Server as TlsServer, TLSSocket } from 'node:tls';
+import * as grpc from '@grpc/grpc-js';
+import type { Issuer } from '@constellation/attestation';
+import { noopLogger } from '@constellation/logger';
+import type { Logger } from '@constellation/logger';
+import { certificateToPem, createCertificate } from './certificate.js';
+import { serverNameToNonce } from './nonce-server-name.js';
+import { ATLS_ROOT_NAME, atlsPublicRoot } from './public-root.js';
+import { spkiUserData } from './spki-binding.js';
+
+export interface AttestedTlsServerOptions {
+  /** Makes the attestation each connection's certificate carries. */
+  issuer: Issuer;
+  logger?: Logger;
+}
+
+/**
+ * Serves a grpc-js server over server-attested TLS. For every connection the client's nonce
+ * arrives in SNI; the server makes a fresh ECDSA P-256 key, an attestation over SHA-256 of its
+ * SubjectPublicKeyInfo and that nonce, and a certificate carrying the attestation in an
+ * extension (OID of the variant). TLS is terminated here and the connection handed to grpc-js,
+ * because grpc-js's own TLS cannot pick a certificate per connection.
+ */
+export class AttestedTlsServer {
+  private readonly tls: TlsServer;
+  private readonly injector: ReturnType<grpc.Server['createConnectionInjector']>;
+  private readonly sockets = new Set<TLSSocket>();
+  private readonly log: Logger;
+
+  constructor(grpcServer: grpc.Server, options: AttestedTlsServerOptions) {
+    this.log = (options.logger ?? noopLogger).child({ component: 'atls-server' });
+    this.injector = grpcServer.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+    const issuer = options.issuer;
+    this.tls = createServer(
+      {
+        minVersion: 'TLSv1.3',
+        ALPNProtocols: ['h2'],
+        SNICallback: (serverName, done) => {
+          const nonce = serverNameToNonce(serverName);
+          if (nonce === undefined) {
+            done(new Error('client sent no aTLS nonce in the server name'), undefined);
+            return;
+          }
+          attestedContext(issuer, nonce).then(
+            (context) => {
+              done(null, context);
+            },
+            (err: unknown) => {
+              this.log.error('could not attest a connection', { err });
+              done(err instanceof Error ? err : new Error(String(err)), undefined);
+            },
+          );
+        },
+      },
+      (socket) => {
+        this.sockets.add(socket);
+        socket.once('close', () => this.sockets.delete(socket));
+        this.injector.injectConnection(socket);
+      },
+    );
+    this.tls.on('tlsClientError', (err) => {
+      this.log.debug('TLS handshake failed', { error: err.message });
+    });
+  }
+
+  /** Listens on `host:port` (port 0 picks a free port) and resolves with the bound port. */
+  listen(port: number, host: string): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.tls.once('error', reject);
+      this.tls.listen(port, host, () => {
+        this.tls.off('error', reject);
+        const address = this.tls.address();
+        resolve(typeof address === 'object' && address !== null ? address.port : port);
+      });
+    });
+  }
+
+  /** Stops accepting connections and closes the open ones. */
+  async close(): Promise<void> {
+    const closed = new Promise<void>((resolve) =>
+      this.tls.close(() => {
+        resolve();
+      }),
+    );
+    for (const socket of this.sockets) socket.destroy();
+    this.injector.destroy();
+    await closed;
+  }
+}
+
+async function attestedContext(issuer: Issuer, nonce: Buffer): Promise<SecureContext> {
+  const { publicKey, privateKey } = await new Promise<{ publicKey: KeyObject; privateKey: KeyObject }>(
+    (resolve, reject) => {
+      generateKeyPair('ec', { namedCurve: 'P-256' }, (err, pub, priv) => {
+        if (err) reject(err);
+        else resolve({ publicKey: pub, privateKey: priv });
+      });
+    },
+  );
+  const spki = publicKey.export({ type: 'spki', format: 'der' });
+  const document = await issuer.issue(spkiUserData(spki), nonce);
+  const root = atlsPublicRoot();
+  const certificate = createCertificate({
+    subjectKey: publicKey,
+    subjectName: 'constellation attested node',
+    signerKey: root.privateKey,
+    issuerName: ATLS_ROOT_NAME,
+    extensions: [{ oid: issuer.variant.oid, critical: false, value: document }],
+  });
+  return createSecureContext({
+    key: privateKey.export({ type: 'pkcs8', format: 'pem' }),
+    cert: certificateToPem(certificate),
+    minVersion: 'TLSv1.3',
+  });
+}

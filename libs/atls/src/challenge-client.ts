@@ -1,0 +1,109 @@
+import type * as grpc from '@grpc/grpc-js';
+import type { Issuer } from '@constellation/attestation';
+import type { AttestationChallenge, SealedResponse } from '@constellation/proto';
+import { challengeUserData } from './challenge-binding.js';
+import { CHALLENGE_PROTOCOL_VERSION } from './challenge-messages.js';
+import type { ChallengeClientMessage, ChallengeServerMessage } from './challenge-messages.js';
+import { AtlsError } from './errors.js';
+import { ephemeralKey, open } from './seal.js';
+
+type Stream = grpc.ClientDuplexStream<ChallengeClientMessage, ChallengeServerMessage>;
+
+/**
+ * Runs the node side of a challenge stream: hello, wait for the nonce, attest the ephemeral key
+ * and the request, and open the sealed answer. Rejects with the service's gRPC error (code and
+ * message intact) or an AtlsError. The caller bounds the whole call with a gRPC deadline.
+ */
+export async function requestWithAttestation(stream: Stream, issuer: Issuer, request: Uint8Array): Promise<Buffer> {
+  const reader = new StreamReader(stream);
+  try {
+    stream.write({
+      step: {
+        $case: 'hello',
+        value: { attestationVariant: issuer.variant.name, protocolVersion: CHALLENGE_PROTOCOL_VERSION },
+      },
+    });
+    const challenge = await reader.challenge();
+    if (challenge.nonce.length !== 32)
+      throw new AtlsError(`service sent a ${challenge.nonce.length}-byte nonce, expected 32`);
+    const key = ephemeralKey();
+    const attestation = await issuer.issue(challengeUserData(key.publicKey, request), challenge.nonce);
+    stream.write({
+      step: {
+        $case: 'attested',
+        value: { attestation, ephemeralPublicKey: key.publicKey, request: Buffer.from(request) },
+      },
+    });
+    const sealed = await reader.sealed();
+    return open(sealed, key, challenge.nonce);
+  } finally {
+    stream.end();
+    reader.dispose();
+  }
+}
+
+/** Turns stream events into awaitable "next message of this kind". */
+class StreamReader {
+  private readonly queue: ChallengeServerMessage[] = [];
+  private error: Error | undefined;
+  private ended = false;
+  private wake: (() => void) | undefined;
+  private readonly stream: Stream;
+
+  constructor(stream: Stream) {
+    this.stream = stream;
+    stream.on('data', this.onData);
+    stream.on('error', this.onError);
+    stream.on('end', this.onEnd);
+  }
+
+  async challenge(): Promise<AttestationChallenge> {
+    const step = await this.next('challenge');
+    if (step.$case !== 'challenge') throw new AtlsError(`service sent ${step.$case}, expected challenge`);
+    return step.value;
+  }
+
+  async sealed(): Promise<SealedResponse> {
+    const step = await this.next('sealed');
+    if (step.$case !== 'sealed') throw new AtlsError(`service sent ${step.$case}, expected sealed`);
+    return step.value;
+  }
+
+  private async next(kind: string): Promise<NonNullable<ChallengeServerMessage['step']>> {
+    for (;;) {
+      const message = this.queue.shift();
+      if (message !== undefined) {
+        if (message.step === undefined) throw new AtlsError(`service sent an empty message, expected ${kind}`);
+        return message.step;
+      }
+      if (this.error !== undefined) throw this.error;
+      if (this.ended) throw new AtlsError(`service closed the stream before sending the ${kind}`);
+      await new Promise<void>((resolve) => (this.wake = resolve));
+    }
+  }
+
+  dispose(): void {
+    this.stream.off('data', this.onData);
+    this.stream.off('error', this.onError);
+    this.stream.off('end', this.onEnd);
+    this.stream.on('error', () => undefined); // late errors after we are done are not interesting
+  }
+
+  private readonly onData = (message: ChallengeServerMessage): void => {
+    this.queue.push(message);
+    this.notify();
+  };
+  private readonly onError = (err: Error): void => {
+    this.error = err;
+    this.notify();
+  };
+  private readonly onEnd = (): void => {
+    this.ended = true;
+    this.notify();
+  };
+  private notify(): void {
+    const wake = this.wake;
+    this.wake = undefined;
+    wake?.();
+  }
+}

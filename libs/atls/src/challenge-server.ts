@@ -1,0 +1,190 @@
+import { randomBytes } from 'node:crypto';
+import * as grpc from '@grpc/grpc-js';
+import { AttestationError, MAX_DOCUMENT_BYTES } from '@constellation/attestation';
+import type { ValidationResult, Validator } from '@constellation/attestation';
+import { noopLogger } from '@constellation/logger';
+import type { Logger } from '@constellation/logger';
+import { challengeUserData } from './challenge-binding.js';
+import { CHALLENGE_PROTOCOL_VERSION } from './challenge-messages.js';
+import type { ChallengeClientMessage, ChallengeServerMessage } from './challenge-messages.js';
+import { seal } from './seal.js';
+import { StatusError } from './status-error.js';
+
+/** Why a challenge exchange ended without an answer; stable strings for metrics. */
+export type ChallengeRejection =
+  'protocol' | 'variant' | 'expired' | 'oversized' | 'handler' | `attestation:${AttestationError['reason']}`;
+
+export interface ChallengeServerOptions {
+  /** One validator per accepted variant. */
+  validators: readonly Validator[];
+  /** What the attested node asked for, with what its attestation established; returns the plaintext answer. */
+  handle: (request: Buffer, attestation: ValidationResult) => Promise<Buffer>;
+  /** How long the node has to answer the challenge. */
+  challengeTtlMs?: number;
+  /** How long the node has to send its hello after opening the stream. */
+  helloTimeoutMs?: number;
+  /** Largest accepted service request. */
+  maxRequestBytes?: number;
+  logger?: Logger;
+  /** Called once per refused exchange, e.g. to count failures by reason. */
+  onRejected?: (reason: ChallengeRejection, message: string) => void;
+}
+
+type Stream = grpc.ServerDuplexStream<ChallengeClientMessage, ChallengeServerMessage>;
+
+/**
+ * Runs the service side of one challenge stream: hello → fresh nonce → attested request →
+ * validate (nonce, measurements, binding of ephemeral key and request) → handler → sealed answer.
+ * The nonce lives only in this stream and is consumed by the first answer; a late answer,
+ * a second answer, or an answer for another nonce gets nothing.
+ */
+export function serveChallenge(call: Stream, options: ChallengeServerOptions): void {
+  const log = (options.logger ?? noopLogger).child({ component: 'atls-challenge', peer: call.getPeer() });
+  const ttl = options.challengeTtlMs ?? 10_000;
+  const maxRequest = options.maxRequestBytes ?? 64 * 1024;
+  let state: 'hello' | 'answer' | 'working' | 'done' = 'hello';
+  let nonce: Buffer | undefined;
+  let validator: Validator | undefined;
+  let challengedAt = 0;
+
+  const finish = (code: grpc.status, message: string, reason: ChallengeRejection, metadata?: grpc.Metadata): void => {
+    if (state === 'done') return;
+    state = 'done';
+    clearTimeout(timer);
+    options.onRejected?.(reason, message);
+    log.info('challenge refused', { reason, code: grpc.status[code], error: message });
+    const status: Partial<grpc.StatusObject> = { code, details: message };
+    if (metadata !== undefined) status.metadata = metadata;
+    call.emit('error', status);
+  };
+
+  let timer = setTimeout(() => {
+    finish(grpc.status.DEADLINE_EXCEEDED, `no hello within ${options.helloTimeoutMs ?? 10_000} ms`, 'expired');
+  }, options.helloTimeoutMs ?? 10_000);
+
+  call.on('error', () => {
+    // The client went away; nothing to answer.
+    state = 'done';
+    clearTimeout(timer);
+  });
+  call.on('end', () => {
+    if (state !== 'done' && state !== 'working')
+      finish(grpc.status.CANCELLED, 'stream ended before the exchange finished', 'protocol');
+  });
+
+  call.on('data', (message: ChallengeClientMessage) => {
+    const step = message.step;
+    if (state === 'hello') {
+      if (step?.$case !== 'hello') {
+        finish(
+          grpc.status.INVALID_ARGUMENT,
+          'the first message must be a hello announcing the attestation variant',
+          'protocol',
+        );
+        return;
+      }
+      if (step.value.protocolVersion !== CHALLENGE_PROTOCOL_VERSION) {
+        finish(
+          grpc.status.FAILED_PRECONDITION,
+          `challenge protocol version ${step.value.protocolVersion} is not supported; this service speaks ${CHALLENGE_PROTOCOL_VERSION}`,
+          'protocol',
+        );
+        return;
+      }
+      validator = options.validators.find((v) => v.variant.name === step.value.attestationVariant);
+      if (validator === undefined) {
+        const accepted = options.validators.map((v) => v.variant.name).join(', ');
+        finish(
+          grpc.status.PERMISSION_DENIED,
+          `attestation variant "${step.value.attestationVariant}" is not accepted; this service accepts: ${accepted}`,
+          'variant',
+        );
+        return;
+      }
+      nonce = randomBytes(32);
+      challengedAt = Date.now();
+      state = 'answer';
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        finish(grpc.status.DEADLINE_EXCEEDED, `no answer to the challenge within ${ttl} ms`, 'expired');
+      }, ttl);
+      call.write({ step: { $case: 'challenge', value: { nonce, expiresInMs: ttl } } });
+      return;
+    }
+    if (state !== 'answer' || nonce === undefined || validator === undefined) {
+      finish(grpc.status.INVALID_ARGUMENT, 'unexpected message: the challenge was already answered', 'protocol');
+      return;
+    }
+    if (step?.$case !== 'attested') {
+      finish(grpc.status.INVALID_ARGUMENT, 'expected the attested answer to the challenge', 'protocol');
+      return;
+    }
+    const elapsed = Date.now() - challengedAt;
+    if (elapsed > ttl) {
+      finish(
+        grpc.status.DEADLINE_EXCEEDED,
+        `challenge answered after ${elapsed} ms; the limit is ${ttl} ms`,
+        'expired',
+      );
+      return;
+    }
+    const { attestation, ephemeralPublicKey, request } = step.value;
+    if (attestation.length > MAX_DOCUMENT_BYTES || request.length > maxRequest) {
+      finish(
+        grpc.status.INVALID_ARGUMENT,
+        `attestation or request too large (limits ${MAX_DOCUMENT_BYTES} and ${maxRequest} bytes)`,
+        'oversized',
+      );
+      return;
+    }
+    state = 'working'; // the nonce is consumed from here on
+    clearTimeout(timer);
+    let result: ValidationResult;
+    try {
+      result = validator.validate(attestation, nonce, challengeUserData(ephemeralPublicKey, request));
+    } catch (err) {
+      state = 'answer';
+      if (err instanceof AttestationError) {
+        const reason: ChallengeRejection = `attestation:${err.reason}`;
+        finish(grpc.status.PERMISSION_DENIED, `attestation rejected: ${err.message}`, reason);
+        return;
+      }
+      finish(grpc.status.INTERNAL, 'attestation could not be checked', 'handler');
+      log.error('validator failed', { err });
+      return;
+    }
+    for (const warning of result.warnings) {
+      log.warn('accepted node with a warnOnly PCR mismatch', {
+        pcr: warning.pcr,
+        expected: warning.expected,
+        actual: warning.actual,
+      });
+    }
+    const currentNonce = nonce;
+    options.handle(Buffer.from(request), result).then(
+      (answer) => {
+        if (state === 'done') return;
+        let sealed;
+        try {
+          sealed = seal(answer, ephemeralPublicKey, currentNonce);
+        } catch (err) {
+          state = 'answer';
+          finish(grpc.status.INVALID_ARGUMENT, (err as Error).message, 'protocol');
+          return;
+        }
+        state = 'done';
+        call.write({ step: { $case: 'sealed', value: sealed } });
+        call.end();
+      },
+      (err: unknown) => {
+        state = 'answer';
+        if (err instanceof StatusError) {
+          finish(err.code, err.message, 'handler', err.metadata);
+        } else {
+          log.error('request handler failed', { err });
+          finish(grpc.status.INTERNAL, 'the service failed to process the request', 'handler');
+        }
+      },
+    );
+  });
+}

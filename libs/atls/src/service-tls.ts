@@ -1,0 +1,36 @@
+import { generateKeyPairSync } from 'node:crypto';
+import * as grpc from '@grpc/grpc-js';
+import { certificateToPem, createCertificate } from './certificate.js';
+import { ATLS_ROOT_NAME, atlsPublicRoot } from './public-root.js';
+
+/*
+ * TLS for client-attests services (the JoinService). The service does not attest and the node
+ * does not need to know it: the node's secrets come back sealed to a key only the node holds, and
+ * the node's attestation binds that key and its request. TLS here only keeps metadata (CSR, disk
+ * UUID) off the wire. Certificates chain to the public aTLS root so ordinary chain checks pass.
+ */
+
+/** Server credentials with a fresh key and a certificate from the public aTLS root. */
+export function serviceServerCredentials(): grpc.ServerCredentials {
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const root = atlsPublicRoot();
+  const cert = createCertificate({
+    subjectKey: publicKey,
+    subjectName: 'constellation service',
+    signerKey: root.privateKey,
+    issuerName: ATLS_ROOT_NAME,
+  });
+  return grpc.ServerCredentials.createSsl(null, [
+    {
+      private_key: Buffer.from(privateKey.export({ type: 'pkcs8', format: 'pem' })),
+      cert_chain: Buffer.from(certificateToPem(cert)),
+    },
+  ]);
+}
+
+/** Channel credentials for a client-attests service: TLS to the public root, no server identity check. */
+export function serviceChannelCredentials(): grpc.ChannelCredentials {
+  return grpc.credentials.createSsl(Buffer.from(atlsPublicRoot().certificatePem), null, null, {
+    checkServerIdentity: () => undefined,
+  });
+}

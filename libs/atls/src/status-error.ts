@@ -1,0 +1,18 @@
+import * as grpc from '@grpc/grpc-js';
+
+/**
+ * An error with a gRPC status, thrown by service handlers to answer with that status. The message
+ * goes to the caller, so it must say what failed without revealing secrets.
+ */
+export class StatusError extends Error {
+  override readonly name = 'StatusError';
+  readonly code: grpc.status;
+  readonly metadata: grpc.Metadata;
+
+  constructor(code: grpc.status, message: string, metadata: Record<string, string> = {}) {
+    super(message);
+    this.code = code;
+    this.metadata = new grpc.Metadata();
+    for (const [key, value] of Object.entries(metadata)) this.metadata.set(key, value);
+  }
+}
