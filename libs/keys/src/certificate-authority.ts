@@ -1,0 +1,169 @@
+import { createPrivateKey, randomBytes, webcrypto } from 'node:crypto';
+import type { KeyObject, webcrypto as WebCrypto } from 'node:crypto';
+import { x509 } from './x509-provider.js';
+
+/** A certificate request that the CA refuses; the message says which check failed. */
+export class CsrError extends Error {
+  override readonly name = 'CsrError';
+}
+
+export interface IssuedKubeletCertificate {
+  certificatePem: string;
+  /** Node name from the CSR's CN, without the "system:node:" prefix. */
+  nodeName: string;
+  /** IP SANs copied from the CSR. */
+  ips: string[];
+}
+
+const SUBJECT_ALT_NAME = '2.5.29.17';
+const NODE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const MAX_CSR_BYTES = 16 * 1024;
+const HOUR = 3600_000;
+
+/** The algorithm WebCrypto needs for a key, from Node's view of it. */
+function webAlgorithm(key: KeyObject): WebCrypto.EcKeyImportParams | WebCrypto.RsaHashedImportParams {
+  if (key.asymmetricKeyType === 'ec') return { name: 'ECDSA', namedCurve: 'P-256' };
+  if (key.asymmetricKeyType === 'rsa') return { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' };
+  throw new RangeError(`unsupported CA key type ${key.asymmetricKeyType ?? 'unknown'}`);
+}
+
+function signingAlgorithm(key: KeyObject): WebCrypto.EcdsaParams | WebCrypto.Algorithm {
+  return key.asymmetricKeyType === 'ec' ? { name: 'ECDSA', hash: 'SHA-256' } : { name: 'RSASSA-PKCS1-v1_5' };
+}
+
+/**
+ * The cluster CA (`/etc/kubernetes/pki/ca.{crt,key}`). Signs kubelet certificates from node CSRs
+ * after checking them; the key may be EC (SEC1 or PKCS#8) or RSA.
+ */
+export class CertificateAuthority {
+  readonly certificatePem: string;
+  private readonly certificate: x509.X509Certificate;
+  private readonly key: WebCrypto.CryptoKey;
+  private readonly algorithm: WebCrypto.EcdsaParams | WebCrypto.Algorithm;
+
+  private constructor(
+    certificatePem: string,
+    certificate: x509.X509Certificate,
+    key: WebCrypto.CryptoKey,
+    algorithm: WebCrypto.EcdsaParams | WebCrypto.Algorithm,
+  ) {
+    this.certificatePem = certificatePem;
+    this.certificate = certificate;
+    this.key = key;
+    this.algorithm = algorithm;
+  }
+
+  static async fromPem(certificatePem: string, keyPem: string): Promise<CertificateAuthority> {
+    const nodeKey = createPrivateKey(keyPem);
+    const key = await webcrypto.subtle.importKey(
+      'pkcs8',
+      nodeKey.export({ type: 'pkcs8', format: 'der' }),
+      webAlgorithm(nodeKey),
+      false,
+      ['sign'],
+    );
+    return new CertificateAuthority(
+      certificatePem,
+      new x509.X509Certificate(certificatePem),
+      key,
+      signingAlgorithm(nodeKey),
+    );
+  }
+
+  /** A new self-signed ECDSA P-256 CA (what kubeadm's stand-in and tests use). */
+  static async generate(
+    commonName: string,
+  ): Promise<{ ca: CertificateAuthority; certificatePem: string; keyPem: string }> {
+    const keys = await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify']);
+    const now = Date.now();
+    const cert = await x509.X509CertificateGenerator.createSelfSigned({
+      serialNumber: randomSerial(),
+      name: [{ CN: [commonName] }],
+      notBefore: new Date(now - HOUR),
+      notAfter: new Date(now + 10 * 365 * 24 * HOUR),
+      keys,
+      signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' },
+      extensions: [
+        new x509.BasicConstraintsExtension(true, undefined, true),
+        new x509.KeyUsagesExtension(
+          x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | x509.KeyUsageFlags.digitalSignature,
+          true,
+        ),
+        await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
+      ],
+    });
+    const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
+    const keyPem = createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' })
+      .export({ type: 'pkcs8', format: 'pem' })
+      .toString();
+    const certificatePem = cert.toString('pem');
+    return { ca: await CertificateAuthority.fromPem(certificatePem, keyPem), certificatePem, keyPem };
+  }
+
+  /**
+   * Issues a kubelet certificate from a DER PKCS#10 request. The request must be signed by its
+   * own key, have exactly one organisation "system:nodes" and CN "system:node:<name>" with a
+   * valid node name. IP SANs are copied; DNS SANs are dropped. Valid from 2 h ago for 365 days;
+   * digital signature + key encipherment; client and server auth; not a CA.
+   */
+  async issueKubeletCertificate(csrDer: Uint8Array, now = new Date()): Promise<IssuedKubeletCertificate> {
+    if (csrDer.length === 0 || csrDer.length > MAX_CSR_BYTES)
+      throw new CsrError(`certificate request must be 1 to ${MAX_CSR_BYTES} bytes`);
+    let csr: x509.Pkcs10CertificateRequest;
+    try {
+      csr = new x509.Pkcs10CertificateRequest(Buffer.from(csrDer));
+    } catch {
+      throw new CsrError('certificate request is not a DER PKCS#10 request');
+    }
+    let signed: boolean;
+    try {
+      signed = await csr.verify();
+    } catch {
+      signed = false;
+    }
+    if (!signed) throw new CsrError('certificate request signature does not verify');
+    const organisations = csr.subjectName.getField('O');
+    if (organisations.length !== 1 || organisations[0] !== 'system:nodes') {
+      throw new CsrError(
+        `certificate request must have exactly one organisation "system:nodes", has ${JSON.stringify(organisations)}`,
+      );
+    }
+    const commonNames = csr.subjectName.getField('CN');
+    const cn = commonNames[0] ?? '';
+    if (commonNames.length !== 1 || !cn.startsWith('system:node:')) {
+      throw new CsrError(`certificate request CN must be "system:node:<node name>", is ${JSON.stringify(commonNames)}`);
+    }
+    const nodeName = cn.slice('system:node:'.length);
+    if (nodeName.length > 253 || !NODE_NAME.test(nodeName))
+      throw new CsrError(`node name "${nodeName}" is not a valid Kubernetes node name`);
+    const sanExtension = csr.extensions.find((ext) => ext.type === SUBJECT_ALT_NAME);
+    const san = sanExtension === undefined ? undefined : new x509.SubjectAlternativeNameExtension(sanExtension.rawData);
+    const ips = (san?.names.items ?? []).filter((n) => n.type === 'ip').map((n) => n.value);
+    const cert = await x509.X509CertificateGenerator.create({
+      serialNumber: randomSerial(),
+      subject: csr.subjectName,
+      issuer: this.certificate.subjectName,
+      notBefore: new Date(now.getTime() - 2 * HOUR),
+      notAfter: new Date(now.getTime() + 365 * 24 * HOUR),
+      signingAlgorithm: this.algorithm,
+      publicKey: csr.publicKey,
+      signingKey: this.key,
+      extensions: [
+        new x509.BasicConstraintsExtension(false, undefined, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true),
+        new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.clientAuth, x509.ExtendedKeyUsage.serverAuth]),
+        ...(ips.length > 0
+          ? [new x509.SubjectAlternativeNameExtension(ips.map((value) => ({ type: 'ip' as const, value })))]
+          : []),
+      ],
+    });
+    return { certificatePem: cert.toString('pem'), nodeName, ips };
+  }
+}
+
+/** A random positive serial below 2^128, as hex. */
+function randomSerial(): string {
+  const bytes = randomBytes(16);
+  bytes[0] = (bytes[0] ?? 0) & 0x7f;
+  return bytes.toString('hex');
+}

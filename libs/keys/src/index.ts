@@ -1,0 +1,21 @@
+export { caPublicKeyPin, isCaPin } from './ca-pin.js';
+export type { IssuedKubeletCertificate } from './certificate-authority.js';
+export { CertificateAuthority, CsrError } from './certificate-authority.js';
+export {
+  deriveClusterId,
+  deriveDataKey,
+  deriveMeasurementSecret,
+  deriveStateDiskKey,
+  markedPcr15,
+} from './key-hierarchy.js';
+export type { KubeletCsr } from './kubelet-csr.js';
+export { createKubeletCsr } from './kubelet-csr.js';
+export type { MasterSecret } from './master-secret.js';
+export {
+  MASTER_KEY_BYTES,
+  MASTER_SALT_BYTES,
+  checkMasterSecret,
+  generateMasterSecret,
+  masterSecretFromJson,
+  masterSecretToJson,
+} from './master-secret.js';
