@@ -23,8 +23,6 @@ export function createWinstonLogger(options: WinstonLoggerOptions): Logger {
     level: options.level ?? 'info',
     defaultMeta: format === 'json' ? { service: options.service } : {},
     format: format === 'json' ? jsonFormat() : textFormat(),
-    // winston's transport typings are interfaces, which this rule cannot relate to the class.
-    // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment
     transports: streams.map((stream) => new winston.transports.Stream({ stream })),
   });
   return wrap(base, {});

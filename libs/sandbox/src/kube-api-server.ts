@@ -1,0 +1,252 @@
+import { createServer as createHttpServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import { KubeApiError, badRequest, invalid } from './kube-api-status.js';
+import { KubeObjectStore } from './kube-object-store.js';
+import type { KubeObject, ResourceType } from './kube-object-store.js';
+
+/** The resources the stand-in serves: exactly what this project reads and writes. */
+const NAMESPACES: ResourceType = {
+  group: '',
+  version: 'v1',
+  resource: 'namespaces',
+  kind: 'Namespace',
+  namespaced: false,
+};
+
+export const RESOURCE_TYPES: readonly ResourceType[] = [
+  NAMESPACES,
+  { group: '', version: 'v1', resource: 'nodes', kind: 'Node', namespaced: false },
+  { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true },
+  { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true },
+  { group: 'coordination.k8s.io', version: 'v1', resource: 'leases', kind: 'Lease', namespaced: true },
+];
+
+export interface KubeApiServerOptions {
+  /** Serve HTTPS with this certificate (PEM); plain HTTP otherwise. */
+  tls?: { cert: string; key: string };
+  /** What /version reports. */
+  gitVersion?: string;
+}
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+}
+
+const MAX_BODY_BYTES = 3 * 1024 * 1024;
+const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+
+/**
+ * A small Kubernetes API server on loopback: core/v1 namespaces, nodes, secrets and configmaps,
+ * coordination.k8s.io/v1 leases, /version and the health endpoints. Real status codes, Status
+ * bodies, resourceVersions and conflicts; nothing else. Used by tests and by `mini`, where no
+ * real kube-apiserver can run.
+ */
+export class KubeApiServer {
+  readonly store = new KubeObjectStore();
+  readonly requests: RecordedRequest[] = [];
+  private ready = true;
+  private readonly server: Server;
+  private readonly gitVersion: string;
+  private port = 0;
+  private readonly scheme: 'http' | 'https';
+
+  private constructor(options: KubeApiServerOptions) {
+    this.gitVersion = options.gitVersion ?? 'v1.32.9';
+    this.scheme = options.tls === undefined ? 'http' : 'https';
+    const handler = (req: IncomingMessage, res: ServerResponse): void => {
+      this.handle(req, res).catch((err: unknown) => {
+        respond(res, 500, {
+          kind: 'Status',
+          status: 'Failure',
+          message: String(err),
+          reason: 'InternalError',
+          code: 500,
+        });
+      });
+    };
+    this.server =
+      options.tls === undefined
+        ? createHttpServer(handler)
+        : createHttpsServer({ cert: options.tls.cert, key: options.tls.key }, handler);
+    for (const name of ['default', 'kube-system', 'kube-public', 'kube-node-lease']) {
+      this.store.create(NAMESPACES, undefined, { metadata: { name } });
+    }
+  }
+
+  /** Starts the server on `host:port` (port 0 for any free port). */
+  static async start(options: KubeApiServerOptions = {}, port = 0, host = '127.0.0.1'): Promise<KubeApiServer> {
+    const api = new KubeApiServer(options);
+    await new Promise<void>((resolve, reject) => {
+      api.server.once('error', reject);
+      api.server.listen(port, host, () => {
+        resolve();
+      });
+    });
+    const address = api.server.address();
+    api.port = typeof address === 'object' && address !== null ? address.port : port;
+    return api;
+  }
+
+  get url(): string {
+    return `${this.scheme}://127.0.0.1:${this.port}`;
+  }
+
+  /** Makes /readyz fail (and every API call answer 503), as an API server that is still starting. */
+  setReady(ready: boolean): void {
+    this.ready = ready;
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) =>
+      this.server.close(() => {
+        resolve();
+      }),
+    );
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const method = req.method ?? 'GET';
+    this.requests.push({ method, path: url.pathname });
+    if (url.pathname === '/readyz' || url.pathname === '/healthz' || url.pathname === '/livez') {
+      res.writeHead(this.ready ? 200 : 500, { 'content-type': 'text/plain' }).end(this.ready ? 'ok' : 'not ready');
+      return;
+    }
+    if (!this.ready) {
+      respond(res, 503, new KubeApiError(503, 'ServiceUnavailable', 'the API server is starting').status);
+      return;
+    }
+    if (url.pathname === '/version' && method === 'GET') {
+      const [, major = '1', minor = '0'] = /^v(\d+)\.(\d+)/.exec(this.gitVersion) ?? [];
+      respond(res, 200, { major, minor, gitVersion: this.gitVersion, platform: 'linux/amd64' });
+      return;
+    }
+    try {
+      const route = parseRoute(url.pathname);
+      const body = method === 'POST' || method === 'PUT' || method === 'PATCH' ? await readJson(req) : undefined;
+      const result = this.dispatch(method, route, body, url.searchParams);
+      respond(res, method === 'POST' ? 201 : 200, result);
+    } catch (err) {
+      if (err instanceof KubeApiError) respond(res, err.status.code, err.status);
+      else throw err;
+    }
+  }
+
+  private dispatch(method: string, route: Route, body: unknown, query: URLSearchParams): unknown {
+    const { type, namespace, name } = route;
+    if (type.namespaced && namespace !== undefined && !(method === 'GET' && name === undefined)) {
+      this.store.get(NAMESPACES, undefined, namespace); // the namespace must exist
+    }
+    if (name === undefined) {
+      if (method === 'GET') {
+        const { items, resourceVersion } = this.store.list(type, namespace, query.get('labelSelector') ?? undefined);
+        return {
+          kind: `${type.kind}List`,
+          apiVersion: type.group === '' ? type.version : `${type.group}/${type.version}`,
+          metadata: { resourceVersion },
+          items,
+        };
+      }
+      if (method === 'POST') return this.store.create(type, namespace, validated(type, body));
+      throw new KubeApiError(405, 'MethodNotAllowed', `${method} is not supported on a collection`);
+    }
+    switch (method) {
+      case 'GET':
+        return this.store.get(type, namespace, name);
+      case 'PUT':
+        return this.store.replace(type, namespace, name, validated(type, body, name));
+      case 'PATCH':
+        return this.store.patch(type, namespace, name, body);
+      case 'DELETE':
+        this.store.delete(type, namespace, name);
+        return {
+          kind: 'Status',
+          apiVersion: 'v1',
+          metadata: {},
+          status: 'Success',
+          details: { name, kind: type.resource },
+        };
+      default:
+        throw new KubeApiError(405, 'MethodNotAllowed', `${method} is not supported`);
+    }
+  }
+}
+
+interface Route {
+  type: ResourceType;
+  namespace: string | undefined;
+  name: string | undefined;
+}
+
+function parseRoute(path: string): Route {
+  const parts = path.split('/').filter((p) => p !== '');
+  let group = '';
+  let rest: string[];
+  if (parts[0] === 'api' && parts[1] === 'v1') rest = parts.slice(2);
+  else if (parts[0] === 'apis' && parts.length >= 3) {
+    group = parts[1] ?? '';
+    rest = parts.slice(3);
+  } else throw new KubeApiError(404, 'NotFound', 'the server could not find the requested resource');
+  let namespace: string | undefined;
+  if (rest[0] === 'namespaces' && rest.length >= 3) {
+    namespace = rest[1];
+    rest = rest.slice(2);
+  }
+  const [resource, name, ...extra] = rest;
+  const type = RESOURCE_TYPES.find((t) => t.group === group && t.resource === resource);
+  if (type === undefined || extra.length > 0 || (namespace !== undefined && !type.namespaced)) {
+    throw new KubeApiError(404, 'NotFound', 'the server could not find the requested resource');
+  }
+  return { type, namespace, name };
+}
+
+function validated(type: ResourceType, body: unknown, urlName?: string): KubeObject {
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw badRequest('request body must be a JSON object');
+  const object = body as KubeObject;
+  const metadata = (object.metadata as unknown) ?? {};
+  if (typeof metadata !== 'object') throw badRequest('metadata must be an object');
+  const name = object.metadata.name;
+  if (typeof name !== 'string' || name.length > 253 || !NAME.test(name)) {
+    throw invalid(
+      type.resource,
+      typeof name === 'string' ? name : '',
+      'metadata.name: must be a lowercase RFC 1123 subdomain',
+    );
+  }
+  if (urlName !== undefined && name !== urlName)
+    throw badRequest(`the name of the object (${name}) does not match the name on the URL (${urlName})`);
+  if (type.resource === 'secrets' && object['data'] !== undefined) {
+    for (const [key, value] of Object.entries(object['data'] as Record<string, unknown>)) {
+      if (typeof value !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(value)) {
+        throw badRequest(`Secret in version "v1" cannot be handled as a Secret: illegal base64 data at key "${key}"`);
+      }
+    }
+  }
+  return object;
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) throw new KubeApiError(413, 'RequestEntityTooLarge', 'request body too large');
+    chunks.push(chunk);
+  }
+  const type = req.headers['content-type'] ?? 'application/json';
+  if (!type.includes('json'))
+    throw new KubeApiError(415, 'UnsupportedMediaType', `content type ${type} is not supported`);
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch {
+    throw badRequest('request body is not valid JSON');
+  }
+}
+
+function respond(res: ServerResponse, code: number, body: unknown): void {
+  res.writeHead(code, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+}

@@ -1,0 +1,44 @@
+/** A Kubernetes `Status` failure body, as the API server returns with 4xx/5xx answers. */
+export interface KubeStatus {
+  kind: 'Status';
+  apiVersion: 'v1';
+  metadata: Record<string, never>;
+  status: 'Failure';
+  message: string;
+  reason: string;
+  details?: { name?: string; kind?: string };
+  code: number;
+}
+
+export class KubeApiError extends Error {
+  readonly status: KubeStatus;
+
+  constructor(code: number, reason: string, message: string, details?: { name?: string; kind?: string }) {
+    super(message);
+    this.status = {
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message,
+      reason,
+      code,
+      ...(details === undefined ? {} : { details }),
+    };
+  }
+}
+
+export const notFound = (resource: string, name: string): KubeApiError =>
+  new KubeApiError(404, 'NotFound', `${resource} "${name}" not found`, { name, kind: resource });
+export const alreadyExists = (resource: string, name: string): KubeApiError =>
+  new KubeApiError(409, 'AlreadyExists', `${resource} "${name}" already exists`, { name, kind: resource });
+export const conflict = (resource: string, name: string): KubeApiError =>
+  new KubeApiError(
+    409,
+    'Conflict',
+    `Operation cannot be fulfilled on ${resource} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+    { name, kind: resource },
+  );
+export const invalid = (resource: string, name: string, why: string): KubeApiError =>
+  new KubeApiError(422, 'Invalid', `${resource} "${name}" is invalid: ${why}`, { name, kind: resource });
+export const badRequest = (message: string): KubeApiError => new KubeApiError(400, 'BadRequest', message);
