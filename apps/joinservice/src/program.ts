@@ -1,28 +1,130 @@
-import { Command, Option } from '@commander-js/extra-typings';
-import { NotBuiltYetError, parsePort } from '@constellation/command-line';
-import { createWinstonLogger } from '@constellation/logger';
+import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { Command, InvalidArgumentError, Option } from '@commander-js/extra-typings';
+import { variantByName } from '@constellation/attestation';
+import { parseInteger, parsePort } from '@constellation/command-line';
+import { bridgeGrpcLogs, createWinstonLogger } from '@constellation/logger';
+import { startJoinService } from './join-service.js';
 import { VERSION } from './version.js';
 
+function parseEndpoint(value: string): string {
+  if (!/^[A-Za-z0-9.-]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/.test(value)) {
+    throw new InvalidArgumentError(`expected host:port, got "${value}"`);
+  }
+  return value;
+}
+
+function parseVariant(value: string): string {
+  try {
+    return variantByName(value).name;
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+}
+
 /** The JoinService's command line, matching what the DaemonSet in deploy/ passes. */
-export function createProgram(): Command<[], { port: number; logLevel: 'debug' | 'info' | 'warn' | 'error' }> {
-  return new Command('constellation-joinservice')
+export function createProgram(): Command {
+  const program = new Command('constellation-joinservice')
     .description(
-      "In-cluster service (DaemonSet on control-plane nodes) that checks a joining node's TPM\n" +
-        "attestation against the cluster's measurements and, if it matches, issues a join ticket:\n" +
-        "a fresh 15-minute bootstrap token, the CA pin, a kubelet certificate and the node's disk key.\n" +
-        'Logs are JSON lines on stdout.',
+      "In-cluster service (DaemonSet on control-plane nodes) that checks a joining node's TPM attestation against " +
+        "the cluster's measurements and, if it matches, issues a join ticket: a fresh 15-minute bootstrap token, the " +
+        "CA pin, a kubelet certificate and the node's disk key. Logs are JSON lines on stdout.",
     )
     .version(VERSION, '--version', 'print the version and exit')
     .helpOption('-h, --help', 'show this help')
-    .option('--port <port>', 'gRPC port to serve joins on', (value) => parsePort(value), 9090)
+    .option('--host <address>', 'address to serve gRPC on', '0.0.0.0')
+    .option('--port <port>', 'gRPC port to serve joins on (0: any free port)', (v) => parsePort(v, true), 9090)
+    .option('--metrics-host <address>', 'address of the Prometheus /metrics and /healthz endpoint', '0.0.0.0')
+    .option(
+      '--metrics-port <port>',
+      'port of the /metrics endpoint (0: any free port)',
+      (v) => parsePort(v, true),
+      9091,
+    )
+    .option(
+      '--config-dir <dir>',
+      'mounted join-config: files attestationConfig (measurements) and measurementSalt',
+      '/var/config',
+    )
+    .option(
+      '--master-secret-file <file>',
+      'mounted master secret (JSON with base64 key and salt)',
+      '/var/secrets/constellation-mastersecret/mastersecret.json',
+    )
+    .option(
+      '--pki-dir <dir>',
+      "the host's Kubernetes PKI (ca.crt, ca.key and the control-plane keys)",
+      '/etc/kubernetes/pki',
+    )
+    .option('--kubeconfig <file>', 'kubeconfig for the API; in-cluster credentials when not given')
+    .requiredOption(
+      '--api-server-endpoint <host:port>',
+      'endpoint joining nodes use to reach the API server',
+      parseEndpoint,
+    )
+    .option('--attestation-variant <variant>', 'attestation variant nodes must present', parseVariant, 'qemu-vtpm')
+    .option(
+      '--token-ttl-seconds <seconds>',
+      'lifetime of each bootstrap token',
+      (v) => parseInteger(v, 60, 86_400),
+      900,
+    )
+    .option(
+      '--control-plane-join-timeout-seconds <seconds>',
+      'how long one control-plane join may block the next',
+      (v) => parseInteger(v, 10, 3_600),
+      600,
+    )
+    .option(
+      '--challenge-ttl-ms <ms>',
+      'how long a node has to answer its attestation challenge',
+      (v) => parseInteger(v, 100, 120_000),
+      10_000,
+    )
+    .option(
+      '--max-concurrent-tickets <n>',
+      'tickets issued at once; more get a retryable error',
+      (v) => parseInteger(v, 1, 10_000),
+      64,
+    )
     .addOption(
       new Option('--log-level <level>', 'least severe level that is logged')
         .choices(['debug', 'info', 'warn', 'error'] as const)
         .default('info' as const),
     )
-    .action((options) => {
+    .action(async (options) => {
       const log = createWinstonLogger({ service: 'joinservice', level: options.logLevel });
-      log.info('joinservice starting', { version: VERSION, port: options.port });
-      throw new NotBuiltYetError('the JoinService', 'issue 6');
+      bridgeGrpcLogs(grpc, log, options.logLevel === 'debug');
+      log.info('joinservice starting', { version: VERSION, variant: options.attestationVariant });
+      const service = await startJoinService(
+        {
+          host: options.host,
+          port: options.port,
+          metricsHost: options.metricsHost,
+          metricsPort: options.metricsPort,
+          attestationConfigPath: join(options.configDir, 'attestationConfig'),
+          measurementSaltPath: join(options.configDir, 'measurementSalt'),
+          masterSecretPath: options.masterSecretFile,
+          pkiDir: options.pkiDir,
+          ...(options.kubeconfig === undefined ? {} : { kubeconfigPath: options.kubeconfig }),
+          apiServerEndpoint: options.apiServerEndpoint,
+          tokenTtlMs: options.tokenTtlSeconds * 1000,
+          controlPlaneHoldMs: options.controlPlaneJoinTimeoutSeconds * 1000,
+          challengeTtlMs: options.challengeTtlMs,
+          maxConcurrentTickets: options.maxConcurrentTickets,
+          measurementsPollMs: 5_000,
+        },
+        log,
+      );
+      await new Promise<void>((resolve) => {
+        const stop = (signal: string): void => {
+          log.info('joinservice stopping', { signal });
+          resolve();
+        };
+        process.once('SIGTERM', stop);
+        process.once('SIGINT', stop);
+      });
+      await service.close();
     });
+  return program;
 }

@@ -23,7 +23,7 @@ afterAll(async () => {
 });
 
 describe('bootstrap tokens', () => {
-  it('have kubeadm\'s form and are uniformly drawn from [a-z0-9]', () => {
+  it("have kubeadm's form and are uniformly drawn from [a-z0-9]", () => {
     const seen = new Set<string>();
     for (let i = 0; i < 2_000; i++) {
       const token = generateBootstrapToken(60_000);
@@ -38,7 +38,9 @@ describe('bootstrap tokens', () => {
     const token = await createBootstrapToken(core, 15 * 60_000, 'Bootstrap token for a test join');
     const secret = await core.readNamespacedSecret({ namespace: 'kube-system', name: `bootstrap-token-${token.id}` });
     expect(secret.type).toBe('bootstrap.kubernetes.io/token');
-    const data = Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]));
+    const data = Object.fromEntries(
+      Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]),
+    );
     expect(data).toMatchObject({
       'token-id': token.id,
       'token-secret': token.secret,

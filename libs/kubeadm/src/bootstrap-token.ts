@@ -55,7 +55,11 @@ export function bootstrapTokenSecret(token: BootstrapToken, description: string)
  * Mints a token and stores its Secret through the API. One Secret per token, created by name:
  * no listing or scanning of existing tokens, so cost does not grow with the cluster.
  */
-export async function createBootstrapToken(core: CoreV1Api, ttlMs: number, description: string): Promise<BootstrapToken> {
+export async function createBootstrapToken(
+  core: CoreV1Api,
+  ttlMs: number,
+  description: string,
+): Promise<BootstrapToken> {
   for (let attempt = 0; ; attempt++) {
     const token = generateBootstrapToken(ttlMs);
     try {

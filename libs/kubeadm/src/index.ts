@@ -6,3 +6,5 @@ export {
   createBootstrapToken,
   generateBootstrapToken,
 } from './bootstrap-token.js';
+export type { ClusterComponent, ClusterConfig } from './cluster-config.js';
+export { CLUSTER_CONFIG_MAP, clusterConfigMap, parseClusterConfig, readClusterConfig } from './cluster-config.js';

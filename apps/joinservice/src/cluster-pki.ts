@@ -1,0 +1,48 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { CertificateAuthority, caPublicKeyPin } from '@constellation/keys';
+import type { ControlPlaneFile } from '@constellation/proto';
+
+/** The shared control-plane PKI a joining control-plane node receives (relative to the PKI dir). */
+export const CONTROL_PLANE_FILES = [
+  'ca.crt',
+  'ca.key',
+  'sa.key',
+  'sa.pub',
+  'front-proxy-ca.crt',
+  'front-proxy-ca.key',
+  'etcd/ca.crt',
+  'etcd/ca.key',
+] as const;
+
+/** The cluster PKI as mounted from the host (`/etc/kubernetes/pki`), read-only. */
+export class ClusterPki {
+  readonly ca: CertificateAuthority;
+  readonly caPin: string;
+  private readonly dir: string;
+
+  private constructor(dir: string, ca: CertificateAuthority, caPin: string) {
+    this.dir = dir;
+    this.ca = ca;
+    this.caPin = caPin;
+  }
+
+  static async load(dir: string): Promise<ClusterPki> {
+    const certificate = await readFile(join(dir, 'ca.crt'), 'utf8');
+    const key = await readFile(join(dir, 'ca.key'), 'utf8');
+    return new ClusterPki(dir, await CertificateAuthority.fromPem(certificate, key), caPublicKeyPin(certificate));
+  }
+
+  /** The control-plane files, read fresh (they may have been rotated). Throws naming a missing file. */
+  async controlPlaneFiles(): Promise<ControlPlaneFile[]> {
+    return Promise.all(
+      CONTROL_PLANE_FILES.map(async (name) => {
+        try {
+          return { name, data: await readFile(join(this.dir, name)) };
+        } catch {
+          throw new Error(`control-plane PKI file ${name} is missing from ${this.dir}`);
+        }
+      }),
+    );
+  }
+}

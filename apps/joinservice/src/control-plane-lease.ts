@@ -1,0 +1,102 @@
+import type { CoordinationV1Api, CoreV1Api, V1Lease } from '@kubernetes/client-node';
+import * as grpc from '@grpc/grpc-js';
+import { StatusError } from '@constellation/atls';
+
+export interface ControlPlaneLeaseOptions {
+  coordination: CoordinationV1Api;
+  core: CoreV1Api;
+  /** How long one control-plane join may hold the lease before others may take it. */
+  holdMs: number;
+  namespace?: string;
+  name?: string;
+}
+
+const codeOf = (err: unknown): number | undefined => (err as { code?: number }).code;
+
+/**
+ * Serialises control-plane joins (etcd grows one member at a time) with a
+ * coordination.k8s.io Lease. The lease is free when it does not exist, when its holder has
+ * registered as a Node (its join finished), or when it expired; otherwise the caller gets a
+ * retryable UNAVAILABLE with a `retry-after-ms` hint. Conflicting writes are resolved by the API
+ * server's resourceVersion check, so two JoinService replicas cannot both win.
+ */
+export class ControlPlaneLease {
+  private readonly options: Required<ControlPlaneLeaseOptions>;
+
+  constructor(options: ControlPlaneLeaseOptions) {
+    this.options = { namespace: 'kube-system', name: 'constellation-control-plane-join', ...options };
+  }
+
+  async acquire(nodeName: string, now = new Date()): Promise<void> {
+    const { coordination, namespace, name } = this.options;
+    const body = this.lease(nodeName, now);
+    try {
+      await coordination.createNamespacedLease({ namespace, body });
+      return;
+    } catch (err) {
+      if (codeOf(err) !== 409) throw err;
+    }
+    const current = await coordination.readNamespacedLease({ namespace, name });
+    const holder = current.spec?.holderIdentity ?? '';
+    const renewed = current.spec?.renewTime ?? current.spec?.acquireTime;
+    const expiresAt =
+      (renewed === undefined ? 0 : new Date(renewed).getTime()) + (current.spec?.leaseDurationSeconds ?? 0) * 1000;
+    const free = holder === nodeName || holder === '' || expiresAt <= now.getTime() || (await this.registered(holder));
+    if (!free) {
+      const retryAfterMs = Math.max(1_000, Math.min(30_000, expiresAt - now.getTime()));
+      throw new StatusError(grpc.status.UNAVAILABLE, `another control-plane node (${holder}) is joining; retry later`, {
+        'retry-after-ms': String(retryAfterMs),
+      });
+    }
+    const replacement = this.lease(nodeName, now, current.metadata?.resourceVersion);
+    try {
+      await coordination.replaceNamespacedLease({ namespace, name, body: replacement });
+    } catch (err) {
+      if (codeOf(err) === 409) {
+        throw new StatusError(grpc.status.UNAVAILABLE, 'another control-plane node took the join lease first; retry', {
+          'retry-after-ms': '1000',
+        });
+      }
+      throw err;
+    }
+  }
+
+  /** Gives the lease up (after a failed join), if `nodeName` still holds it. */
+  async release(nodeName: string): Promise<void> {
+    const { coordination, namespace, name } = this.options;
+    try {
+      const current = await coordination.readNamespacedLease({ namespace, name });
+      if (current.spec?.holderIdentity === nodeName) await coordination.deleteNamespacedLease({ namespace, name });
+    } catch (err) {
+      if (codeOf(err) !== 404) throw err;
+    }
+  }
+
+  private async registered(nodeName: string): Promise<boolean> {
+    try {
+      await this.options.core.readNode({ name: nodeName });
+      return true;
+    } catch (err) {
+      if (codeOf(err) === 404) return false;
+      throw err;
+    }
+  }
+
+  private lease(nodeName: string, now: Date, resourceVersion?: string): V1Lease {
+    return {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: {
+        name: this.options.name,
+        namespace: this.options.namespace,
+        ...(resourceVersion === undefined ? {} : { resourceVersion }),
+      },
+      spec: {
+        holderIdentity: nodeName,
+        leaseDurationSeconds: Math.ceil(this.options.holdMs / 1000),
+        acquireTime: now,
+        renewTime: now,
+      },
+    };
+  }
+}

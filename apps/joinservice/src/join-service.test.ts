@@ -1,0 +1,264 @@
+import { X509Certificate } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { service as healthService } from 'grpc-health-check';
+import { componentDigest, expectedMeasurements } from '@constellation/attestation';
+import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey } from '@constellation/keys';
+import { BOOTSTRAP_TOKEN_PATTERN } from '@constellation/kubeadm';
+import { MemoryLogger } from '@constellation/logger';
+import { runChecked, waitFor } from '@constellation/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BOOT, CLUSTER, MEASURED_PCRS, SimulatedNode, rpcFailure, startJoinFixture } from './join-service.fixture.js';
+import type { JoinFixture } from './join-service.fixture.js';
+
+const logger = new MemoryLogger();
+let fixture: JoinFixture;
+let worker: SimulatedNode;
+const nodes: SimulatedNode[] = [];
+
+beforeAll(async () => {
+  fixture = await startJoinFixture(logger);
+  worker = await SimulatedNode.boot('worker-1', '10.42.0.3');
+  nodes.push(worker);
+});
+
+afterAll(async () => {
+  await Promise.all(nodes.map((n) => n.stop()));
+  await fixture.close();
+});
+
+const SECRETS = { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true } as const;
+const tokenSecrets = (): string[] =>
+  fixture.api.store
+    .list(SECRETS, 'kube-system')
+    .items.filter((s) => s['type'] === 'bootstrap.kubernetes.io/token')
+    .map((s) => s.metadata.name);
+
+async function metric(name: string): Promise<string> {
+  const text = await (await fetch(`http://127.0.0.1:${fixture.service.metricsPort}/metrics`)).text();
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith(name))
+    .join('\n');
+}
+
+describe('JoinService with real swtpm nodes and the API stand-in', () => {
+  it('gives an attested worker a complete ticket backed by a real bootstrap-token Secret', async () => {
+    const before = Date.now();
+    const { ticket } = await worker.requestJoin(fixture.client);
+    expect(ticket.token).toMatch(BOOTSTRAP_TOKEN_PATTERN);
+    const [id] = ticket.token.split('.');
+    const secret = fixture.api.store.get(SECRETS, 'kube-system', `bootstrap-token-${id ?? ''}`);
+    expect(secret['type']).toBe('bootstrap.kubernetes.io/token');
+    const data = Object.fromEntries(
+      Object.entries(secret['data'] as Record<string, string>).map(([k, v]) => [
+        k,
+        Buffer.from(v, 'base64').toString(),
+      ]),
+    );
+    expect(data['token-secret']).toBe(ticket.token.split('.')[1]);
+    expect(data['usage-bootstrap-authentication']).toBe('true');
+    expect(data['auth-extra-groups']).toBe('system:bootstrappers:kubeadm:default-node-token');
+    const ttl = new Date(data['expiration'] ?? '').getTime() - before;
+    expect(ttl).toBeGreaterThan(14 * 60_000);
+    expect(ttl).toBeLessThan(16 * 60_000);
+    expect(Number(ticket.tokenExpiresUnixSeconds) * 1000).toBeCloseTo(new Date(data['expiration'] ?? '').getTime(), -4);
+
+    // Keys come from the cluster's master secret, so the node's cluster ID matches everyone's.
+    expect(ticket.stateDiskKey).toEqual(
+      deriveStateDiskKey(fixture.masterSecret.key, fixture.masterSecret.salt, worker.diskUuid),
+    );
+    const measurementSecret = deriveMeasurementSecret(fixture.masterSecret.key, fixture.masterSecret.salt);
+    expect(ticket.measurementSecret).toEqual(measurementSecret);
+    expect(deriveClusterId(ticket.measurementSecret, ticket.measurementSalt)).toEqual(
+      deriveClusterId(measurementSecret, fixture.measurementSalt),
+    );
+    expect(ticket).toMatchObject({
+      apiServerEndpoint: '10.42.0.2:6443',
+      kubernetesVersion: CLUSTER.kubernetesVersion,
+      kubernetesComponents: CLUSTER.components,
+      controlPlaneFiles: [],
+    });
+  });
+
+  it('issues a kubelet certificate that chains to the CA with the node name and IP, and pins the CA like openssl', async () => {
+    const { ticket } = await worker.requestJoin(fixture.client);
+    const cert = new X509Certificate(ticket.kubeletCert);
+    const ca = new X509Certificate(fixture.caCertificatePem);
+    expect(cert.checkIssued(ca)).toBe(true);
+    expect(cert.verify(ca.publicKey)).toBe(true);
+    expect(cert.subject).toBe('O=system:nodes\nCN=system:node:worker-1');
+    expect(cert.subjectAltName).toBe('IP Address:10.42.0.3');
+    const caFile = join(fixture.dir.path, 'pki', 'ca.crt');
+    const openssl = await runChecked(
+      'bash',
+      ['-c', `openssl x509 -in ${caFile} -pubkey -noout | openssl pkey -pubin -outform der | sha256sum`],
+      { timeoutMs: 10_000 },
+    );
+    expect(ticket.discoveryTokenCaCertHash).toBe(`sha256:${openssl.stdout.toString().split(' ')[0] ?? ''}`);
+  });
+
+  it('refuses a node with a modified bootstrapper, naming the PCR, and leaves no token behind', async () => {
+    const tampered = await SimulatedNode.boot('worker-evil', '10.42.0.66', [
+      BOOT[0]!,
+      { ...BOOT[1]!, digest: componentDigest('bootstrapper bundle v1 + backdoor') },
+    ]);
+    nodes.push(tampered);
+    const tokens = tokenSecrets();
+    const failure = await rpcFailure(tampered.requestJoin(fixture.client));
+    expect(failure.code).toBe(grpc.status.PERMISSION_DENIED);
+    expect(failure.details).toMatch(
+      /^attestation rejected: measurements do not match: PCR 9: expected [0-9a-f]{64}, actual [0-9a-f]{64}; node measured: bootstrapper bundle/,
+    );
+    expect(tokenSecrets()).toEqual(tokens);
+    expect(await metric('constellation_joinservice_attestation_failures_total')).toContain(
+      'reason="attestation:measurements"',
+    );
+    expect(
+      logger.entries.some(
+        (e) => e.message === 'challenge refused' && e.fields['reason'] === 'attestation:measurements',
+      ),
+    ).toBe(true);
+  });
+
+  it('refuses a forged CSR before creating any token', async () => {
+    const tokens = tokenSecrets();
+    const { createKubeletCsr } = await import('@constellation/keys');
+    const forged = (await createKubeletCsr('worker-1', ['10.42.0.3'])).csrDer;
+    forged[forged.length - 3]! ^= 0xff;
+    const failure = await rpcFailure(worker.requestJoin(fixture.client, { csrDer: forged }));
+    expect(failure).toMatchObject({
+      code: grpc.status.INVALID_ARGUMENT,
+      details: 'kubelet certificate request refused: certificate request signature does not verify',
+    });
+    expect(tokenSecrets()).toEqual(tokens);
+  });
+
+  it('sends the shared PKI to control-plane nodes only', async () => {
+    const cp = await SimulatedNode.boot('control-plane-2', '10.42.0.10');
+    nodes.push(cp);
+    const { ticket } = await cp.requestJoin(fixture.client, { controlPlane: true });
+    expect(ticket.controlPlaneFiles.map((f) => f.name).sort()).toEqual([
+      'ca.crt',
+      'ca.key',
+      'etcd/ca.crt',
+      'etcd/ca.key',
+      'front-proxy-ca.crt',
+      'front-proxy-ca.key',
+      'sa.key',
+      'sa.pub',
+    ]);
+    expect(ticket.controlPlaneFiles.find((f) => f.name === 'ca.crt')?.data.toString()).toBe(fixture.caCertificatePem);
+  });
+
+  it("issues rejoin tickets with the disk key for the node's disk", async () => {
+    const ticket = await worker.requestRejoin(fixture.client);
+    expect(ticket.stateDiskKey).toEqual(
+      deriveStateDiskKey(fixture.masterSecret.key, fixture.masterSecret.salt, worker.diskUuid),
+    );
+    expect(ticket.measurementSalt).toEqual(fixture.measurementSalt);
+  });
+
+  it('answers Kubernetes gRPC health probes and serves metrics', async () => {
+    const Health = grpc.makeGenericClientConstructor(healthService, 'Health');
+    const { atlsPublicRoot } = await import('@constellation/atls');
+    const client = new Health(
+      `127.0.0.1:${fixture.service.port}`,
+      grpc.credentials.createSsl(Buffer.from(atlsPublicRoot().certificatePem), null, null, {
+        checkServerIdentity: () => undefined,
+      }),
+    );
+    const status = await new Promise<unknown>((resolve, reject) => {
+      (client as unknown as { check: (req: object, cb: (err: Error | null, res: unknown) => void) => void }).check(
+        { service: '' },
+        (err, res) => {
+          if (err) reject(err);
+          else resolve(res);
+        },
+      );
+    });
+    client.close();
+    expect(status).toEqual({ status: 'SERVING' });
+    expect(await metric('constellation_joinservice_tickets_total')).toMatch(
+      /kind="join",role="worker",outcome="issued"} \d+/,
+    );
+    expect(await metric('constellation_joinservice_ticket_seconds_count')).toMatch(/\d+/);
+  });
+});
+
+describe('JoinService measurements', () => {
+  it('picks up a changed measurements file without a restart, and ignores a broken one', async () => {
+    const generation = fixture.service.measurements.loadedGeneration;
+    // New measurements that the current nodes do not meet.
+    await fixture.writeMeasurements(
+      expectedMeasurements([{ ...BOOT[1]!, digest: componentDigest('bootstrapper bundle v2') }], MEASURED_PCRS),
+    );
+    await waitFor(() => fixture.service.measurements.loadedGeneration > generation, {
+      timeoutMs: 5_000,
+      description: 'the new measurements to load',
+    });
+    expect((await rpcFailure(worker.requestJoin(fixture.client))).code).toBe(grpc.status.PERMISSION_DENIED);
+
+    const reloaded = fixture.service.measurements.loadedGeneration;
+    await fixture.writeMeasurements('{"measurements": {"9": {"expected": "not hex"}}}');
+    await waitFor(
+      async () => (await metric('constellation_joinservice_measurements_reload_failures_total')).endsWith(' 1'),
+      {
+        timeoutMs: 5_000,
+        description: 'the broken file to be counted',
+      },
+    );
+    expect(fixture.service.measurements.loadedGeneration).toBe(reloaded);
+    expect(
+      logger.entries.some(
+        (e) =>
+          e.message === 'measurements file rejected; keeping the last good measurements' &&
+          String(e.fields['error']).includes('measurements.9.expected'),
+      ),
+    ).toBe(true);
+
+    // Back to the real measurements: the node joins again.
+    await fixture.writeMeasurements(expectedMeasurements(BOOT, MEASURED_PCRS));
+    await waitFor(() => fixture.service.measurements.loadedGeneration > reloaded, {
+      timeoutMs: 5_000,
+      description: 'measurements to load again',
+    });
+    await expect(worker.requestJoin(fixture.client)).resolves.toBeDefined();
+    expect(await metric('constellation_joinservice_measurements_generation')).toMatch(
+      new RegExp(`generation ${fixture.service.measurements.loadedGeneration}$`),
+    );
+  });
+
+  it('follows a ConfigMap-style atomic symlink swap', async () => {
+    const { mkdir, symlink, rename, rm } = await import('node:fs/promises');
+    const dir = join(fixture.dir.path, 'config');
+    // Turn the plain file into ConfigMap layout: attestationConfig -> ..data/attestationConfig.
+    await mkdir(join(dir, '..v1'));
+    await writeFile(join(dir, '..v1', 'attestationConfig'), JSON.stringify({ measurements: {} }));
+    await symlink('..v1', join(dir, '..data'));
+    await rm(join(dir, 'attestationConfig'));
+    await symlink(join('..data', 'attestationConfig'), join(dir, 'attestationConfig'));
+    const generation = fixture.service.measurements.loadedGeneration;
+    await waitFor(() => fixture.service.measurements.loadedGeneration > generation, {
+      timeoutMs: 5_000,
+      description: 'symlinked file to load',
+    });
+    expect(fixture.service.measurements.current().size).toBe(0);
+    // The kubelet writes a new version directory and renames a new ..data link over the old one.
+    await mkdir(join(dir, '..v2'));
+    await writeFile(
+      join(dir, '..v2', 'attestationConfig'),
+      JSON.stringify({ measurements: { '4': { expected: 'aa'.repeat(32) } } }),
+    );
+    await symlink('..v2', join(dir, '..data_tmp'));
+    await rename(join(dir, '..data_tmp'), join(dir, '..data'));
+    const swapped = fixture.service.measurements.loadedGeneration;
+    await waitFor(() => fixture.service.measurements.loadedGeneration > swapped, {
+      timeoutMs: 5_000,
+      description: 'swapped ConfigMap to load',
+    });
+    expect([...fixture.service.measurements.current().keys()]).toEqual([4]);
+    await fixture.writeMeasurements(expectedMeasurements(BOOT, MEASURED_PCRS));
+  });
+});

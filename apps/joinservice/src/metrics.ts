@@ -1,0 +1,35 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** The JoinService's Prometheus metrics, in a registry of their own (one per service instance). */
+export class JoinMetrics {
+  readonly registry = new Registry();
+  readonly joins = new Counter({
+    name: 'constellation_joinservice_tickets_total',
+    help: 'Ticket requests by kind (join, rejoin), role and outcome (issued, rejected, retry, error).',
+    labelNames: ['kind', 'role', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly attestationFailures = new Counter({
+    name: 'constellation_joinservice_attestation_failures_total',
+    help: 'Refused challenge exchanges by reason (attestation:measurements, attestation:nonce, expired, protocol, ...).',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+  readonly ticketLatency = new Histogram({
+    name: 'constellation_joinservice_ticket_seconds',
+    help: 'Time from an attested request to its sealed ticket.',
+    labelNames: ['kind'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [this.registry],
+  });
+  readonly measurementsGeneration = new Gauge({
+    name: 'constellation_joinservice_measurements_generation',
+    help: 'Number of times measurements were loaded successfully (1 after start).',
+    registers: [this.registry],
+  });
+  readonly measurementsReloadFailures = new Counter({
+    name: 'constellation_joinservice_measurements_reload_failures_total',
+    help: 'Measurements files that could not be loaded; the last good measurements stay in force.',
+    registers: [this.registry],
+  });
+}

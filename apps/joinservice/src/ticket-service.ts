@@ -1,0 +1,112 @@
+import * as grpc from '@grpc/grpc-js';
+import type { CoreV1Api } from '@kubernetes/client-node';
+import { StatusError } from '@constellation/atls';
+import { CsrError, deriveMeasurementSecret, deriveStateDiskKey } from '@constellation/keys';
+import type { MasterSecret } from '@constellation/keys';
+import { createBootstrapToken, readClusterConfig } from '@constellation/kubeadm';
+import type { Logger } from '@constellation/logger';
+import type { JoinTicket, JoinTicketRequest, RejoinTicket, RejoinTicketRequest } from '@constellation/proto';
+import type { ClusterPki } from './cluster-pki.js';
+import type { ControlPlaneLease } from './control-plane-lease.js';
+
+export interface TicketServiceOptions {
+  core: CoreV1Api;
+  pki: ClusterPki;
+  masterSecret: MasterSecret;
+  measurementSalt: Buffer;
+  /** host:port nodes join through (the API server or its load balancer). */
+  apiServerEndpoint: string;
+  lease: ControlPlaneLease;
+  /** Bootstrap tokens live this long (15 minutes by default). */
+  tokenTtlMs: number;
+  logger: Logger;
+}
+
+const DISK_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+function checkDiskUuid(uuid: string): void {
+  if (!DISK_UUID.test(uuid)) {
+    throw new StatusError(
+      grpc.status.INVALID_ARGUMENT,
+      `disk_uuid must be a lower-case UUID, got ${JSON.stringify(uuid.slice(0, 64))}`,
+    );
+  }
+}
+
+/**
+ * Builds tickets for attested nodes. Everything that can be refused is checked before anything
+ * is written: a forged CSR or a bad disk UUID never leaves a bootstrap token behind in the API.
+ */
+export class TicketService {
+  private readonly options: TicketServiceOptions;
+
+  constructor(options: TicketServiceOptions) {
+    this.options = options;
+  }
+
+  async joinTicket(request: JoinTicketRequest): Promise<JoinTicket> {
+    const { pki, masterSecret, core, lease, logger } = this.options;
+    checkDiskUuid(request.diskUuid);
+    let issued;
+    try {
+      issued = await pki.ca.issueKubeletCertificate(request.certificateRequest);
+    } catch (err) {
+      if (err instanceof CsrError)
+        throw new StatusError(grpc.status.INVALID_ARGUMENT, `kubelet certificate request refused: ${err.message}`);
+      throw err;
+    }
+    const role = request.isControlPlane ? 'control-plane' : 'worker';
+    const log = logger.child({ node: issued.nodeName, role, diskUuid: request.diskUuid });
+    let cluster;
+    try {
+      cluster = await readClusterConfig(core);
+    } catch (err) {
+      throw new StatusError(
+        grpc.status.FAILED_PRECONDITION,
+        `cluster configuration is not available yet: ${(err as Error).message}`,
+      );
+    }
+    if (request.isControlPlane) await lease.acquire(issued.nodeName);
+    try {
+      const controlPlaneFiles = request.isControlPlane ? await pki.controlPlaneFiles() : [];
+      const token = await createBootstrapToken(
+        core,
+        this.options.tokenTtlMs,
+        `Bootstrap token for ${issued.nodeName}, minted by the Constellation JoinService`,
+      ).catch((err: unknown) => {
+        throw new StatusError(
+          grpc.status.UNAVAILABLE,
+          `could not create a bootstrap token in the cluster: ${(err as Error).message}`,
+        );
+      });
+      log.info('join ticket issued', { tokenId: token.id, tokenExpires: token.expires.toISOString(), ips: issued.ips });
+      return {
+        stateDiskKey: deriveStateDiskKey(masterSecret.key, masterSecret.salt, request.diskUuid),
+        measurementSalt: this.options.measurementSalt,
+        measurementSecret: deriveMeasurementSecret(masterSecret.key, masterSecret.salt),
+        kubeletCert: Buffer.from(issued.certificatePem),
+        apiServerEndpoint: this.options.apiServerEndpoint,
+        token: token.token,
+        discoveryTokenCaCertHash: pki.caPin,
+        controlPlaneFiles,
+        kubernetesVersion: cluster.kubernetesVersion,
+        kubernetesComponents: cluster.components,
+        tokenExpiresUnixSeconds: BigInt(Math.floor(token.expires.getTime() / 1000)),
+      };
+    } catch (err) {
+      if (request.isControlPlane) await lease.release(issued.nodeName).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  rejoinTicket(request: RejoinTicketRequest): RejoinTicket {
+    checkDiskUuid(request.diskUuid);
+    const { masterSecret } = this.options;
+    this.options.logger.info('rejoin ticket issued', { diskUuid: request.diskUuid });
+    return {
+      stateDiskKey: deriveStateDiskKey(masterSecret.key, masterSecret.salt, request.diskUuid),
+      measurementSecret: deriveMeasurementSecret(masterSecret.key, masterSecret.salt),
+      measurementSalt: this.options.measurementSalt,
+    };
+  }
+}

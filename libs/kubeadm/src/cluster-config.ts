@@ -1,0 +1,66 @@
+import type { CoreV1Api, V1ConfigMap } from '@kubernetes/client-node';
+
+/** A component every node installs before kubeadm runs (mirrors constellation.components.v1). */
+export interface ClusterComponent {
+  url: string;
+  hash: string;
+  installPath: string;
+  extract: boolean;
+}
+
+/** What the first node publishes at init so that joining nodes get the same software. */
+export interface ClusterConfig {
+  kubernetesVersion: string;
+  components: ClusterComponent[];
+}
+
+export const CLUSTER_CONFIG_MAP = 'constellation-cluster';
+
+/** The ConfigMap `kube-system/constellation-cluster` holding `config`. */
+export function clusterConfigMap(config: ClusterConfig): V1ConfigMap {
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: CLUSTER_CONFIG_MAP, namespace: 'kube-system' },
+    data: { kubernetesVersion: config.kubernetesVersion, components: JSON.stringify(config.components) },
+  };
+}
+
+/** Parses the ConfigMap's data, naming the field that is wrong. */
+export function parseClusterConfig(data: Record<string, string> | undefined): ClusterConfig {
+  const version = data?.['kubernetesVersion'];
+  if (version === undefined || !/^v\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]+)?$/.test(version)) {
+    throw new Error(
+      `ConfigMap ${CLUSTER_CONFIG_MAP}: kubernetesVersion must look like v1.32.9, got ${JSON.stringify(version)}`,
+    );
+  }
+  let components: unknown;
+  try {
+    components = JSON.parse(data?.['components'] ?? '[]');
+  } catch {
+    throw new Error(`ConfigMap ${CLUSTER_CONFIG_MAP}: components is not JSON`);
+  }
+  if (!Array.isArray(components)) throw new Error(`ConfigMap ${CLUSTER_CONFIG_MAP}: components must be a JSON array`);
+  const parsed = components.map((item: unknown, i): ClusterComponent => {
+    const c = item as Partial<Record<keyof ClusterComponent, unknown>> | null;
+    if (
+      c === null ||
+      typeof c.url !== 'string' ||
+      typeof c.hash !== 'string' ||
+      typeof c.installPath !== 'string' ||
+      typeof c.extract !== 'boolean'
+    ) {
+      throw new Error(
+        `ConfigMap ${CLUSTER_CONFIG_MAP}: components[${i}] needs url, hash, installPath (strings) and extract (boolean)`,
+      );
+    }
+    return { url: c.url, hash: c.hash, installPath: c.installPath, extract: c.extract };
+  });
+  return { kubernetesVersion: version, components: parsed };
+}
+
+/** Reads the published cluster configuration. */
+export async function readClusterConfig(core: CoreV1Api): Promise<ClusterConfig> {
+  const map = await core.readNamespacedConfigMap({ namespace: 'kube-system', name: CLUSTER_CONFIG_MAP });
+  return parseClusterConfig(map.data);
+}
