@@ -2,11 +2,12 @@ import { X509Certificate } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { service as healthService } from 'grpc-health-check';
+import { serviceChannelCredentials } from '@constellation/atls';
 import { componentDigest, expectedMeasurements } from '@constellation/attestation';
 import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey } from '@constellation/keys';
 import { BOOTSTRAP_TOKEN_PATTERN } from '@constellation/kubeadm';
 import { MemoryLogger } from '@constellation/logger';
+import { HealthCheckResponse_ServingStatus, HealthClient } from '@constellation/proto';
 import { runChecked, waitFor } from '@constellation/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BOOT, CLUSTER, MEASURED_PCRS, SimulatedNode, rpcFailure, startJoinFixture } from './join-service.fixture.js';
@@ -161,25 +162,15 @@ describe('JoinService with real swtpm nodes and the API stand-in', () => {
   });
 
   it('answers Kubernetes gRPC health probes and serves metrics', async () => {
-    const Health = grpc.makeGenericClientConstructor(healthService, 'Health');
-    const { atlsPublicRoot } = await import('@constellation/atls');
-    const client = new Health(
-      `127.0.0.1:${fixture.service.port}`,
-      grpc.credentials.createSsl(Buffer.from(atlsPublicRoot().certificatePem), null, null, {
-        checkServerIdentity: () => undefined,
-      }),
-    );
+    const client = new HealthClient(`127.0.0.1:${fixture.service.port}`, serviceChannelCredentials());
     const status = await new Promise<unknown>((resolve, reject) => {
-      (client as unknown as { check: (req: object, cb: (err: Error | null, res: unknown) => void) => void }).check(
-        { service: '' },
-        (err, res) => {
-          if (err) reject(err);
-          else resolve(res);
-        },
-      );
+      client.check({ service: 'constellation.join.v1.JoinService' }, (err, res) => {
+        if (err) reject(err);
+        else resolve(res);
+      });
     });
     client.close();
-    expect(status).toEqual({ status: 'SERVING' });
+    expect(status).toEqual({ status: HealthCheckResponse_ServingStatus.SERVING });
     expect(await metric('constellation_joinservice_tickets_total')).toMatch(
       /kind="join",role="worker",outcome="issued"} \d+/,
     );

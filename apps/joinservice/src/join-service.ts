@@ -2,7 +2,6 @@ import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { Server as HttpServer } from 'node:http';
 import * as grpc from '@grpc/grpc-js';
-import { HealthImplementation } from 'grpc-health-check';
 import * as k8s from '@kubernetes/client-node';
 import { StatusError, serveChallenge, serviceServerCredentials } from '@constellation/atls';
 import type { ChallengeRejection } from '@constellation/atls';
@@ -10,6 +9,7 @@ import { TpmValidator } from '@constellation/attestation';
 import { masterSecretFromJson } from '@constellation/keys';
 import type { Logger } from '@constellation/logger';
 import {
+  HealthStatus,
   JoinServiceService,
   JoinTicket,
   JoinTicketRequest,
@@ -192,7 +192,7 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
       });
     },
   });
-  new HealthImplementation({ '': 'SERVING', 'constellation.join.v1.JoinService': 'SERVING' }).addToServer(server);
+  new HealthStatus({ '': 'SERVING', 'constellation.join.v1.JoinService': 'SERVING' }).addTo(server);
   const port = await new Promise<number>((resolve, reject) => {
     server.bindAsync(`${settings.host}:${settings.port}`, serviceServerCredentials(), (err, bound) => {
       if (err) reject(err);

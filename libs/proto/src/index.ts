@@ -48,4 +48,13 @@ export {
   PcrValue,
   TpmQuote,
 } from './gen/constellation/attestation/v1/attestation.js';
+export {
+  HealthCheckRequest,
+  HealthCheckResponse,
+  HealthCheckResponse_ServingStatus,
+  HealthClient,
+  HealthService,
+} from './gen/grpc/health/v1/health.js';
+export type { HealthServer } from './gen/grpc/health/v1/health.js';
 export { MAX_MESSAGE_BYTES, grpcMessageLimits } from './message-limits.js';
+export { HealthStatus } from './health-service.js';
