@@ -92,7 +92,7 @@ export async function writeMountedFiles(
   root: string,
   apiUrl: string,
 ): Promise<{
-  settings: Omit<JoinServiceSettings, 'host' | 'port' | 'metricsHost' | 'metricsPort'>;
+  settings: Omit<JoinServiceSettings, 'host' | 'port' | 'metricsHost' | 'metricsPort' | 'healthPort'>;
   masterSecret: MasterSecret;
   measurementSalt: Buffer;
   caCertificatePem: string;
@@ -155,6 +155,7 @@ export async function startJoinFixture(
     host: '127.0.0.1',
     port: 0,
     metricsHost: '127.0.0.1',
+    healthPort: 0,
     metricsPort: 0,
     ...files.settings,
     ...overrides,

@@ -35,6 +35,8 @@ export interface JoinServiceSettings {
   port: number;
   metricsHost: string;
   metricsPort: number;
+  /** Plaintext gRPC port that serves only the health service: Kubernetes `grpc:` probes cannot use TLS. */
+  healthPort: number;
   /** Measurements file (ConfigMap join-config, key attestationConfig). */
   attestationConfigPath: string;
   /** 32 raw bytes (ConfigMap join-config, key measurementSalt). */
@@ -56,6 +58,7 @@ export interface JoinServiceSettings {
 export interface RunningJoinService {
   port: number;
   metricsPort: number;
+  healthPort: number;
   metrics: JoinMetrics;
   measurements: MeasurementsSource;
   close(): Promise<void>;
@@ -192,13 +195,16 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
       });
     },
   });
-  new HealthStatus({ '': 'SERVING', 'constellation.join.v1.JoinService': 'SERVING' }).addTo(server);
-  const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(`${settings.host}:${settings.port}`, serviceServerCredentials(), (err, bound) => {
-      if (err) reject(err);
-      else resolve(bound);
-    });
-  });
+  const health = new HealthStatus({ '': 'SERVING', 'constellation.join.v1.JoinService': 'SERVING' });
+  health.addTo(server);
+  const port = await bind(server, `${settings.host}:${settings.port}`, serviceServerCredentials());
+  const healthServer = new grpc.Server();
+  health.addTo(healthServer);
+  const healthPort = await bind(
+    healthServer,
+    `${settings.metricsHost}:${settings.healthPort}`,
+    grpc.ServerCredentials.createInsecure(),
+  );
 
   const http: HttpServer = createServer((req, res) => {
     if (req.url === '/metrics') {
@@ -215,15 +221,17 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
   await new Promise<void>((resolve) => http.listen(settings.metricsPort, settings.metricsHost, resolve));
   const address = http.address();
   const metricsPort = typeof address === 'object' && address !== null ? address.port : settings.metricsPort;
-  logger.info('joinservice serving', { port, metricsPort, apiServerEndpoint: settings.apiServerEndpoint });
+  logger.info('joinservice serving', { port, metricsPort, healthPort, apiServerEndpoint: settings.apiServerEndpoint });
 
   return {
     port,
     metricsPort,
+    healthPort,
     metrics,
     measurements,
     close: async () => {
       measurements.stop();
+      healthServer.forceShutdown();
       http.closeAllConnections();
       await new Promise<void>((resolve) =>
         http.close(() => {
@@ -241,4 +249,13 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
       });
     },
   };
+}
+
+function bind(server: grpc.Server, address: string, credentials: grpc.ServerCredentials): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.bindAsync(address, credentials, (err, bound) => {
+      if (err) reject(err);
+      else resolve(bound);
+    });
+  });
 }

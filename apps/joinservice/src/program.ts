@@ -42,6 +42,12 @@ export function createProgram(): Command {
       9091,
     )
     .option(
+      '--health-port <port>',
+      'plaintext gRPC health port for Kubernetes probes, which cannot use TLS (0: any free port)',
+      (v) => parsePort(v, true),
+      9092,
+    )
+    .option(
       '--config-dir <dir>',
       'mounted join-config: files attestationConfig (measurements) and measurementSalt',
       '/var/config',
@@ -102,6 +108,7 @@ export function createProgram(): Command {
           port: options.port,
           metricsHost: options.metricsHost,
           metricsPort: options.metricsPort,
+          healthPort: options.healthPort,
           attestationConfigPath: join(options.configDir, 'attestationConfig'),
           measurementSaltPath: join(options.configDir, 'measurementSalt'),
           masterSecretPath: options.masterSecretFile,

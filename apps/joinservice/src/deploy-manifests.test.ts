@@ -1,0 +1,99 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { DaemonSet } from 'kubernetes-models/apps/v1/DaemonSet';
+import { Service } from 'kubernetes-models/v1/Service';
+import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
+import { ClusterRole } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole';
+import { ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding';
+import { Role } from 'kubernetes-models/rbac.authorization.k8s.io/v1/Role';
+import { RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding';
+import { repoRoot } from '@constellation/testing';
+import { describe, expect, it } from 'vitest';
+import { createProgram } from './program.js';
+
+const dir = join(repoRoot(), 'deploy', 'joinservice');
+const MODELS: Record<string, new (data: never) => { validate(): void }> = {
+  DaemonSet,
+  Service,
+  ServiceAccount,
+  Role,
+  RoleBinding,
+  ClusterRole,
+  ClusterRoleBinding,
+};
+
+async function documents(): Promise<Record<string, unknown>[]> {
+  const files = ['serviceaccount.yaml', 'rbac.yaml', 'daemonset.yaml', 'service.yaml'];
+  const docs: Record<string, unknown>[] = [];
+  for (const file of files) {
+    for (const doc of parseAllDocuments(await readFile(join(dir, file), 'utf8'))) {
+      expect(doc.errors, file).toEqual([]);
+      docs.push(doc.toJS() as Record<string, unknown>);
+    }
+  }
+  return docs;
+}
+
+describe('JoinService manifests', () => {
+  it('validate against the Kubernetes schemas', async () => {
+    const docs = await documents();
+    expect(docs.map((d) => d['kind'])).toEqual([
+      'ServiceAccount',
+      'Role',
+      'RoleBinding',
+      'ClusterRole',
+      'ClusterRoleBinding',
+      'DaemonSet',
+      'Service',
+    ]);
+    for (const doc of docs) {
+      const Model = MODELS[String(doc['kind'])];
+      expect(Model, String(doc['kind'])).toBeDefined();
+      expect(() => {
+        new Model!(doc as never).validate();
+      }).not.toThrow();
+    }
+  });
+
+  it('catch a broken manifest (the validation can fail)', () => {
+    expect(() => {
+      new DaemonSet({
+        metadata: { name: 'x' },
+        spec: { selector: {}, template: { spec: { containers: [{ image: 'x' }] } } },
+      } as never).validate();
+    }).toThrow(/name/);
+  });
+
+  it('expose NodePort 30090 and pass only flags the program knows, with the ports it serves', async () => {
+    const docs = await documents();
+    const service = docs.find((d) => d['kind'] === 'Service') as {
+      spec: { type: string; ports: { nodePort: number; targetPort: number }[] };
+    };
+    expect(service.spec.type).toBe('NodePort');
+    expect(service.spec.ports[0]).toMatchObject({ nodePort: 30090, targetPort: 9090 });
+    const daemonSet = docs.find((d) => d['kind'] === 'DaemonSet') as {
+      spec: {
+        template: {
+          spec: {
+            containers: { args: string[]; volumeMounts: { readOnly?: boolean }[] }[];
+            nodeSelector: Record<string, string>;
+          };
+        };
+      };
+    };
+    const container = daemonSet.spec.template.spec.containers[0]!;
+    const known = new Set(createProgram().options.map((o) => o.long));
+    for (const arg of container.args) expect(known, arg).toContain(arg.split('=')[0]);
+    expect(container.volumeMounts.every((m) => m.readOnly === true)).toBe(true);
+    expect(daemonSet.spec.template.spec.nodeSelector).toEqual({ 'node-role.kubernetes.io/control-plane': '' });
+  });
+
+  it('grant no read or list access to Secrets', async () => {
+    const role = (await documents()).find((d) => d['kind'] === 'Role') as {
+      rules: { resources: string[]; verbs: string[] }[];
+    };
+    const secretVerbs = role.rules.filter((r) => r.resources.includes('secrets')).flatMap((r) => r.verbs);
+    expect(secretVerbs).toEqual(['create']);
+  });
+});

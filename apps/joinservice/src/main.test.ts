@@ -1,0 +1,99 @@
+import { spawn } from 'node:child_process';
+import { serviceChannelCredentials } from '@constellation/atls';
+import { HealthCheckResponse_ServingStatus, HealthClient } from '@constellation/proto';
+import { KubeApiServer } from '@constellation/sandbox';
+import { repoRoot, runTypeScript, tempDirForTest, waitFor, withTimeout } from '@constellation/testing';
+import { describe, expect, it } from 'vitest';
+import { writeMountedFiles } from './join-service.fixture.js';
+
+const entry = new URL('./main.ts', import.meta.url).pathname;
+const run = (...args: string[]) => runTypeScript(entry, args, { timeoutMs: 30_000 });
+
+describe('constellation-joinservice entry point', () => {
+  it('prints help with the defaults the DaemonSet relies on', async () => {
+    const result = await run('--help');
+    expect(result.code).toBe(0);
+    const help = result.stdout.toString();
+    expect(help).toContain('(default: 9090)');
+    expect(help).toContain('(default: "/var/config")');
+  });
+
+  it('rejects unknown flags, bad values and a missing endpoint with exit code 2', async () => {
+    const unknown = await run('--bogus', '--api-server-endpoint', 'a:1');
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain("unknown option '--bogus'");
+    const missing = await run();
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain("required option '--api-server-endpoint <host:port>' not specified");
+    const badEndpoint = await run('--api-server-endpoint', 'no-port');
+    expect(badEndpoint.stderr).toContain('expected host:port, got "no-port"');
+    const variant = await run('--api-server-endpoint', 'a:1', '--attestation-variant', 'dummy');
+    expect(variant.code).toBe(2);
+    expect(variant.stderr).toContain('is for tests only');
+  });
+
+  it('starts from mounted files, answers health probes, logs JSON and stops cleanly on SIGTERM', async () => {
+    const dir = await tempDirForTest();
+    const api = await KubeApiServer.start();
+    try {
+      const { settings } = await writeMountedFiles(dir, api.url);
+      const child = spawn(
+        process.execPath,
+        [
+          '--conditions=@constellation/source',
+          '--import',
+          'tsx',
+          entry,
+          '--host=127.0.0.1',
+          '--port=0',
+          '--metrics-host=127.0.0.1',
+          '--metrics-port=0',
+          '--health-port=0',
+          `--config-dir=${dir}/config`,
+          `--master-secret-file=${settings.masterSecretPath}`,
+          `--pki-dir=${settings.pkiDir}`,
+          `--kubeconfig=${settings.kubeconfigPath ?? ''}`,
+          '--api-server-endpoint=10.42.0.2:6443',
+        ],
+        { cwd: repoRoot(), stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      let stdout = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      const serving = await waitFor(
+        () =>
+          stdout
+            .split('\n')
+            .map((l) => (l.startsWith('{') ? (JSON.parse(l) as Record<string, unknown>) : {}))
+            .find((e) => e['message'] === 'joinservice serving'),
+        { timeoutMs: 20_000, description: 'the joinservice to log that it serves' },
+      );
+      // The kubelet probes the plaintext health port; nodes reach the same health service over TLS.
+      const { credentials } = await import('@grpc/grpc-js');
+      const probe = new HealthClient(`127.0.0.1:${String(serving['healthPort'])}`, credentials.createInsecure());
+      const probed = await new Promise((resolve, reject) => {
+        probe.check({ service: 'constellation.join.v1.JoinService' }, (err, res) => {
+          if (err) reject(err);
+          else resolve(res);
+        });
+      });
+      probe.close();
+      expect(probed).toEqual({ status: HealthCheckResponse_ServingStatus.SERVING });
+      const client = new HealthClient(`127.0.0.1:${String(serving['port'])}`, serviceChannelCredentials());
+      const status = await new Promise((resolve, reject) => {
+        client.check({ service: '' }, (err, res) => {
+          if (err) reject(err);
+          else resolve(res);
+        });
+      });
+      client.close();
+      expect(status).toEqual({ status: HealthCheckResponse_ServingStatus.SERVING });
+      child.kill('SIGTERM');
+      expect(await withTimeout(exited, 10_000, 'joinservice exit')).toBe(0);
+      expect(stdout).toContain('"message":"joinservice stopping"');
+      expect(stdout).not.toMatch(/"key"|mastersecret"\s*:/i);
+    } finally {
+      await api.close();
+    }
+  });
+});
