@@ -4,7 +4,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
-import { requestWithAttestation, serviceChannelCredentials } from '@constellation/atls';
+import { SERVICE_CHANNEL_OPTIONS, requestWithAttestation, serviceChannelCredentials } from '@constellation/atls';
 import {
   TpmIssuer,
   componentDigest,
@@ -161,7 +161,11 @@ export async function startJoinFixture(
     ...overrides,
   };
   const service = await startJoinService(settings, logger);
-  const client = new JoinServiceClient(`127.0.0.1:${service.port}`, serviceChannelCredentials());
+  const client = new JoinServiceClient(
+    `127.0.0.1:${service.port}`,
+    serviceChannelCredentials(),
+    SERVICE_CHANNEL_OPTIONS,
+  );
   return {
     dir,
     api,

@@ -15,4 +15,4 @@ export { ATLS_ROOT_NAME, atlsPublicRoot } from './public-root.js';
 export { ephemeralKey, open, seal } from './seal.js';
 export { spkiUserData } from './spki-binding.js';
 export { StatusError } from './status-error.js';
-export { serviceChannelCredentials, serviceServerCredentials } from './service-tls.js';
+export { SERVICE_CHANNEL_OPTIONS, serviceChannelCredentials, serviceServerCredentials } from './service-tls.js';
