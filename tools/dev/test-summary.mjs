@@ -7,5 +7,9 @@ const skipped = (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
 const brokenSuites = (report.testResults ?? []).filter(
   (r) => r.status === 'failed' && r.assertionResults.length === 0,
 ).length;
-const failed = report.numFailedTests + brokenSuites;
+// Unhandled errors fail the run (report.success is false) without failing a test: count one.
+const failed =
+  report.numFailedTests +
+  brokenSuites +
+  (report.success === false && report.numFailedTests + brokenSuites === 0 ? 1 : 0);
 console.log(`${report.numPassedTests} passed, ${failed} failed${skipped > 0 ? `, ${skipped} skipped` : ''}`);

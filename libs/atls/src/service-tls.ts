@@ -39,4 +39,6 @@ export function serviceChannelCredentials(): grpc.ChannelCredentials {
  * Channel options for client-attests services: a fixed TLS server name, because nodes dial the
  * service by IP address and an IP is not a valid SNI name (RFC 6066).
  */
-export const SERVICE_CHANNEL_OPTIONS = { 'grpc.ssl_target_name_override': 'joinservice.constellation.internal' } as const;
+export const SERVICE_CHANNEL_OPTIONS = {
+  'grpc.ssl_target_name_override': 'joinservice.constellation.internal',
+} as const;

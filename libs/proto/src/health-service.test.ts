@@ -41,6 +41,7 @@ describe('grpc.health.v1 service', () => {
 
   it('streams status changes to watchers', async () => {
     const stream = client.watch({ service: 'svc.A' });
+    stream.on('error', () => undefined); // cancelling below ends the stream with CANCELLED
     const seen: HealthCheckResponse_ServingStatus[] = [];
     const done = new Promise<void>((resolve) => {
       stream.on('data', (res: HealthCheckResponse) => {

@@ -78,7 +78,7 @@ describe('Kubernetes API stand-in through @kubernetes/client-node', () => {
     const updated = await core.replaceNamespacedConfigMap({
       namespace: 'default',
       name: 'versioned',
-      body: { metadata: cm.metadata, data: { a: '2' } },
+      body: { metadata: cm.metadata ?? {}, data: { a: '2' } },
     });
     expect(Number(updated.metadata?.resourceVersion)).toBeGreaterThan(Number(cm.metadata?.resourceVersion));
     expect(
@@ -87,7 +87,7 @@ describe('Kubernetes API stand-in through @kubernetes/client-node', () => {
           core.replaceNamespacedConfigMap({
             namespace: 'default',
             name: 'versioned',
-            body: { metadata: cm.metadata, data: { a: '3' } },
+            body: { metadata: cm.metadata ?? {}, data: { a: '3' } },
           }),
         )
       ).reason,
@@ -102,7 +102,7 @@ describe('Kubernetes API stand-in through @kubernetes/client-node', () => {
           core.replaceNamespacedConfigMap({
             namespace: 'kube-system',
             name: 'frozen',
-            body: { metadata: frozen.metadata, data: { a: '2' }, immutable: true },
+            body: { metadata: frozen.metadata ?? {}, data: { a: '2' }, immutable: true },
           }),
         )
       ).code,
