@@ -1,0 +1,1 @@
+export { CLUSTER_ID_PCR, NodeLock, isNodeMarked } from './node-lock.js';

@@ -1,0 +1,75 @@
+import { randomBytes } from 'node:crypto';
+import { truncate, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { requireProgram, tempDirForTest } from '@constellation/testing';
+import { describe, expect, it } from 'vitest';
+import { StateDisk, StateDiskError } from './state-disk.js';
+
+async function image(): Promise<string> {
+  await requireProgram('cryptsetup', 'cryptsetup-bin');
+  const path = join(await tempDirForTest(), 'state.img');
+  await writeFile(path, '');
+  await truncate(path, 32 * 1024 * 1024);
+  return path;
+}
+
+describe('StateDisk with real cryptsetup on an image file', () => {
+  it('formats a fresh disk, reports its UUID and marks it not initialised', async () => {
+    const disk = new StateDisk({ device: await image(), kdf: 'fast' });
+    expect(await disk.isLuks()).toBe(false);
+    expect(await disk.isInitialized()).toBe(false);
+    const first = randomBytes(32);
+    await disk.format(first);
+    expect(await disk.isLuks()).toBe(true);
+    expect(await disk.uuid()).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    expect(await disk.isInitialized()).toBe(false);
+    expect(await disk.testPassphrase(first)).toBe(true);
+  });
+
+  it('re-keys: the derived key opens the disk and the first passphrase no longer does', async () => {
+    const disk = new StateDisk({ device: await image(), kdf: 'fast' });
+    const first = randomBytes(32);
+    const derived = randomBytes(32);
+    await disk.format(first);
+    await disk.changePassphrase(first, derived);
+    expect(await disk.testPassphrase(derived)).toBe(true);
+    expect(await disk.testPassphrase(first)).toBe(false);
+  });
+
+  it('keeps the initialised mark in a LUKS2 token and can clear it (reset)', async () => {
+    const disk = new StateDisk({ device: await image(), kdf: 'fast' });
+    await disk.format(randomBytes(32));
+    await disk.setInitialized(true);
+    expect(await disk.isInitialized()).toBe(true);
+    await disk.setInitialized(false);
+    expect(await disk.isInitialized()).toBe(false);
+  });
+
+  it('fails with a message naming the step and the device when the passphrase is wrong', async () => {
+    const device = await image();
+    const disk = new StateDisk({ device, kdf: 'fast' });
+    await disk.format(randomBytes(32));
+    const err = await disk.changePassphrase(randomBytes(32), randomBytes(32)).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StateDiskError);
+    expect((err as Error).message).toMatch(
+      new RegExp(`could not re-key the state disk \\(${device}\\): cryptsetup luksChangeKey exited with 2`),
+    );
+  });
+
+  it('never passes key material on the command line', async () => {
+    const device = await image();
+    const seen: string[][] = [];
+    const spy = join(await tempDirForTest(), 'cryptsetup-spy');
+    await writeFile(spy, `#!/bin/sh\necho "$@" >> ${spy}.log\nexec cryptsetup "$@"\n`, { mode: 0o755 });
+    const disk = new StateDisk({ device, kdf: 'fast', cryptsetup: spy });
+    const secret = randomBytes(32);
+    await disk.format(secret);
+    await disk.changePassphrase(secret, randomBytes(32));
+    const { readFile } = await import('node:fs/promises');
+    const log = await readFile(`${spy}.log`, 'utf8');
+    seen.push(...log.split('\n').map((l) => l.split(' ')));
+    expect(log).not.toContain(secret.toString('hex'));
+    expect(log).not.toContain(secret.toString('base64'));
+    expect(log).toContain('luksChangeKey');
+  });
+});

@@ -1,0 +1,147 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runCryptsetup } from './cryptsetup.js';
+
+/**
+ * How expensive the LUKS key-slot KDF is. Disk keys are 32 random bytes, so a cheap PBKDF loses
+ * nothing against guessing; `default` keeps cryptsetup's argon2id (seconds and hundreds of MiB per
+ * call), `fast` uses PBKDF2 with the minimum iterations for tests and `mini`.
+ */
+export type KdfCost = 'default' | 'fast';
+
+export interface StateDiskOptions {
+  /** Block device (production) or LUKS2 image file (tests, mini). */
+  device: string;
+  kdf?: KdfCost;
+  cryptsetup?: string;
+  timeoutMs?: number;
+}
+
+/** Our LUKS2 token: whether the disk belongs to a cluster already. */
+const TOKEN_ID = '0';
+const TOKEN_TYPE = 'constellation-state-disk';
+
+export class StateDiskError extends Error {
+  override readonly name = 'StateDiskError';
+}
+
+/**
+ * The node's LUKS2 state disk, driven through `cryptsetup`. Key material goes through files in a
+ * private 0700 directory that is removed right after each call, never through argv.
+ */
+export class StateDisk {
+  readonly device: string;
+  private readonly kdf: KdfCost;
+  private readonly program: string;
+  private readonly timeoutMs: number;
+
+  constructor(options: StateDiskOptions) {
+    this.device = options.device;
+    this.kdf = options.kdf ?? 'default';
+    this.program = options.cryptsetup ?? 'cryptsetup';
+    this.timeoutMs = options.timeoutMs ?? 120_000;
+  }
+
+  /** Whether the device holds a LUKS header. */
+  async isLuks(): Promise<boolean> {
+    const result = await runCryptsetup(this.program, ['isLuks', '--type', 'luks2', this.device], this.timeoutMs);
+    return result.code === 0;
+  }
+
+  /** Formats the device as LUKS2 with `passphrase` in key slot 0 and marks it not initialised. Destroys its content. */
+  async format(passphrase: Buffer): Promise<void> {
+    await this.withKeyFiles([passphrase], async ([keyFile]) => {
+      await this.run(
+        ['luksFormat', '--type', 'luks2', '--batch-mode', ...this.kdfArgs(), '--key-file', keyFile ?? '', this.device],
+        'format the state disk',
+      );
+    });
+    await this.setInitialized(false);
+  }
+
+  /** Lower-case LUKS UUID: the disk's identity, from which its key is derived. */
+  async uuid(): Promise<string> {
+    const result = await this.run(['luksUUID', this.device], 'read the state disk UUID');
+    return result.stdout.trim().toLowerCase();
+  }
+
+  /** Replaces `current` with `next` in the key slot that `current` opens. */
+  async changePassphrase(current: Buffer, next: Buffer): Promise<void> {
+    await this.withKeyFiles([current, next], async ([oldFile, newFile]) => {
+      await this.run(
+        ['luksChangeKey', '--batch-mode', ...this.kdfArgs(), '--key-file', oldFile ?? '', this.device, newFile ?? ''],
+        're-key the state disk',
+      );
+    });
+  }
+
+  /** Whether `passphrase` opens a key slot (`cryptsetup open --test-passphrase`). */
+  async testPassphrase(passphrase: Buffer): Promise<boolean> {
+    return this.withKeyFiles([passphrase], async ([keyFile]) => {
+      const result = await runCryptsetup(
+        this.program,
+        ['open', '--test-passphrase', '--key-file', keyFile ?? '', this.device],
+        this.timeoutMs,
+      );
+      return result.code === 0;
+    });
+  }
+
+  /** Whether the disk belongs to a cluster (token `diskIsInitialized`); false for a fresh or reset disk. */
+  async isInitialized(): Promise<boolean> {
+    const result = await runCryptsetup(
+      this.program,
+      ['token', 'export', '--token-id', TOKEN_ID, this.device],
+      this.timeoutMs,
+    );
+    if (result.code !== 0) return false;
+    try {
+      const token = JSON.parse(result.stdout) as { type?: unknown; diskIsInitialized?: unknown };
+      return token.type === TOKEN_TYPE && token.diskIsInitialized === true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Sets the token; `false` is how a node marks its disk for reset before rebooting. */
+  async setInitialized(initialized: boolean): Promise<void> {
+    const token = Buffer.from(JSON.stringify({ type: TOKEN_TYPE, keyslots: [], diskIsInitialized: initialized }));
+    await this.withKeyFiles([token], async ([tokenFile]) => {
+      await this.run(
+        ['token', 'import', '--token-id', TOKEN_ID, '--token-replace', '--json-file', tokenFile ?? '', this.device],
+        'write the state disk token',
+      );
+    });
+  }
+
+  private kdfArgs(): string[] {
+    return this.kdf === 'fast' ? ['--pbkdf', 'pbkdf2', '--pbkdf-force-iterations', '1000'] : [];
+  }
+
+  private async run(args: string[], what: string): Promise<{ stdout: string }> {
+    const result = await runCryptsetup(this.program, args, this.timeoutMs);
+    if (result.code !== 0) {
+      throw new StateDiskError(
+        `could not ${what} (${this.device}): cryptsetup ${args[0] ?? ''} exited with ${String(result.code)}: ${result.stderr.trim()}`,
+      );
+    }
+    return result;
+  }
+
+  private async withKeyFiles<T>(contents: Buffer[], use: (paths: string[]) => Promise<T>): Promise<T> {
+    const dir = await mkdtemp(join(tmpdir(), 'constellation-keys-'));
+    try {
+      const paths = await Promise.all(
+        contents.map(async (content, i) => {
+          const path = join(dir, `k${i}`);
+          await writeFile(path, content, { mode: 0o600 });
+          return path;
+        }),
+      );
+      return await use(paths);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+}
