@@ -100,6 +100,44 @@ export class CertificateAuthority {
     return { ca: await CertificateAuthority.fromPem(certificatePem, keyPem), certificatePem, keyPem };
   }
 
+  /** Issues a certificate for a key the CA is given directly (kubeadm-style PKI: API server, admin). */
+  async issueCertificate(spec: CertificateRequestSpec, now = new Date()): Promise<string> {
+    const publicKey = await webcrypto.subtle.importKey(
+      'spki',
+      spec.publicKey.export({ type: 'spki', format: 'der' }),
+      webAlgorithm(spec.publicKey),
+      true,
+      ['verify'],
+    );
+    const usages =
+      spec.usage === 'server'
+        ? [x509.ExtendedKeyUsage.serverAuth]
+        : spec.usage === 'client'
+          ? [x509.ExtendedKeyUsage.clientAuth]
+          : [x509.ExtendedKeyUsage.clientAuth, x509.ExtendedKeyUsage.serverAuth];
+    const names = [
+      ...(spec.ips ?? []).map((value) => ({ type: 'ip' as const, value })),
+      ...(spec.dnsNames ?? []).map((value) => ({ type: 'dns' as const, value })),
+    ];
+    const cert = await x509.X509CertificateGenerator.create({
+      serialNumber: randomSerial(),
+      subject: [...(spec.organisations ?? []).map((o) => ({ O: [o] })), { CN: [spec.commonName] }],
+      issuer: this.certificate.subjectName,
+      notBefore: new Date(now.getTime() - 2 * HOUR),
+      notAfter: new Date(now.getTime() + (spec.validDays ?? 365) * 24 * HOUR),
+      signingAlgorithm: this.algorithm,
+      publicKey,
+      signingKey: this.key,
+      extensions: [
+        new x509.BasicConstraintsExtension(false, undefined, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true),
+        new x509.ExtendedKeyUsageExtension(usages),
+        ...(names.length > 0 ? [new x509.SubjectAlternativeNameExtension(names)] : []),
+      ],
+    });
+    return cert.toString('pem');
+  }
+
   /**
    * Issues a kubelet certificate from a DER PKCS#10 request. The request must be signed by its
    * own key, have exactly one organisation "system:nodes" and CN "system:node:<name>" with a
@@ -159,6 +197,17 @@ export class CertificateAuthority {
     });
     return { certificatePem: cert.toString('pem'), nodeName, ips };
   }
+}
+
+export interface CertificateRequestSpec {
+  commonName: string;
+  organisations?: readonly string[];
+  /** The subject's public key (a Node KeyObject). */
+  publicKey: KeyObject;
+  ips?: readonly string[];
+  dnsNames?: readonly string[];
+  usage: 'server' | 'client' | 'both';
+  validDays?: number;
 }
 
 /** A random positive serial below 2^128, as hex. */

@@ -1,5 +1,5 @@
 export { caPublicKeyPin, isCaPin } from './ca-pin.js';
-export type { IssuedKubeletCertificate } from './certificate-authority.js';
+export type { CertificateRequestSpec, IssuedKubeletCertificate } from './certificate-authority.js';
 export { CertificateAuthority, CsrError } from './certificate-authority.js';
 export {
   deriveClusterId,
@@ -19,3 +19,5 @@ export {
   masterSecretFromJson,
   masterSecretToJson,
 } from './master-secret.js';
+export type { ScryptCost } from './init-secret.js';
+export { DEFAULT_SCRYPT_COST, hashInitSecret, verifyInitSecret } from './init-secret.js';

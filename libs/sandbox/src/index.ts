@@ -4,3 +4,7 @@ export type { KubeApiServerOptions, RecordedRequest } from './kube-api-server.js
 export { KubeApiServer, RESOURCE_TYPES } from './kube-api-server.js';
 export type { KubeObject, ResourceType } from './kube-object-store.js';
 export { KubeObjectStore } from './kube-object-store.js';
+export type { InstanceInfo, MetadataDocument } from './metadata-server.js';
+export { MetadataServer } from './metadata-server.js';
+export { stopApiServer } from './kubeadm-standin/api-server-process.js';
+export { standinPaths } from './kubeadm-standin/paths.js';

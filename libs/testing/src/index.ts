@@ -7,4 +7,4 @@ export type { TempDir } from './temp-dir.js';
 export { createTempDir, tempDirForTest } from './temp-dir.js';
 export type { WaitForOptions } from './wait-for.js';
 export { sleep, waitFor, withTimeout } from './wait-for.js';
-export { repoRoot, runTypeScript } from './run-typescript.js';
+export { installTypeScriptCommand, repoRoot, runTypeScript } from './run-typescript.js';

@@ -1,0 +1,125 @@
+import { stringify } from 'yaml';
+
+/*
+ * kubeadm configuration (API kubeadm.k8s.io/v1beta4) generated from typed input. v1beta4 writes
+ * extra arguments as lists of {name, value}. Only fields we set are emitted, so the output stays
+ * valid for kubeadm's strict decoding.
+ */
+
+export const KUBEADM_API = 'kubeadm.k8s.io/v1beta4';
+export const KUBELET_API = 'kubelet.config.k8s.io/v1beta1';
+export const CRI_SOCKET = 'unix:///run/containerd/containerd.sock';
+
+type Args = { name: string; value: string }[];
+const args = (record: Record<string, string>): Args => Object.entries(record).map(([name, value]) => ({ name, value }));
+
+export interface InitConfigInput {
+  nodeName: string;
+  nodeIp: string;
+  /** Port the API server binds on this node (6443 in production). */
+  bindPort: number;
+  clusterName: string;
+  kubernetesVersion: string;
+  /** host:port clients use for the control plane (load balancer). */
+  controlPlaneEndpoint: string;
+  certSans: readonly string[];
+  serviceCidr?: string;
+  /** Keep kube-proxy (conformance mode). */
+  kubeProxy: boolean;
+}
+
+export interface JoinConfigInput {
+  nodeName: string;
+  nodeIp: string;
+  apiServerEndpoint: string;
+  token: string;
+  caCertHashes: readonly string[];
+  /** Set for control-plane joins: where this node's API server binds. */
+  controlPlane?: { bindPort: number };
+}
+
+function kubeletConfiguration(): Record<string, unknown> {
+  return {
+    apiVersion: KUBELET_API,
+    kind: 'KubeletConfiguration',
+    protectKernelDefaults: true,
+    staticPodPath: '/etc/kubernetes/manifests',
+    tlsCipherSuites: [
+      'TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256',
+      'TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384',
+      'TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305',
+      'TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256',
+      'TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384',
+      'TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305',
+    ],
+    tlsCertFile: '/run/state/kubelet/pki/kubelet-client-crt.pem',
+    tlsPrivateKeyFile: '/run/state/kubelet/pki/kubelet-client-key.pem',
+  };
+}
+
+const documents = (docs: Record<string, unknown>[]): string => docs.map((doc) => stringify(doc)).join('---\n');
+
+/** InitConfiguration + ClusterConfiguration + KubeletConfiguration for `kubeadm init --config`. */
+export function initConfiguration(input: InitConfigInput): string {
+  const certSans = [...new Set(['127.0.0.1', input.nodeIp, ...input.certSans.filter((s) => s !== '')])];
+  return documents([
+    {
+      apiVersion: KUBEADM_API,
+      kind: 'InitConfiguration',
+      nodeRegistration: {
+        name: input.nodeName,
+        criSocket: CRI_SOCKET,
+        kubeletExtraArgs: args({ 'node-ip': input.nodeIp }),
+      },
+      localAPIEndpoint: { advertiseAddress: input.nodeIp, bindPort: input.bindPort },
+      ...(input.kubeProxy ? {} : { skipPhases: ['addon/kube-proxy'] }),
+    },
+    {
+      apiVersion: KUBEADM_API,
+      kind: 'ClusterConfiguration',
+      clusterName: input.clusterName,
+      kubernetesVersion: input.kubernetesVersion,
+      controlPlaneEndpoint: input.controlPlaneEndpoint,
+      ...(input.serviceCidr === undefined ? {} : { networking: { serviceSubnet: input.serviceCidr } }),
+      apiServer: {
+        certSANs: certSans,
+        extraArgs: args({ profiling: 'false', 'kubelet-certificate-authority': '/etc/kubernetes/pki/ca.crt' }),
+      },
+      controllerManager: { extraArgs: args({ profiling: 'false', 'terminated-pod-gc-threshold': '1000' }) },
+      scheduler: { extraArgs: args({ profiling: 'false' }) },
+    },
+    kubeletConfiguration(),
+  ]);
+}
+
+/** JoinConfiguration + KubeletConfiguration for `kubeadm join --config`. */
+export function joinConfiguration(input: JoinConfigInput): string {
+  return documents([
+    {
+      apiVersion: KUBEADM_API,
+      kind: 'JoinConfiguration',
+      nodeRegistration: {
+        name: input.nodeName,
+        criSocket: CRI_SOCKET,
+        kubeletExtraArgs: args({ 'node-ip': input.nodeIp }),
+      },
+      discovery: {
+        bootstrapToken: {
+          apiServerEndpoint: input.apiServerEndpoint,
+          token: input.token,
+          caCertHashes: [...input.caCertHashes],
+        },
+      },
+      ...(input.controlPlane === undefined
+        ? {}
+        : {
+            controlPlane: {
+              localAPIEndpoint: { advertiseAddress: input.nodeIp, bindPort: input.controlPlane.bindPort },
+            },
+            // The shared PKI arrived in the join ticket; kubeadm must not download certificates.
+            skipPhases: ['control-plane-prepare/download-certs'],
+          }),
+    },
+    kubeletConfiguration(),
+  ]);
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env node
+// The kubeadm stand-in: kubeadm's command-line contract (init --config, join --config, reset)
+// for machines without kubelet or containers. It writes what kubeadm writes under
+// $KUBEADM_STANDIN_ROOT and runs the Kubernetes API stand-in in place of the control plane.
+import { Command } from '@commander-js/extra-typings';
+import { serveApiServer } from './api-server-process.js';
+import { PhaseError, init, join, reset } from './commands.js';
+
+const root = process.env['KUBEADM_STANDIN_ROOT'];
+const print = (line: string): void => {
+  process.stdout.write(`${line}\n`);
+};
+
+function needRoot(): string {
+  if (root === undefined || root === '') {
+    process.stderr.write(
+      "error: the kubeadm stand-in writes under $KUBEADM_STANDIN_ROOT; set it to the node's root directory\n",
+    );
+    process.exit(1);
+  }
+  return root;
+}
+
+const program = new Command('kubeadm').description('kubeadm stand-in (constellation sandbox)').exitOverride();
+program
+  .command('init')
+  .requiredOption('--config <file>', 'kubeadm configuration')
+  .option('-v, --v <level>', 'verbosity (ignored)')
+  .action((o) => init(needRoot(), o.config, print));
+program
+  .command('join')
+  .requiredOption('--config <file>', 'kubeadm configuration')
+  .option('-v, --v <level>', 'verbosity (ignored)')
+  .action((o) => join(needRoot(), o.config, print));
+program
+  .command('reset')
+  .option('-f, --force', 'no confirmation (always)')
+  .action(() => reset(needRoot(), print));
+program
+  .command('serve-apiserver', { hidden: true })
+  .requiredOption('--host <host>')
+  .requiredOption('--port <port>')
+  .requiredOption('--version-string <v>')
+  .action((o) => serveApiServer(needRoot(), o.host, Number(o.port), o.versionString));
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  const code = (err as { code?: string }).code;
+  if (code === 'commander.helpDisplayed' || code === 'commander.version') process.exit(0);
+  if (typeof code === 'string' && code.startsWith('commander.')) process.exit(2);
+  process.stderr.write(`${err instanceof PhaseError ? err.message : `error: ${(err as Error).message}`}\n`);
+  process.exit(1);
+}

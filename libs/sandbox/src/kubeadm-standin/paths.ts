@@ -1,0 +1,26 @@
+import { join } from 'node:path';
+
+/** Where the stand-in writes, mirroring kubeadm's layout under the node's root. */
+export function standinPaths(root: string): {
+  kubernetes: string;
+  pki: string;
+  manifests: string;
+  adminConf: string;
+  kubeletConf: string;
+  run: string;
+  apiServerState: string;
+  apiServerLog: string;
+} {
+  const kubernetes = join(root, 'etc', 'kubernetes');
+  const run = join(root, 'run', 'kubeadm-standin');
+  return {
+    kubernetes,
+    pki: join(kubernetes, 'pki'),
+    manifests: join(kubernetes, 'manifests'),
+    adminConf: join(kubernetes, 'admin.conf'),
+    kubeletConf: join(kubernetes, 'kubelet.conf'),
+    run,
+    apiServerState: join(run, 'apiserver.json'),
+    apiServerLog: join(run, 'apiserver.log'),
+  };
+}

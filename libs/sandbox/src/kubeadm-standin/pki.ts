@@ -1,0 +1,115 @@
+import { generateKeyPairSync } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
+import { access, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { CertificateAuthority } from '@constellation/keys';
+
+export interface ClusterPkiFiles {
+  caCertPem: string;
+  apiServerCertPem: string;
+  apiServerKeyPem: string;
+  adminCertPem: string;
+  adminKeyPem: string;
+}
+
+const exists = (path: string): Promise<boolean> =>
+  access(path).then(
+    () => true,
+    () => false,
+  );
+
+async function writeSecret(path: string, content: string): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  await writeFile(path, content, { mode: 0o600 });
+}
+
+function keyPair(): { publicKey: KeyObject; keyPem: string; pubPem: string } {
+  const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  return {
+    publicKey,
+    keyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+    pubPem: publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+  };
+}
+
+/** Creates a CA (cert + key) at `<dir>/<name>.{crt,key}` unless it exists, like kubeadm's certs phase. */
+async function ensureCa(dir: string, name: string, commonName: string): Promise<CertificateAuthority> {
+  const crt = join(dir, `${name}.crt`);
+  const key = join(dir, `${name}.key`);
+  if (!(await exists(crt))) {
+    const generated = await CertificateAuthority.generate(commonName);
+    await mkdir(dirname(crt), { recursive: true });
+    await writeFile(crt, generated.certificatePem);
+    await writeSecret(key, generated.keyPem);
+  }
+  return CertificateAuthority.fromPem(await readFile(crt, 'utf8'), await readFile(key, 'utf8'));
+}
+
+/**
+ * kubeadm's PKI under `dir`: cluster CA, API server serving certificate, service-account key pair,
+ * front-proxy CA, etcd CA, and an admin client certificate. Existing CAs are reused (a joining
+ * control plane brings them in its ticket).
+ */
+export async function ensureClusterPki(
+  dir: string,
+  apiServerIps: readonly string[],
+  apiServerNames: readonly string[],
+): Promise<ClusterPkiFiles> {
+  const ca = await ensureCa(dir, 'ca', 'kubernetes');
+  await ensureCa(dir, 'front-proxy-ca', 'front-proxy-ca');
+  await ensureCa(dir, join('etcd', 'ca'), 'etcd-ca');
+  if (!(await exists(join(dir, 'sa.key')))) {
+    const sa = keyPair();
+    await writeSecret(join(dir, 'sa.key'), sa.keyPem);
+    await writeFile(join(dir, 'sa.pub'), sa.pubPem);
+  }
+  const server = keyPair();
+  const apiServerCertPem = await ca.issueCertificate({
+    commonName: 'kube-apiserver',
+    publicKey: server.publicKey,
+    ips: apiServerIps,
+    dnsNames: [
+      'kubernetes',
+      'kubernetes.default',
+      'kubernetes.default.svc',
+      'kubernetes.default.svc.cluster.local',
+      'localhost',
+      ...apiServerNames,
+    ],
+    usage: 'server',
+  });
+  await writeFile(join(dir, 'apiserver.crt'), apiServerCertPem);
+  await writeSecret(join(dir, 'apiserver.key'), server.keyPem);
+  const admin = keyPair();
+  const adminCertPem = await ca.issueCertificate({
+    commonName: 'kubernetes-admin',
+    organisations: ['kubeadm:cluster-admins'],
+    publicKey: admin.publicKey,
+    usage: 'client',
+  });
+  return {
+    caCertPem: ca.certificatePem,
+    apiServerCertPem,
+    apiServerKeyPem: server.keyPem,
+    adminCertPem,
+    adminKeyPem: admin.keyPem,
+  };
+}
+
+/** The files a joining control plane must already have (they come in the join ticket). */
+export const SHARED_CONTROL_PLANE_PKI = [
+  'ca.crt',
+  'ca.key',
+  'sa.key',
+  'sa.pub',
+  'front-proxy-ca.crt',
+  'front-proxy-ca.key',
+  'etcd/ca.crt',
+  'etcd/ca.key',
+];
+
+export async function missingSharedPki(dir: string): Promise<string[]> {
+  const missing: string[] = [];
+  for (const file of SHARED_CONTROL_PLANE_PKI) if (!(await exists(join(dir, file)))) missing.push(file);
+  return missing;
+}

@@ -1,0 +1,112 @@
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+
+/** One machine as the infrastructure describes it. */
+export interface InstanceInfo {
+  name: string;
+  role: 'control-plane' | 'worker';
+  /** The machine's address in the cluster network. */
+  ip: string;
+}
+
+export interface MetadataDocument {
+  instances: InstanceInfo[];
+  /** Where clients reach the control plane (load balancer): API server and JoinService. */
+  endpoint: { host: string; apiServerPort: number; joinServicePort: number; initPort: number };
+  /** scrypt hash of the init secret (see @constellation/keys hashInitSecret). */
+  initSecretHash: string;
+}
+
+/**
+ * The instance metadata service `mini` runs, shaped like Constellation's QEMU metadata API:
+ * GET /self, /peers, /endpoint, /initsecrethash. A machine is identified by its source address;
+ * when several share one (loopback mode) by the `X-Constellation-Node` header.
+ */
+export class MetadataServer {
+  private document: MetadataDocument;
+  private readonly server: Server;
+  private port = 0;
+
+  private constructor(document: MetadataDocument) {
+    this.document = document;
+    this.server = createServer((req, res) => {
+      this.handle(req, res);
+    });
+  }
+
+  static async start(document: MetadataDocument, port = 0, host = '127.0.0.1'): Promise<MetadataServer> {
+    const server = new MetadataServer(document);
+    await new Promise<void>((resolve, reject) => {
+      server.server.once('error', reject);
+      server.server.listen(port, host, resolve);
+    });
+    const address = server.server.address();
+    server.port = typeof address === 'object' && address !== null ? address.port : port;
+    return server;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  update(change: (document: MetadataDocument) => MetadataDocument): void {
+    this.document = change(this.document);
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) =>
+      this.server.close(() => {
+        resolve();
+      }),
+    );
+  }
+
+  private handle(req: IncomingMessage, res: ServerResponse): void {
+    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+    if (req.method !== 'GET') {
+      send(res, 405, { error: 'only GET is supported' });
+      return;
+    }
+    switch (path) {
+      case '/self': {
+        const header = req.headers['x-constellation-node'];
+        const name = typeof header === 'string' ? header : undefined;
+        const address = (req.socket.remoteAddress ?? '').replace(/^::ffff:/, '');
+        const byAddress = this.document.instances.filter((i) => i.ip === address);
+        const self =
+          name !== undefined
+            ? this.document.instances.find((i) => i.name === name)
+            : byAddress.length === 1
+              ? byAddress[0]
+              : undefined;
+        if (self === undefined) {
+          send(res, 404, { error: `no instance for ${name ?? address}` });
+          return;
+        }
+        send(res, 200, self);
+        return;
+      }
+      case '/peers': {
+        send(res, 200, this.document.instances);
+        return;
+      }
+      case '/endpoint': {
+        send(res, 200, this.document.endpoint);
+        return;
+      }
+      case '/initsecrethash': {
+        send(res, 200, { initSecretHash: this.document.initSecretHash });
+        return;
+      }
+      default: {
+        send(res, 404, { error: `unknown path ${path}` });
+        return;
+      }
+    }
+  }
+}
+
+function send(res: ServerResponse, code: number, body: unknown): void {
+  res.writeHead(code, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+}
