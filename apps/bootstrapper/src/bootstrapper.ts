@@ -1,0 +1,143 @@
+import * as grpc from '@grpc/grpc-js';
+import { AttestedTlsServer } from '@constellation/atls';
+import { isNodeMarked } from '@constellation/nodelock';
+import { InitServiceService, grpcMessageLimits } from '@constellation/proto';
+import { randomBytes } from 'node:crypto';
+import { writeFileAtomic } from './secure-files.js';
+import type { FatalAction } from './fatal-action.js';
+import { initService } from './init-service.js';
+import { JoinClient } from './join-client.js';
+import type { NodeContext } from './node-context.js';
+import { rejoin } from './rejoin.js';
+
+export type BootstrapOutcome = 'initialized' | 'joined' | 'rejoined' | 'already-bootstrapped';
+
+export interface BootstrapperOptions {
+  initHost: string;
+  initPort: number;
+  recoveryPort: number;
+  joinInitialBackoffMs: number;
+  joinMaxBackoffMs: number;
+  requestTimeoutMs: number;
+  fatal: FatalAction;
+  /** Told the bound port of the InitServer (or RecoveryServer) once it listens. */
+  onListening?: (server: 'init' | 'recovery', port: number) => void;
+}
+
+/**
+ * Decides the node's path from its state and runs it:
+ *  - PCR 15 already marked (this boot committed before a restart of the process): start the kubelet;
+ *  - state disk initialised: rejoin (rejoin ticket, or recovery on control planes);
+ *  - otherwise: InitServer and JoinClient race for the node lock; the loser stops.
+ * Past the point of no return every failure marks the state disk for reset and runs the fatal action.
+ */
+export class Bootstrapper {
+  private readonly context: NodeContext;
+  private readonly options: BootstrapperOptions;
+
+  constructor(context: NodeContext, options: BootstrapperOptions) {
+    this.context = context;
+    this.options = options;
+  }
+
+  async run(): Promise<BootstrapOutcome> {
+    const { context } = this;
+    const log = context.logger.child({ component: 'bootstrapper' });
+    await context.tpm.startup();
+    if (await isNodeMarked(context.tpm)) {
+      log.info('PCR 15 is already marked: this node joined a cluster during this boot; starting the kubelet');
+      await context.startKubelet();
+      return 'already-bootstrapped';
+    }
+    if (await this.diskIsInitialized()) {
+      log.info('state disk belongs to a cluster: rejoining');
+      return rejoin(context, {
+        initialBackoffMs: this.options.joinInitialBackoffMs,
+        maxBackoffMs: this.options.joinMaxBackoffMs,
+        requestTimeoutMs: this.options.requestTimeoutMs,
+        recovery: { host: this.options.initHost, port: this.options.recoveryPort, onListening: (port) => this.options.onListening?.('recovery', port) },
+      });
+    }
+    return this.initOrJoin();
+  }
+
+  /** Prepares a fresh or reset disk with a random first-boot passphrase; reports whether it belongs to a cluster. */
+  private async diskIsInitialized(): Promise<boolean> {
+    const { disk, paths, logger } = this.context;
+    if ((await disk.isLuks()) && (await disk.isInitialized())) return true;
+    const passphrase = randomBytes(32);
+    logger.info('formatting the state disk for first boot', { device: disk.device });
+    await disk.format(passphrase);
+    await writeFileAtomic(paths.initialDiskKey, passphrase, true);
+    return false;
+  }
+
+  private initOrJoin(): Promise<BootstrapOutcome> {
+    const { context, options } = this;
+    return new Promise<BootstrapOutcome>((resolve, reject) => {
+      const grpcServer = new grpc.Server(grpcMessageLimits);
+      const atls = new AttestedTlsServer(grpcServer, { issuer: context.issuer, logger: context.logger });
+      const closeInitServer = async (): Promise<void> => {
+        await atls.close();
+        grpcServer.forceShutdown();
+      };
+      let joinClient: JoinClient | undefined;
+      const fatal = (error: Error): void => {
+        void (async () => {
+          await closeInitServer();
+          try {
+            await context.disk.setInitialized(false);
+          } catch (err) {
+            context.logger.error('could not mark the state disk for reset', { err });
+          }
+          await options.fatal(error);
+          reject(error);
+        })();
+      };
+      grpcServer.addService(
+        InitServiceService,
+        initService(context, {
+          committed: () => joinClient?.stop(),
+          finished: (error) => {
+            if (error !== undefined) {
+              fatal(error);
+              return;
+            }
+            // Let the success message reach the client before the server goes away.
+            setTimeout(() => {
+              void closeInitServer().then(() => {
+                resolve('initialized');
+              });
+            }, 200);
+          },
+        }),
+      );
+      joinClient = new JoinClient(context, {
+        initialBackoffMs: options.joinInitialBackoffMs,
+        maxBackoffMs: options.joinMaxBackoffMs,
+        requestTimeoutMs: options.requestTimeoutMs,
+        committed: () => {
+          void closeInitServer();
+        },
+      });
+      atls.listen(options.initPort, options.initHost).then(
+        (port) => {
+          context.logger.info('init server listening', { port });
+          options.onListening?.('init', port);
+        },
+        (err: unknown) => {
+          joinClient?.stop();
+          reject(err instanceof Error ? err : new Error(String(err)));
+        },
+      );
+      joinClient.run().then(
+        (outcome) => {
+          if (outcome === 'joined') resolve('joined');
+        },
+        (err: unknown) => {
+          fatal(err instanceof Error ? err : new Error(String(err)));
+        },
+      );
+    });
+  }
+}

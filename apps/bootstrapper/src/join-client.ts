@@ -1,0 +1,129 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { SERVICE_CHANNEL_OPTIONS, requestWithAttestation, serviceChannelCredentials } from '@constellation/atls';
+import { createKubeletCsr, deriveClusterId } from '@constellation/keys';
+import { JoinServiceClient, JoinTicket, JoinTicketRequest, grpcMessageLimits } from '@constellation/proto';
+import { backoffDelay } from './backoff.js';
+import { rekeyStateDisk } from './disk-activation.js';
+import { kubeadmJoin } from './kubeadm-driver.js';
+import type { NodeContext } from './node-context.js';
+import { writeNodeState } from './node-state.js';
+import { writeFileAtomic } from './secure-files.js';
+
+export interface JoinClientOptions {
+  initialBackoffMs: number;
+  maxBackoffMs: number;
+  /** Bound for one ticket request, including connecting and attesting. */
+  requestTimeoutMs: number;
+  /** Called once the lock is taken: the InitServer must stop. */
+  committed: () => void;
+}
+
+export type JoinOutcome = 'joined' | 'stopped';
+
+/**
+ * Polls the JoinService until it hands out a ticket, with exponential backoff and jitter. Getting
+ * a ticket commits nothing; taking the node lock does. If the InitServer took the lock first, the
+ * join client stops without touching the node.
+ */
+export class JoinClient {
+  private stopped = false;
+  private wake: (() => void) | undefined;
+  private readonly context: NodeContext;
+  private readonly options: JoinClientOptions;
+
+  constructor(context: NodeContext, options: JoinClientOptions) {
+    this.context = context;
+    this.options = options;
+  }
+
+  /** Stops polling; a join past its point of no return finishes regardless. */
+  stop(): void {
+    this.stopped = true;
+    this.wake?.();
+  }
+
+  async run(): Promise<JoinOutcome> {
+    const log = this.context.logger.child({ component: 'join-client' });
+    for (let attempt = 0; !this.stopped; attempt++) {
+      try {
+        const ticket = await this.requestTicket();
+        if (ticket !== undefined) return await this.activate(ticket.ticket, ticket.kubeletKeyPem, ticket.role);
+      } catch (err) {
+        const code = (err as { code?: number }).code;
+        log.info('no join ticket yet', { attempt, error: (err as Error).message, ...(code === undefined ? {} : { code: grpc.status[code] }) });
+      }
+      await this.sleep(backoffDelay(attempt, this.options.initialBackoffMs, this.options.maxBackoffMs));
+    }
+    return 'stopped';
+  }
+
+  private async requestTicket(): Promise<{ ticket: JoinTicket; kubeletKeyPem: string; role: 'control-plane' | 'worker' } | undefined> {
+    const self = await this.context.metadata.self();
+    const endpoint = await this.context.metadata.endpoint();
+    const peers = await this.context.metadata.peers();
+    const hosts = [...new Set([endpoint.host, ...peers.filter((p) => p.role === 'control-plane' && p.name !== self.name).map((p) => p.ip)])];
+    const csr = await createKubeletCsr(self.name, [self.ip]);
+    const request = JoinTicketRequest.encode({ diskUuid: await this.context.disk.uuid(), certificateRequest: csr.csrDer, isControlPlane: self.role === 'control-plane' }).finish();
+    const errors: string[] = [];
+    for (const host of hosts) {
+      if (this.stopped) return undefined;
+      const client = new JoinServiceClient(`${host}:${endpoint.joinServicePort}`, serviceChannelCredentials(), { ...SERVICE_CHANNEL_OPTIONS, ...grpcMessageLimits });
+      try {
+        const plaintext = await requestWithAttestation(client.issueJoinTicket({ deadline: Date.now() + this.options.requestTimeoutMs }), this.context.issuer, request);
+        return { ticket: JoinTicket.decode(plaintext), kubeletKeyPem: csr.keyPem, role: self.role };
+      } catch (err) {
+        errors.push(`${host}: ${(err as Error).message}`);
+      } finally {
+        client.close();
+      }
+    }
+    throw new Error(errors.join('; '));
+  }
+
+  /** Past the lock: re-key, write the ticket's files, run kubeadm join. */
+  private async activate(ticket: JoinTicket, kubeletKeyPem: string, role: 'control-plane' | 'worker'): Promise<JoinOutcome> {
+    const { context } = this;
+    const log = context.logger.child({ component: 'join-client' });
+    const clusterId = deriveClusterId(ticket.measurementSecret, ticket.measurementSalt);
+    if (!(await context.lock.tryLock(clusterId, 'join'))) {
+      log.info('the InitServer owns this node; not joining', { holder: context.lock.heldBy });
+      return 'stopped';
+    }
+    this.options.committed();
+    log.info('joining the cluster', { role, endpoint: ticket.apiServerEndpoint, kubernetesVersion: ticket.kubernetesVersion });
+    await rekeyStateDisk(context, ticket.stateDiskKey);
+    for (const file of ticket.controlPlaneFiles) {
+      const path = join(context.paths.kubernetesPki, file.name);
+      if (!path.startsWith(`${context.paths.kubernetesPki}/`) || file.name.includes('..')) throw new Error(`control-plane file name "${file.name}" escapes the PKI directory`);
+      await mkdir(dirname(path), { recursive: true });
+      await writeFile(path, file.data, { mode: file.name.endsWith('.key') ? 0o600 : 0o644 });
+    }
+    await writeFileAtomic(context.paths.kubeletCert, ticket.kubeletCert);
+    await writeFileAtomic(context.paths.kubeletKey, kubeletKeyPem, true);
+    await writeNodeState(context.paths.nodeState, { role, measurementSalt: ticket.measurementSalt, clusterId });
+    const self = await context.metadata.self();
+    await kubeadmJoin(context, {
+      nodeName: self.name,
+      nodeIp: self.ip,
+      apiServerEndpoint: ticket.apiServerEndpoint,
+      token: ticket.token,
+      caCertHashes: [ticket.discoveryTokenCaCertHash],
+      ...(role === 'control-plane' ? { controlPlane: { bindPort: context.apiServerBindPort } } : {}),
+    });
+    await context.startKubelet();
+    log.info('joined the cluster', { clusterId: clusterId.toString('hex') });
+    return 'joined';
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+}

@@ -1,0 +1,27 @@
+import type { Issuer } from '@constellation/attestation';
+import type { Logger } from '@constellation/logger';
+import type { NodeLock } from '@constellation/nodelock';
+import type { StateDisk } from '@constellation/state-disk';
+import type { Tpm } from '@constellation/tpm';
+import type { MetadataClient } from './metadata-client.js';
+import type { NodePaths } from './node-paths.js';
+import type { RecentLog } from './recent-log.js';
+
+/** Everything the bootstrap paths share: one per node process. */
+export interface NodeContext {
+  paths: NodePaths;
+  tpm: Tpm;
+  issuer: Issuer;
+  disk: StateDisk;
+  lock: NodeLock;
+  metadata: MetadataClient;
+  logger: Logger;
+  recentLog: RecentLog;
+  kubeadm: { program: string; env: NodeJS.ProcessEnv; timeoutMs: number };
+  /** Port this node's API server binds when it becomes a control plane. */
+  apiServerBindPort: number;
+  /** Kubernetes version when the Init request names none. */
+  defaultKubernetesVersion: string;
+  /** Starts the kubelet once the node belongs to a cluster (systemctl in production). */
+  startKubelet: () => Promise<void>;
+}

@@ -1,0 +1,29 @@
+import { join } from 'node:path';
+
+/** Every file the bootstrapper reads or writes, under one root (`/` on a real node). */
+export interface NodePaths {
+  root: string;
+  /** Role, measurement salt and cluster ID of this node (on the state disk in production). */
+  nodeState: string;
+  /** The state disk's first-boot passphrase, until it is replaced by the derived key. */
+  initialDiskKey: string;
+  kubeletCert: string;
+  kubeletKey: string;
+  kubernetesPki: string;
+  adminConf: string;
+  /** Where kubeadm configuration files are written before kubeadm runs. */
+  kubeadmDir: string;
+}
+
+export function nodePaths(root: string): NodePaths {
+  return {
+    root,
+    nodeState: join(root, 'run', 'state', 'constellation', 'node_state.json'),
+    initialDiskKey: join(root, 'run', 'cryptsetup-keys.d', 'state.key'),
+    kubeletCert: join(root, 'run', 'state', 'kubelet', 'pki', 'kubelet-client-crt.pem'),
+    kubeletKey: join(root, 'run', 'state', 'kubelet', 'pki', 'kubelet-client-key.pem'),
+    kubernetesPki: join(root, 'etc', 'kubernetes', 'pki'),
+    adminConf: join(root, 'etc', 'kubernetes', 'admin.conf'),
+    kubeadmDir: join(root, 'run', 'kubeadm'),
+  };
+}

@@ -1,0 +1,117 @@
+import * as grpc from '@grpc/grpc-js';
+import { AttestedTlsServer, SERVICE_CHANNEL_OPTIONS, requestWithAttestation, serviceChannelCredentials } from '@constellation/atls';
+import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey } from '@constellation/keys';
+import { JoinServiceClient, RecoveryServiceService, RejoinTicket, RejoinTicketRequest } from '@constellation/proto';
+import type { RecoverRequest, RecoverResponse } from '@constellation/proto';
+import { backoffDelay } from './backoff.js';
+import type { NodeContext } from './node-context.js';
+import { readNodeState } from './node-state.js';
+
+export interface RejoinOptions {
+  initialBackoffMs: number;
+  maxBackoffMs: number;
+  requestTimeoutMs: number;
+  /** Control planes also serve the RecoveryService here (after a full control-plane shutdown). */
+  recovery?: { host: string; port: number; onListening?: (port: number) => void };
+}
+
+interface Keys {
+  diskKey: Buffer;
+  measurementSecret: Buffer;
+  source: 'rejoin-ticket' | 'recovery';
+}
+
+/**
+ * A node whose state disk already belongs to a cluster: get the disk key from the JoinService
+ * (rejoin ticket) or, on a control plane, from `constellation recover`, whichever comes first;
+ * check it opens the disk and belongs to the node's cluster; re-mark the TPM; start the kubelet.
+ */
+export async function rejoin(context: NodeContext, options: RejoinOptions): Promise<'rejoined'> {
+  const log = context.logger.child({ component: 'rejoin' });
+  const state = await readNodeState(context.paths.nodeState);
+  const diskUuid = await context.disk.uuid();
+  let settled = false;
+  let recovery: AttestedTlsServer | undefined;
+  let recoveryServer: grpc.Server | undefined;
+
+  /** Accepts keys only if they open this disk and give this node's cluster ID. */
+  const accept = async (keys: Keys): Promise<boolean> => {
+    if (!(await context.disk.testPassphrase(keys.diskKey))) {
+      log.warn('keys do not open the state disk', { source: keys.source });
+      return false;
+    }
+    if (!deriveClusterId(keys.measurementSecret, state.measurementSalt).equals(state.clusterId)) {
+      log.warn('keys belong to a different cluster', { source: keys.source });
+      return false;
+    }
+    return true;
+  };
+
+  const recovered = new Promise<Keys>((resolve) => {
+    if (options.recovery === undefined || state.role !== 'control-plane') return;
+    recoveryServer = new grpc.Server();
+    recoveryServer.addService(RecoveryServiceService, {
+      recover: (call: grpc.ServerUnaryCall<RecoverRequest, RecoverResponse>, callback: grpc.sendUnaryData<RecoverResponse>) => {
+        const { masterSecret, masterSalt } = call.request;
+        if (masterSecret.length < 16 || masterSalt.length !== 32) {
+          callback({ code: grpc.status.INVALID_ARGUMENT, details: 'master_secret must be at least 16 bytes and master_salt 32 bytes' });
+          return;
+        }
+        const keys: Keys = { diskKey: deriveStateDiskKey(masterSecret, masterSalt, diskUuid), measurementSecret: deriveMeasurementSecret(masterSecret, masterSalt), source: 'recovery' };
+        accept(keys).then(
+          (ok) => {
+            if (!ok) {
+              callback({ code: grpc.status.PERMISSION_DENIED, details: 'this master secret does not open the state disk of this node' });
+              return;
+            }
+            callback(null, { diskUuid, clusterIdHex: state.clusterId.toString('hex') });
+            resolve(keys);
+          },
+          (err: unknown) => {
+            callback({ code: grpc.status.INTERNAL, details: `could not check the key: ${(err as Error).message}` });
+          },
+        );
+      },
+    });
+    recovery = new AttestedTlsServer(recoveryServer, { issuer: context.issuer, logger: context.logger });
+    void recovery.listen(options.recovery.port, options.recovery.host).then((port) => {
+      log.info('recovery server listening', { port });
+      options.recovery?.onListening?.(port);
+    });
+  });
+
+  const ticketed = (async (): Promise<Keys> => {
+    for (let attempt = 0; !settled; attempt++) {
+      try {
+        const endpoint = await context.metadata.endpoint();
+        const client = new JoinServiceClient(`${endpoint.host}:${endpoint.joinServicePort}`, serviceChannelCredentials(), SERVICE_CHANNEL_OPTIONS);
+        try {
+          const request = RejoinTicketRequest.encode({ diskUuid }).finish();
+          const ticket = RejoinTicket.decode(await requestWithAttestation(client.issueRejoinTicket({ deadline: Date.now() + options.requestTimeoutMs }), context.issuer, request));
+          const keys: Keys = { diskKey: ticket.stateDiskKey, measurementSecret: ticket.measurementSecret, source: 'rejoin-ticket' };
+          if (await accept(keys)) return keys;
+        } finally {
+          client.close();
+        }
+      } catch (err) {
+        log.info('no rejoin ticket yet', { attempt, error: (err as Error).message });
+      }
+      await new Promise((resolve) => setTimeout(resolve, backoffDelay(attempt, options.initialBackoffMs, options.maxBackoffMs)));
+    }
+    return new Promise<Keys>(() => undefined);
+  })();
+
+  try {
+    const keys = await Promise.race([ticketed, recovered]);
+    settled = true;
+    if (!(await context.lock.tryLock(state.clusterId, 'rejoin'))) throw new Error('node lock already taken during rejoin');
+    await context.startKubelet();
+    log.info('rejoined the cluster', { source: keys.source, clusterId: state.clusterId.toString('hex') });
+    return 'rejoined';
+  } finally {
+    settled = true;
+    const server = recovery;
+    if (server !== undefined) await server.close();
+    recoveryServer?.forceShutdown();
+  }
+}
