@@ -84,6 +84,8 @@ export class Bootstrapper {
       let joinClient: JoinClient | undefined;
       const fatal = (error: Error): void => {
         void (async () => {
+          // Let the failure, the logs and the final status reach the client first.
+          await new Promise((r) => setTimeout(r, 200));
           await closeInitServer();
           try {
             await context.disk.setInitialized(false);

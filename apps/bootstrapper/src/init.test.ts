@@ -1,0 +1,190 @@
+import { randomBytes } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import { connect } from 'node:tls';
+import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import * as k8s from '@kubernetes/client-node';
+import { AttestedChannelCredentials } from '@constellation/atls';
+import { TpmValidator, componentDigest, expectedMeasurements } from '@constellation/attestation';
+import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey, markedPcr15 } from '@constellation/keys';
+import { InitServiceClient, InitStep, StepState } from '@constellation/proto';
+import { readFile } from 'node:fs/promises';
+import { waitFor, withTimeout } from '@constellation/testing';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { BootstrapOutcome } from './bootstrapper.js';
+import { BOOT, MEASUREMENTS, TestNode, callInit, initRequest, startCluster } from './node.fixture.js';
+import type { Cluster } from './node.fixture.js';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function freshNode(options: { kubeadm?: string } = {}): Promise<{ cluster: Cluster; node: TestNode; outcome: Promise<BootstrapOutcome> }> {
+  const cluster = await startCluster([{ name: 'control-plane-0', role: 'control-plane', ip: '127.0.0.1' }]);
+  cleanups.push(() => cluster.close());
+  const node = await TestNode.create(cluster, 'control-plane-0', options);
+  cleanups.push(() => node.stop());
+  const outcome = node.bootstrapper().run();
+  outcome.catch(() => undefined);
+  await waitFor(() => node.initPort > 0, { timeoutMs: 20_000, description: 'the InitServer to listen' });
+  return { cluster, node, outcome };
+}
+
+describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
+  it('initialises the cluster: progress for every step, PCR 15 marked, disk re-keyed, working kubeconfig', async () => {
+    const { node, outcome } = await freshNode();
+    const request = initRequest();
+    const { messages, error } = await callInit(node.initPort, request);
+    expect(error).toBeUndefined();
+    const steps = messages.flatMap((m) => (m.kind?.$case === 'progress' && m.kind.value.state === StepState.STEP_STATE_SUCCEEDED ? [m.kind.value.step] : []));
+    expect(steps).toEqual([
+      InitStep.INIT_STEP_CHECK_INIT_SECRET,
+      InitStep.INIT_STEP_DERIVE_KEYS,
+      InitStep.INIT_STEP_LOCK_NODE,
+      InitStep.INIT_STEP_REKEY_STATE_DISK,
+      InitStep.INIT_STEP_WRITE_NODE_STATE,
+      InitStep.INIT_STEP_KUBEADM_INIT,
+      InitStep.INIT_STEP_WAIT_FOR_API_SERVER,
+      InitStep.INIT_STEP_PUBLISH_CLUSTER_CONFIG,
+      InitStep.INIT_STEP_ISSUE_ADMIN_KUBECONFIG,
+    ]);
+    const last = messages.at(-1)?.kind;
+    if (last?.$case !== 'success') throw new Error('no success message');
+    const clusterId = deriveClusterId(deriveMeasurementSecret(request.masterSecret, request.masterSalt), request.measurementSalt);
+    expect(last.value.clusterId).toEqual(clusterId);
+    expect(await withTimeout(outcome, 10_000, 'bootstrapper outcome')).toBe('initialized');
+
+    expect((await node.context.tpm.pcrRead('sha256', [15])).get(15)).toEqual(markedPcr15(clusterId));
+    const uuid = await node.context.disk.uuid();
+    expect(await node.context.disk.testPassphrase(deriveStateDiskKey(request.masterSecret, request.masterSalt, uuid))).toBe(true);
+    expect(await node.context.disk.isInitialized()).toBe(true);
+    await expect(readFile(node.context.paths.initialDiskKey)).rejects.toThrow(); // first-boot passphrase gone
+
+    const kubeconfig = join(node.root, 'returned.conf');
+    await writeFile(kubeconfig, last.value.kubeconfig);
+    const kc = new k8s.KubeConfig();
+    kc.loadFromFile(kubeconfig);
+    const nodes = await kc.makeApiClient(k8s.CoreV1Api).listNode();
+    expect(nodes.items.map((n) => n.metadata?.name)).toEqual(['control-plane-0']);
+    const published = await kc.makeApiClient(k8s.CoreV1Api).readNamespacedConfigMap({ namespace: 'kube-system', name: 'constellation-cluster' });
+    expect(published.data?.['kubernetesVersion']).toBe('v1.32.9');
+    expect(node.kubeletStarts).toBe(1);
+  });
+
+  it('lets exactly one of ten concurrent Init calls proceed; the others are told the node is being initialised', async () => {
+    const { node, outcome } = await freshNode();
+    // Ten CLIs connect and verify the node first (a handshake after the winner took the lock would
+    // see PCR 15 marked and refuse the node before sending anything), then all call Init at once.
+    const clients = Array.from({ length: 10 }, () => {
+      const credentials = new AttestedChannelCredentials([new TpmValidator({ measurements: MEASUREMENTS })]);
+      return new InitServiceClient(`127.0.0.1:${node.initPort}`, credentials.credentials, credentials.channelOptions);
+    });
+    await Promise.all(clients.map((c) => new Promise<void>((resolve, reject) => c.waitForReady(Date.now() + 20_000, (err) => (err ? reject(err) : resolve())))));
+    const results = await Promise.all(
+      clients.map(
+        (client) =>
+          new Promise<{ error?: grpc.ServiceError; messages: number }>((resolve) => {
+            let messages = 0;
+            const stream = client.init(initRequest(), { deadline: Date.now() + 60_000 });
+            stream.on('data', () => messages++);
+            stream.on('error', (error: grpc.ServiceError) => resolve({ error, messages }));
+            stream.on('end', () => resolve({ messages }));
+          }),
+      ),
+    );
+    for (const client of clients) client.close();
+    expect(results.filter((r) => r.error === undefined)).toHaveLength(1);
+    const refused = results.filter((r) => r.error !== undefined);
+    expect(refused).toHaveLength(9);
+    for (const r of refused) {
+      expect(r.error?.code).toBe(grpc.status.FAILED_PRECONDITION);
+      expect(r.error?.details).toBe('node is already being initialised');
+      expect(r.messages).toBe(0);
+    }
+    expect(await withTimeout(outcome, 10_000, 'outcome')).toBe('initialized');
+  });
+
+  it('refuses a wrong init secret with no progress and no logs, and stays ready for the right one', async () => {
+    const { node, outcome } = await freshNode();
+    const wrong = await callInit(node.initPort, initRequest({ initSecret: Buffer.from('guess') }));
+    expect(wrong.error).toMatchObject({ code: grpc.status.PERMISSION_DENIED, details: 'wrong init secret' });
+    expect(wrong.messages).toEqual([]);
+    expect(node.context.lock.heldBy).toBeUndefined();
+    expect((await node.context.tpm.pcrRead('sha256', [15])).get(15)).toEqual(Buffer.alloc(32));
+    expect((await callInit(node.initPort, initRequest())).error).toBeUndefined();
+    expect(await withTimeout(outcome, 10_000, 'outcome')).toBe('initialized');
+  });
+
+  it('refuses malformed and oversized requests naming the field, changing nothing', async () => {
+    const { node } = await freshNode();
+    const cases: [Parameters<typeof initRequest>[0], RegExp][] = [
+      [{ masterSecret: Buffer.alloc(4) }, /init request field master_secret: must be 16 to 64 bytes, got 4/],
+      [{ measurementSalt: Buffer.alloc(0) }, /init request field measurement_salt: must be 32 bytes, got 0/],
+      [{ kubernetesVersion: 'latest' }, /kubernetes_version: must look like v1.32.9/],
+      [{ apiserverCertSans: ['not a name!'] }, /apiserver_cert_sans: "not a name!" is neither/],
+      [{ initSecret: Buffer.alloc(0) }, /init_secret: must be 1 to 256 bytes/],
+    ];
+    for (const [overrides, message] of cases) {
+      const result = await callInit(node.initPort, initRequest(overrides));
+      expect(result.error?.code).toBe(grpc.status.INVALID_ARGUMENT);
+      expect(result.error?.details).toMatch(message);
+    }
+    const oversized = await callInit(node.initPort, initRequest({ apiserverCertSans: ['x'.repeat(5 * 1024 * 1024)] }));
+    expect(oversized.error?.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    expect(node.context.lock.heldBy).toBeUndefined();
+    expect(await node.context.disk.isInitialized()).toBe(false);
+  });
+
+  it('does not talk to a client that brings no attestation nonce, nor to one whose measurements differ', async () => {
+    const { node } = await freshNode();
+    const plain = await new Promise<Error | undefined>((resolve) => {
+      const socket = connect({ host: '127.0.0.1', port: node.initPort, servername: 'node.example', rejectUnauthorized: false, ALPNProtocols: ['h2'] }, () => {
+        socket.destroy();
+        resolve(undefined);
+      });
+      socket.once('error', resolve);
+    });
+    expect(plain).toBeInstanceOf(Error);
+    const tampered = expectedMeasurements([BOOT[0]!, { ...BOOT[1]!, digest: componentDigest('other bundle') }], [4, 9, 15]);
+    const result = await callInit(node.initPort, initRequest(), tampered);
+    expect(result.error?.code).toBe(grpc.status.UNAVAILABLE);
+    expect(result.credentials.failure?.message).toMatch(/PCR 9: expected/);
+    expect(node.context.lock.heldBy).toBeUndefined();
+  });
+
+  it('after the point of no return, a kubeadm failure streams logs, marks the disk for reset and triggers the reboot action', async () => {
+    const dir = join('/tmp', `failing-kubeadm-${randomBytes(4).toString('hex')}`);
+    await writeFile(dir, '#!/bin/sh\necho "[preflight] simulated failure: port 6443 is in use" >&2\nexit 1\n', { mode: 0o755 });
+    cleanups.push(async () => {
+      const { rm } = await import('node:fs/promises');
+      await rm(dir, { force: true });
+    });
+    const { node, outcome } = await freshNode({ kubeadm: dir });
+    const { messages, error } = await callInit(node.initPort, initRequest());
+    expect(error?.code).toBe(grpc.status.INTERNAL);
+    const failure = messages.find((m) => m.kind?.$case === 'failure')?.kind;
+    if (failure?.$case !== 'failure') throw new Error('no failure message');
+    expect(failure.value).toMatchObject({ step: InitStep.INIT_STEP_KUBEADM_INIT, retrySafe: false });
+    expect(failure.value.error).toMatch(/INIT_STEP_KUBEADM_INIT failed: kubeadm init failed with exit code 1/);
+    const logs = Buffer.concat(messages.flatMap((m) => (m.kind?.$case === 'log' ? [m.kind.value.data] : []))).toString();
+    expect(logs).toContain('simulated failure: port 6443 is in use');
+    expect(messages.at(-1)?.kind?.$case).toBe('logsDone');
+    await expect(withTimeout(outcome, 10_000, 'outcome')).rejects.toThrow(/kubeadm init failed/);
+    expect(node.fatalErrors).toHaveLength(1);
+    expect(await node.context.disk.isInitialized()).toBe(false);
+  });
+
+  it('before the point of no return, a failure is retry-safe: no reset, no reboot, the node keeps serving', async () => {
+    const { cluster, node, outcome } = await freshNode();
+    const hash = (await (await fetch(`${cluster.metadata.url}/initsecrethash`)).json()) as { initSecretHash: string };
+    cluster.metadata.update((doc) => ({ ...doc, initSecretHash: '' }));
+    const unavailable = await callInit(node.initPort, initRequest());
+    expect(unavailable.error?.code).toBe(grpc.status.UNAVAILABLE);
+    expect(unavailable.error?.details).toMatch(/cannot check the init secret/);
+    expect(node.fatalErrors).toEqual([]);
+    cluster.metadata.update((doc) => ({ ...doc, initSecretHash: hash.initSecretHash }));
+    expect((await callInit(node.initPort, initRequest())).error).toBeUndefined();
+    expect(await withTimeout(outcome, 10_000, 'outcome')).toBe('initialized');
+  });
+});

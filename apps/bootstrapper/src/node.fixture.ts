@@ -1,0 +1,192 @@
+// Test fixture: simulated machines for the bootstrapper. Each has a real swtpm (measured boot),
+// a LUKS2 image file, its own root directory and the kubeadm stand-in on PATH; all share an
+// instance metadata server. The bootstrapper code under test is exactly the product code.
+import { randomBytes } from 'node:crypto';
+import { truncate, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { AttestedChannelCredentials } from '@constellation/atls';
+import { TpmIssuer, TpmValidator, componentDigest, expectedMeasurements, measureBoot } from '@constellation/attestation';
+import type { BootComponent, Measurements } from '@constellation/attestation';
+import { hashInitSecret } from '@constellation/keys';
+import { MemoryLogger } from '@constellation/logger';
+import { NodeLock } from '@constellation/nodelock';
+import { InitServiceClient, grpcMessageLimits } from '@constellation/proto';
+import type { InitRequest, InitResponse } from '@constellation/proto';
+import { MetadataServer, stopApiServer } from '@constellation/sandbox';
+import type { InstanceInfo } from '@constellation/sandbox';
+import { StateDisk } from '@constellation/state-disk';
+import { createTempDir, freePort, installTypeScriptCommand, repoRoot, startSwtpm } from '@constellation/testing';
+import type { Swtpm, TempDir } from '@constellation/testing';
+import { SocketTransport, SwtpmControl, Tpm } from '@constellation/tpm';
+import { Bootstrapper } from './bootstrapper.js';
+import type { BootstrapOutcome, BootstrapperOptions } from './bootstrapper.js';
+import type { NodeContext } from './node-context.js';
+import { MetadataClient } from './metadata-client.js';
+import { nodePaths } from './node-paths.js';
+import { RecentLog } from './recent-log.js';
+
+export const BOOT: BootComponent[] = [
+  { pcr: 4, description: 'kernel', digest: componentDigest('kernel v1') },
+  { pcr: 9, description: 'bootstrapper bundle', digest: componentDigest('bootstrapper bundle v1') },
+];
+export const MEASUREMENTS: Measurements = expectedMeasurements(BOOT, [4, 9, 15]);
+export const INIT_SECRET = Buffer.from('mini-init-secret-0123456789');
+
+export interface Cluster {
+  metadata: MetadataServer;
+  dir: TempDir;
+  apiServerPort: number;
+  joinServicePort: number;
+  close(): Promise<void>;
+}
+
+export async function startCluster(instances: InstanceInfo[]): Promise<Cluster> {
+  const dir = await createTempDir('constellation-cluster-');
+  const apiServerPort = await freePort();
+  const joinServicePort = await freePort();
+  const controlPlane = instances.find((i) => i.role === 'control-plane');
+  const metadata = await MetadataServer.start({
+    instances,
+    endpoint: { host: controlPlane?.ip ?? '127.0.0.1', apiServerPort, joinServicePort, initPort: 0 },
+    initSecretHash: await hashInitSecret(INIT_SECRET, { log2N: 10, r: 8, p: 1 }),
+  });
+  return {
+    metadata,
+    dir,
+    apiServerPort,
+    joinServicePort,
+    close: async () => {
+      await metadata.close();
+      await dir.remove();
+    },
+  };
+}
+
+export class TestNode {
+  readonly logger: MemoryLogger;
+  readonly context: NodeContext;
+  readonly swtpm: Swtpm;
+  readonly root: string;
+  kubeletStarts = 0;
+  fatalErrors: Error[] = [];
+  initPort = 0;
+  recoveryPort = 0;
+
+  private constructor(context: NodeContext, logger: MemoryLogger, swtpm: Swtpm, root: string) {
+    this.context = context;
+    this.logger = logger;
+    this.swtpm = swtpm;
+    this.root = root;
+  }
+
+  static async create(cluster: Cluster, name: string, options: { boot?: BootComponent[]; kubeadm?: string; apiServerBindPort?: number } = {}): Promise<TestNode> {
+    const root = join(cluster.dir.path, name);
+    const swtpm = await startSwtpm({ stateDir: join(root, 'tpm') });
+    const tpm = new Tpm(new SocketTransport({ host: swtpm.host, port: swtpm.port, keepConnection: true }));
+    const events = await measureBoot(tpm, options.boot ?? BOOT);
+    const image = join(root, 'state.img');
+    await writeFile(image, '');
+    await truncate(image, 32 * 1024 * 1024);
+    const kubeadm = options.kubeadm ?? (await installTypeScriptCommand(join(root, 'bin'), 'kubeadm', join(repoRoot(), 'libs/sandbox/src/kubeadm-standin/main.ts')));
+    const recentLog = new RecentLog();
+    const logger = new MemoryLogger();
+    const node: TestNode = new TestNode(
+      {
+        paths: nodePaths(root),
+        tpm,
+        issuer: new TpmIssuer(tpm, { eventLog: () => events }),
+        disk: new StateDisk({ device: image, kdf: 'fast' }),
+        lock: new NodeLock(tpm),
+        metadata: new MetadataClient(cluster.metadata.url, name),
+        logger,
+        recentLog,
+        kubeadm: { program: kubeadm, env: { ...process.env, KUBEADM_STANDIN_ROOT: root }, timeoutMs: 60_000 },
+        apiServerBindPort: options.apiServerBindPort ?? cluster.apiServerPort,
+        defaultKubernetesVersion: 'v1.32.9',
+        startKubelet: () => {
+          node.kubeletStarts++;
+          return Promise.resolve();
+        },
+      },
+      logger,
+      swtpm,
+      root,
+    );
+    return node;
+  }
+
+  bootstrapper(overrides: Partial<BootstrapperOptions> = {}): Bootstrapper {
+    return new Bootstrapper(this.context, {
+      initHost: '127.0.0.1',
+      initPort: 0,
+      recoveryPort: 0,
+      joinInitialBackoffMs: 50,
+      joinMaxBackoffMs: 300,
+      requestTimeoutMs: 15_000,
+      fatal: (err) => {
+        this.fatalErrors.push(err);
+        return Promise.resolve();
+      },
+      onListening: (server, port) => {
+        if (server === 'init') this.initPort = port;
+        else this.recoveryPort = port;
+      },
+      ...overrides,
+    });
+  }
+
+  /** Power-cycles the machine's TPM (PCRs back to zero) and replays the measured boot. */
+  async reboot(): Promise<void> {
+    await new SwtpmControl(this.swtpm.host, this.swtpm.ctrlPort).reset();
+    await this.context.tpm.startup();
+    await measureBoot(this.context.tpm, BOOT);
+    this.context.lock = new NodeLock(this.context.tpm);
+    this.kubeletStarts = 0;
+  }
+
+  async stop(): Promise<void> {
+    await stopApiServer(this.root);
+    await this.context.tpm.close();
+    await this.swtpm.stop();
+  }
+}
+
+export function initRequest(overrides: Partial<InitRequest> = {}): InitRequest {
+  return {
+    initSecret: INIT_SECRET,
+    masterSecret: randomBytes(32),
+    masterSalt: randomBytes(32),
+    measurementSalt: randomBytes(32),
+    kubernetesVersion: 'v1.32.9',
+    kubernetesComponents: [],
+    clusterName: 'mini',
+    apiserverCertSans: [],
+    serviceCidr: '',
+    conformanceMode: false,
+    ...overrides,
+  };
+}
+
+/** Calls Init over server-attested TLS like the CLI does; collects the stream and its final status. */
+export async function callInit(port: number, request: InitRequest, measurements: Measurements = MEASUREMENTS): Promise<{ messages: InitResponse[]; error?: grpc.ServiceError; credentials: AttestedChannelCredentials }> {
+  const credentials = new AttestedChannelCredentials([new TpmValidator({ measurements })]);
+  const client = new InitServiceClient(`127.0.0.1:${port}`, credentials.credentials, { ...credentials.channelOptions, ...grpcMessageLimits });
+  try {
+    return await new Promise((resolve) => {
+      const messages: InitResponse[] = [];
+      const stream = client.init(request, { deadline: Date.now() + 60_000 });
+      stream.on('data', (m: InitResponse) => messages.push(m));
+      stream.on('error', (error: grpc.ServiceError) => {
+        resolve({ messages, error, credentials });
+      });
+      stream.on('end', () => {
+        resolve({ messages, credentials });
+      });
+    });
+  } finally {
+    client.close();
+  }
+}
+
+export type { BootstrapOutcome };
