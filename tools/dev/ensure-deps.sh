@@ -14,6 +14,7 @@ declare -A needed=(
   [ip]=iproute2
   [openssl]=openssl
   [gpg]=gpg
+  [systemd-analyze]=systemd
 )
 missing=()
 for program in "${!needed[@]}"; do

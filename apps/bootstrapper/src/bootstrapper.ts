@@ -55,7 +55,11 @@ export class Bootstrapper {
         initialBackoffMs: this.options.joinInitialBackoffMs,
         maxBackoffMs: this.options.joinMaxBackoffMs,
         requestTimeoutMs: this.options.requestTimeoutMs,
-        recovery: { host: this.options.initHost, port: this.options.recoveryPort, onListening: (port) => this.options.onListening?.('recovery', port) },
+        recovery: {
+          host: this.options.initHost,
+          port: this.options.recoveryPort,
+          onListening: (port) => this.options.onListening?.('recovery', port),
+        },
       });
     }
     return this.initOrJoin();
@@ -81,7 +85,14 @@ export class Bootstrapper {
         await atls.close();
         grpcServer.forceShutdown();
       };
-      let joinClient: JoinClient | undefined;
+      const joinClient = new JoinClient(context, {
+        initialBackoffMs: options.joinInitialBackoffMs,
+        maxBackoffMs: options.joinMaxBackoffMs,
+        requestTimeoutMs: options.requestTimeoutMs,
+        committed: () => {
+          void closeInitServer();
+        },
+      });
       const fatal = (error: Error): void => {
         void (async () => {
           // Let the failure, the logs and the final status reach the client first.
@@ -99,7 +110,9 @@ export class Bootstrapper {
       grpcServer.addService(
         InitServiceService,
         initService(context, {
-          committed: () => joinClient?.stop(),
+          committed: () => {
+            joinClient.stop();
+          },
           finished: (error) => {
             if (error !== undefined) {
               fatal(error);
@@ -114,21 +127,13 @@ export class Bootstrapper {
           },
         }),
       );
-      joinClient = new JoinClient(context, {
-        initialBackoffMs: options.joinInitialBackoffMs,
-        maxBackoffMs: options.joinMaxBackoffMs,
-        requestTimeoutMs: options.requestTimeoutMs,
-        committed: () => {
-          void closeInitServer();
-        },
-      });
       atls.listen(options.initPort, options.initHost).then(
         (port) => {
           context.logger.info('init server listening', { port });
           options.onListening?.('init', port);
         },
         (err: unknown) => {
-          joinClient?.stop();
+          joinClient.stop();
           reject(err instanceof Error ? err : new Error(String(err)));
         },
       );

@@ -28,7 +28,10 @@ export function rebootAction(logger: Logger, command: readonly string[] = ['syst
 
 export function exitAction(logger: Logger): FatalAction {
   return (reason) => {
-    logger.error('unrecoverable failure after the point of no return; exiting for a reboot', { err: reason, exitCode: REBOOT_EXIT_CODE });
+    logger.error('unrecoverable failure after the point of no return; exiting for a reboot', {
+      err: reason,
+      exitCode: REBOOT_EXIT_CODE,
+    });
     process.exit(REBOOT_EXIT_CODE);
   };
 }

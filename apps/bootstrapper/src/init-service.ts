@@ -4,7 +4,13 @@ import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey, verifyIni
 import { InitStep, StepState } from '@constellation/proto';
 import type { InitRequest, InitResponse, InitServiceServer } from '@constellation/proto';
 import { checkInitRequest } from './init-request.js';
-import { adminClient, kubeadmInit, publishClusterConfig, readAdminKubeconfig, waitForApiServer } from './kubeadm-driver.js';
+import {
+  adminClient,
+  kubeadmInit,
+  publishClusterConfig,
+  readAdminKubeconfig,
+  waitForApiServer,
+} from './kubeadm-driver.js';
 import { rekeyStateDisk } from './disk-activation.js';
 import type { NodeContext } from './node-context.js';
 import { writeNodeState } from './node-state.js';
@@ -41,27 +47,39 @@ export function initService(context: NodeContext, hooks: InitServiceHooks): Init
   async function run(call: Call): Promise<void> {
     const started = Date.now();
     const request = call.request;
+    const holder = (): string => context.lock.heldBy ?? 'another path';
     const fail = (code: grpc.status, message: string): void => {
       call.emit('error', { code, details: message });
     };
     try {
       checkInitRequest(request);
     } catch (err) {
-      if (err instanceof StatusError) return fail(err.code, err.message);
+      if (err instanceof StatusError) {
+        fail(err.code, err.message);
+        return;
+      }
       throw err;
     }
     let hash: string;
     try {
       hash = await context.metadata.initSecretHash();
     } catch (err) {
-      return fail(grpc.status.UNAVAILABLE, `cannot check the init secret: ${(err as Error).message}`);
+      fail(grpc.status.UNAVAILABLE, `cannot check the init secret: ${(err as Error).message}`);
+      return;
     }
     if (!(await verifyInitSecret(request.initSecret, hash))) {
       log.warn('init refused: wrong init secret', { peer: call.getPeer() });
-      return fail(grpc.status.PERMISSION_DENIED, 'wrong init secret');
+      fail(grpc.status.PERMISSION_DENIED, 'wrong init secret');
+      return;
     }
-    if (busy) return fail(grpc.status.FAILED_PRECONDITION, 'node is already being initialised');
-    if (context.lock.heldBy !== undefined) return fail(grpc.status.FAILED_PRECONDITION, `node is already taken by ${context.lock.heldBy}`);
+    if (busy) {
+      fail(grpc.status.FAILED_PRECONDITION, 'node is already being initialised');
+      return;
+    }
+    if (context.lock.heldBy !== undefined) {
+      fail(grpc.status.FAILED_PRECONDITION, `node is already taken by ${context.lock.heldBy}`);
+      return;
+    }
     busy = true;
     log.info('init started', { peer: call.getPeer() });
 
@@ -82,7 +100,8 @@ export function initService(context: NodeContext, hooks: InitServiceHooks): Init
       progress(StepState.STEP_STATE_SUCCEEDED);
 
       begin(InitStep.INIT_STEP_LOCK_NODE);
-      if (!(await context.lock.tryLock(clusterId, 'init'))) throw new StatusError(grpc.status.FAILED_PRECONDITION, `node is already taken by ${context.lock.heldBy ?? 'another path'}`);
+      if (!(await context.lock.tryLock(clusterId, 'init')))
+        throw new StatusError(grpc.status.FAILED_PRECONDITION, `node is already taken by ${holder()}`);
       committed = true;
       hooks.committed();
       progress(StepState.STEP_STATE_SUCCEEDED, 'point of no return passed');
@@ -93,7 +112,11 @@ export function initService(context: NodeContext, hooks: InitServiceHooks): Init
       progress(StepState.STEP_STATE_SUCCEEDED);
 
       begin(InitStep.INIT_STEP_WRITE_NODE_STATE);
-      await writeNodeState(context.paths.nodeState, { role: 'control-plane', measurementSalt: request.measurementSalt, clusterId });
+      await writeNodeState(context.paths.nodeState, {
+        role: 'control-plane',
+        measurementSalt: request.measurementSalt,
+        clusterId,
+      });
       progress(StepState.STEP_STATE_SUCCEEDED);
 
       const self = await context.metadata.self();

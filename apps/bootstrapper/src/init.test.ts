@@ -20,7 +20,9 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function freshNode(options: { kubeadm?: string } = {}): Promise<{ cluster: Cluster; node: TestNode; outcome: Promise<BootstrapOutcome> }> {
+async function freshNode(
+  options: { kubeadm?: string } = {},
+): Promise<{ cluster: Cluster; node: TestNode; outcome: Promise<BootstrapOutcome> }> {
   const cluster = await startCluster([{ name: 'control-plane-0', role: 'control-plane', ip: '127.0.0.1' }]);
   cleanups.push(() => cluster.close());
   const node = await TestNode.create(cluster, 'control-plane-0', options);
@@ -37,7 +39,9 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
     const request = initRequest();
     const { messages, error } = await callInit(node.initPort, request);
     expect(error).toBeUndefined();
-    const steps = messages.flatMap((m) => (m.kind?.$case === 'progress' && m.kind.value.state === StepState.STEP_STATE_SUCCEEDED ? [m.kind.value.step] : []));
+    const steps = messages.flatMap((m) =>
+      m.kind?.$case === 'progress' && m.kind.value.state === StepState.STEP_STATE_SUCCEEDED ? [m.kind.value.step] : [],
+    );
     expect(steps).toEqual([
       InitStep.INIT_STEP_CHECK_INIT_SECRET,
       InitStep.INIT_STEP_DERIVE_KEYS,
@@ -51,13 +55,18 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
     ]);
     const last = messages.at(-1)?.kind;
     if (last?.$case !== 'success') throw new Error('no success message');
-    const clusterId = deriveClusterId(deriveMeasurementSecret(request.masterSecret, request.masterSalt), request.measurementSalt);
+    const clusterId = deriveClusterId(
+      deriveMeasurementSecret(request.masterSecret, request.masterSalt),
+      request.measurementSalt,
+    );
     expect(last.value.clusterId).toEqual(clusterId);
     expect(await withTimeout(outcome, 10_000, 'bootstrapper outcome')).toBe('initialized');
 
     expect((await node.context.tpm.pcrRead('sha256', [15])).get(15)).toEqual(markedPcr15(clusterId));
     const uuid = await node.context.disk.uuid();
-    expect(await node.context.disk.testPassphrase(deriveStateDiskKey(request.masterSecret, request.masterSalt, uuid))).toBe(true);
+    expect(
+      await node.context.disk.testPassphrase(deriveStateDiskKey(request.masterSecret, request.masterSalt, uuid)),
+    ).toBe(true);
     expect(await node.context.disk.isInitialized()).toBe(true);
     await expect(readFile(node.context.paths.initialDiskKey)).rejects.toThrow(); // first-boot passphrase gone
 
@@ -67,7 +76,9 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
     kc.loadFromFile(kubeconfig);
     const nodes = await kc.makeApiClient(k8s.CoreV1Api).listNode();
     expect(nodes.items.map((n) => n.metadata?.name)).toEqual(['control-plane-0']);
-    const published = await kc.makeApiClient(k8s.CoreV1Api).readNamespacedConfigMap({ namespace: 'kube-system', name: 'constellation-cluster' });
+    const published = await kc
+      .makeApiClient(k8s.CoreV1Api)
+      .readNamespacedConfigMap({ namespace: 'kube-system', name: 'constellation-cluster' });
     expect(published.data?.['kubernetesVersion']).toBe('v1.32.9');
     expect(node.kubeletStarts).toBe(1);
   });
@@ -80,7 +91,17 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
       const credentials = new AttestedChannelCredentials([new TpmValidator({ measurements: MEASUREMENTS })]);
       return new InitServiceClient(`127.0.0.1:${node.initPort}`, credentials.credentials, credentials.channelOptions);
     });
-    await Promise.all(clients.map((c) => new Promise<void>((resolve, reject) => c.waitForReady(Date.now() + 20_000, (err) => (err ? reject(err) : resolve())))));
+    await Promise.all(
+      clients.map(
+        (c) =>
+          new Promise<void>((resolve, reject) => {
+            c.waitForReady(Date.now() + 20_000, (err) => {
+              if (err) reject(err);
+              else resolve();
+            });
+          }),
+      ),
+    );
     const results = await Promise.all(
       clients.map(
         (client) =>
@@ -88,8 +109,12 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
             let messages = 0;
             const stream = client.init(initRequest(), { deadline: Date.now() + 60_000 });
             stream.on('data', () => messages++);
-            stream.on('error', (error: grpc.ServiceError) => resolve({ error, messages }));
-            stream.on('end', () => resolve({ messages }));
+            stream.on('error', (error: grpc.ServiceError) => {
+              resolve({ error, messages });
+            });
+            stream.on('end', () => {
+              resolve({ messages });
+            });
           }),
       ),
     );
@@ -139,14 +164,26 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
   it('does not talk to a client that brings no attestation nonce, nor to one whose measurements differ', async () => {
     const { node } = await freshNode();
     const plain = await new Promise<Error | undefined>((resolve) => {
-      const socket = connect({ host: '127.0.0.1', port: node.initPort, servername: 'node.example', rejectUnauthorized: false, ALPNProtocols: ['h2'] }, () => {
-        socket.destroy();
-        resolve(undefined);
-      });
+      const socket = connect(
+        {
+          host: '127.0.0.1',
+          port: node.initPort,
+          servername: 'node.example',
+          rejectUnauthorized: false,
+          ALPNProtocols: ['h2'],
+        },
+        () => {
+          socket.destroy();
+          resolve(undefined);
+        },
+      );
       socket.once('error', resolve);
     });
     expect(plain).toBeInstanceOf(Error);
-    const tampered = expectedMeasurements([BOOT[0]!, { ...BOOT[1]!, digest: componentDigest('other bundle') }], [4, 9, 15]);
+    const tampered = expectedMeasurements(
+      [BOOT[0]!, { ...BOOT[1]!, digest: componentDigest('other bundle') }],
+      [4, 9, 15],
+    );
     const result = await callInit(node.initPort, initRequest(), tampered);
     expect(result.error?.code).toBe(grpc.status.UNAVAILABLE);
     expect(result.credentials.failure?.message).toMatch(/PCR 9: expected/);
@@ -155,7 +192,9 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
 
   it('after the point of no return, a kubeadm failure streams logs, marks the disk for reset and triggers the reboot action', async () => {
     const dir = join('/tmp', `failing-kubeadm-${randomBytes(4).toString('hex')}`);
-    await writeFile(dir, '#!/bin/sh\necho "[preflight] simulated failure: port 6443 is in use" >&2\nexit 1\n', { mode: 0o755 });
+    await writeFile(dir, '#!/bin/sh\necho "[preflight] simulated failure: port 6443 is in use" >&2\nexit 1\n', {
+      mode: 0o755,
+    });
     cleanups.push(async () => {
       const { rm } = await import('node:fs/promises');
       await rm(dir, { force: true });
@@ -167,7 +206,9 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
     if (failure?.$case !== 'failure') throw new Error('no failure message');
     expect(failure.value).toMatchObject({ step: InitStep.INIT_STEP_KUBEADM_INIT, retrySafe: false });
     expect(failure.value.error).toMatch(/INIT_STEP_KUBEADM_INIT failed: kubeadm init failed with exit code 1/);
-    const logs = Buffer.concat(messages.flatMap((m) => (m.kind?.$case === 'log' ? [m.kind.value.data] : []))).toString();
+    const logs = Buffer.concat(
+      messages.flatMap((m) => (m.kind?.$case === 'log' ? [m.kind.value.data] : [])),
+    ).toString();
     expect(logs).toContain('simulated failure: port 6443 is in use');
     expect(messages.at(-1)?.kind?.$case).toBe('logsDone');
     await expect(withTimeout(outcome, 10_000, 'outcome')).rejects.toThrow(/kubeadm init failed/);

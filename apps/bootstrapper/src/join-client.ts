@@ -52,26 +52,48 @@ export class JoinClient {
         if (ticket !== undefined) return await this.activate(ticket.ticket, ticket.kubeletKeyPem, ticket.role);
       } catch (err) {
         const code = (err as { code?: number }).code;
-        log.info('no join ticket yet', { attempt, error: (err as Error).message, ...(code === undefined ? {} : { code: grpc.status[code] }) });
+        log.info('no join ticket yet', {
+          attempt,
+          error: (err as Error).message,
+          ...(code === undefined ? {} : { code: grpc.status[code] }),
+        });
       }
       await this.sleep(backoffDelay(attempt, this.options.initialBackoffMs, this.options.maxBackoffMs));
     }
     return 'stopped';
   }
 
-  private async requestTicket(): Promise<{ ticket: JoinTicket; kubeletKeyPem: string; role: 'control-plane' | 'worker' } | undefined> {
+  private async requestTicket(): Promise<
+    { ticket: JoinTicket; kubeletKeyPem: string; role: 'control-plane' | 'worker' } | undefined
+  > {
     const self = await this.context.metadata.self();
     const endpoint = await this.context.metadata.endpoint();
     const peers = await this.context.metadata.peers();
-    const hosts = [...new Set([endpoint.host, ...peers.filter((p) => p.role === 'control-plane' && p.name !== self.name).map((p) => p.ip)])];
+    const hosts = [
+      ...new Set([
+        endpoint.host,
+        ...peers.filter((p) => p.role === 'control-plane' && p.name !== self.name).map((p) => p.ip),
+      ]),
+    ];
     const csr = await createKubeletCsr(self.name, [self.ip]);
-    const request = JoinTicketRequest.encode({ diskUuid: await this.context.disk.uuid(), certificateRequest: csr.csrDer, isControlPlane: self.role === 'control-plane' }).finish();
+    const request = JoinTicketRequest.encode({
+      diskUuid: await this.context.disk.uuid(),
+      certificateRequest: csr.csrDer,
+      isControlPlane: self.role === 'control-plane',
+    }).finish();
     const errors: string[] = [];
     for (const host of hosts) {
       if (this.stopped) return undefined;
-      const client = new JoinServiceClient(`${host}:${endpoint.joinServicePort}`, serviceChannelCredentials(), { ...SERVICE_CHANNEL_OPTIONS, ...grpcMessageLimits });
+      const client = new JoinServiceClient(`${host}:${endpoint.joinServicePort}`, serviceChannelCredentials(), {
+        ...SERVICE_CHANNEL_OPTIONS,
+        ...grpcMessageLimits,
+      });
       try {
-        const plaintext = await requestWithAttestation(client.issueJoinTicket({ deadline: Date.now() + this.options.requestTimeoutMs }), this.context.issuer, request);
+        const plaintext = await requestWithAttestation(
+          client.issueJoinTicket({ deadline: Date.now() + this.options.requestTimeoutMs }),
+          this.context.issuer,
+          request,
+        );
         return { ticket: JoinTicket.decode(plaintext), kubeletKeyPem: csr.keyPem, role: self.role };
       } catch (err) {
         errors.push(`${host}: ${(err as Error).message}`);
@@ -83,7 +105,11 @@ export class JoinClient {
   }
 
   /** Past the lock: re-key, write the ticket's files, run kubeadm join. */
-  private async activate(ticket: JoinTicket, kubeletKeyPem: string, role: 'control-plane' | 'worker'): Promise<JoinOutcome> {
+  private async activate(
+    ticket: JoinTicket,
+    kubeletKeyPem: string,
+    role: 'control-plane' | 'worker',
+  ): Promise<JoinOutcome> {
     const { context } = this;
     const log = context.logger.child({ component: 'join-client' });
     const clusterId = deriveClusterId(ticket.measurementSecret, ticket.measurementSalt);
@@ -92,11 +118,16 @@ export class JoinClient {
       return 'stopped';
     }
     this.options.committed();
-    log.info('joining the cluster', { role, endpoint: ticket.apiServerEndpoint, kubernetesVersion: ticket.kubernetesVersion });
+    log.info('joining the cluster', {
+      role,
+      endpoint: ticket.apiServerEndpoint,
+      kubernetesVersion: ticket.kubernetesVersion,
+    });
     await rekeyStateDisk(context, ticket.stateDiskKey);
     for (const file of ticket.controlPlaneFiles) {
       const path = join(context.paths.kubernetesPki, file.name);
-      if (!path.startsWith(`${context.paths.kubernetesPki}/`) || file.name.includes('..')) throw new Error(`control-plane file name "${file.name}" escapes the PKI directory`);
+      if (!path.startsWith(`${context.paths.kubernetesPki}/`) || file.name.includes('..'))
+        throw new Error(`control-plane file name "${file.name}" escapes the PKI directory`);
       await mkdir(dirname(path), { recursive: true });
       await writeFile(path, file.data, { mode: file.name.endsWith('.key') ? 0o600 : 0o644 });
     }

@@ -5,36 +5,33 @@ const entry = new URL('./main.ts', import.meta.url).pathname;
 const run = (...args: string[]) => runTypeScript(entry, args, { timeoutMs: 30_000 });
 
 describe('constellation-bootstrapper entry point', () => {
-  it('prints help with exit code 0', async () => {
-    const result = await run('--help');
-    expect(result.code).toBe(0);
-    expect(result.stdout.toString()).toContain('Usage: constellation-bootstrapper');
-    expect(result.stdout.toString()).toContain('--log-level <level>');
+  it('prints help with its defaults, and its version', async () => {
+    const help = await run('--help');
+    expect(help.code).toBe(0);
+    const text = help.stdout.toString();
+    expect(text).toContain('Usage: constellation-bootstrapper');
+    expect(text).toContain('(default: 9000)');
+    expect(text).toContain('--on-fatal <action>');
+    const version = await run('--version');
+    expect(version.stdout.toString()).toMatch(/^\d+\.\d+\.\d+\n$/);
   });
 
-  it('prints its version', async () => {
-    const result = await run('--version');
-    expect(result.code).toBe(0);
-    expect(result.stdout.toString()).toMatch(/^\d+\.\d+\.\d+\n$/);
+  it('rejects unknown flags and bad values with exit code 2 naming them', async () => {
+    const unknown = await run('--frobnicate');
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain("unknown option '--frobnicate'");
+    const tpm = await run('--tpm', 'tcp://x');
+    expect(tpm.code).toBe(2);
+    expect(tpm.stderr).toContain('expected a device path like /dev/tpmrm0 or swtpm:<host>:<port>, got "tcp://x"');
+    const level = await run('--log-level', 'loud');
+    expect(level.stderr).toContain('Allowed choices are debug, info, warn, error');
   });
 
-  it('rejects unknown flags with exit code 2 and names the flag', async () => {
-    const result = await run('--frobnicate');
-    expect(result.code).toBe(2);
-    expect(result.stderr).toContain("unknown option '--frobnicate'");
-  });
-
-  it('rejects an invalid log level with exit code 2 listing the choices', async () => {
-    const result = await run('--log-level', 'loud');
-    expect(result.code).toBe(2);
-    expect(result.stderr).toContain('Allowed choices are debug, info, warn, error');
-  });
-
-  it('logs JSON to stdout and says plainly that the bootstrap flow is not built yet', async () => {
-    const result = await run();
+  it('fails with a clear error and exit code 1 when the TPM cannot be reached, logging JSON', async () => {
+    const result = await run('--tpm', 'swtpm:127.0.0.1:1', '--root', '/nonexistent-root');
     expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^error: swtpm at 127\.0\.0\.1:1: connect ECONNREFUSED/);
     const first = JSON.parse(result.stdout.toString().split('\n')[0] ?? '') as Record<string, unknown>;
-    expect(first).toMatchObject({ service: 'bootstrapper', message: 'bootstrapper starting', level: 'info' });
-    expect(result.stderr).toContain('not built yet');
+    expect(first).toMatchObject({ service: 'bootstrapper', message: 'bootstrapper starting', tpm: 'swtpm' });
   });
 });

@@ -1,7 +1,16 @@
 import { z } from 'zod';
 
-const instance = z.object({ name: z.string().min(1), role: z.enum(['control-plane', 'worker']), ip: z.string().min(1) });
-const endpoint = z.object({ host: z.string().min(1), apiServerPort: z.number().int(), joinServicePort: z.number().int(), initPort: z.number().int() });
+const instance = z.object({
+  name: z.string().min(1),
+  role: z.enum(['control-plane', 'worker']),
+  ip: z.string().min(1),
+});
+const endpoint = z.object({
+  host: z.string().min(1),
+  apiServerPort: z.number().int(),
+  joinServicePort: z.number().int(),
+  initPort: z.number().int(),
+});
 
 export type Instance = z.infer<typeof instance>;
 export type Endpoint = z.infer<typeof endpoint>;
@@ -37,16 +46,20 @@ export class MetadataClient {
   }
 
   private async get<T>(path: string, schema: z.ZodType<T>): Promise<T> {
-    const headers: Record<string, string> = this.nodeName === undefined ? {} : { 'x-constellation-node': this.nodeName };
+    const headers: Record<string, string> =
+      this.nodeName === undefined ? {} : { 'x-constellation-node': this.nodeName };
     let response: Response;
     try {
       response = await fetch(`${this.url}${path}`, { headers, signal: AbortSignal.timeout(this.timeoutMs) });
     } catch (err) {
-      throw new Error(`instance metadata ${path} unreachable at ${this.url}: ${(err as Error).message}`, { cause: err });
+      throw new Error(`instance metadata ${path} unreachable at ${this.url}: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
     if (!response.ok) throw new Error(`instance metadata ${path}: HTTP ${response.status}`);
     const parsed = schema.safeParse(await response.json());
-    if (!parsed.success) throw new Error(`instance metadata ${path}: unexpected answer: ${parsed.error.issues[0]?.message ?? ''}`);
+    if (!parsed.success)
+      throw new Error(`instance metadata ${path}: unexpected answer: ${parsed.error.issues[0]?.message ?? ''}`);
     return parsed.data;
   }
 }

@@ -16,10 +16,17 @@ export interface NodeState {
 }
 
 export async function writeNodeState(path: string, state: NodeState): Promise<void> {
-  await writeFileAtomic(path, `${JSON.stringify({ role: state.role, measurementSalt: state.measurementSalt.toString('base64'), clusterId: state.clusterId.toString('hex') })}\n`);
+  await writeFileAtomic(
+    path,
+    `${JSON.stringify({ role: state.role, measurementSalt: state.measurementSalt.toString('base64'), clusterId: state.clusterId.toString('hex') })}\n`,
+  );
 }
 
 export async function readNodeState(path: string): Promise<NodeState> {
   const parsed = schema.parse(JSON.parse(await readFile(path, 'utf8')));
-  return { role: parsed.role, measurementSalt: Buffer.from(parsed.measurementSalt, 'base64'), clusterId: Buffer.from(parsed.clusterId, 'hex') };
+  return {
+    role: parsed.role,
+    measurementSalt: Buffer.from(parsed.measurementSalt, 'base64'),
+    clusterId: Buffer.from(parsed.clusterId, 'hex'),
+  };
 }

@@ -4,9 +4,15 @@
 import { randomBytes } from 'node:crypto';
 import { truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import { AttestedChannelCredentials } from '@constellation/atls';
-import { TpmIssuer, TpmValidator, componentDigest, expectedMeasurements, measureBoot } from '@constellation/attestation';
+import {
+  TpmIssuer,
+  TpmValidator,
+  componentDigest,
+  expectedMeasurements,
+  measureBoot,
+} from '@constellation/attestation';
 import type { BootComponent, Measurements } from '@constellation/attestation';
 import { hashInitSecret } from '@constellation/keys';
 import { MemoryLogger } from '@constellation/logger';
@@ -80,7 +86,11 @@ export class TestNode {
     this.root = root;
   }
 
-  static async create(cluster: Cluster, name: string, options: { boot?: BootComponent[]; kubeadm?: string; apiServerBindPort?: number } = {}): Promise<TestNode> {
+  static async create(
+    cluster: Cluster,
+    name: string,
+    options: { boot?: BootComponent[]; kubeadm?: string; apiServerBindPort?: number } = {},
+  ): Promise<TestNode> {
     const root = join(cluster.dir.path, name);
     const swtpm = await startSwtpm({ stateDir: join(root, 'tpm') });
     const tpm = new Tpm(new SocketTransport({ host: swtpm.host, port: swtpm.port, keepConnection: true }));
@@ -88,7 +98,13 @@ export class TestNode {
     const image = join(root, 'state.img');
     await writeFile(image, '');
     await truncate(image, 32 * 1024 * 1024);
-    const kubeadm = options.kubeadm ?? (await installTypeScriptCommand(join(root, 'bin'), 'kubeadm', join(repoRoot(), 'libs/sandbox/src/kubeadm-standin/main.ts')));
+    const kubeadm =
+      options.kubeadm ??
+      (await installTypeScriptCommand(
+        join(root, 'bin'),
+        'kubeadm',
+        join(repoRoot(), 'libs/sandbox/src/kubeadm-standin/main.ts'),
+      ));
     const recentLog = new RecentLog();
     const logger = new MemoryLogger();
     const node: TestNode = new TestNode(
@@ -169,9 +185,16 @@ export function initRequest(overrides: Partial<InitRequest> = {}): InitRequest {
 }
 
 /** Calls Init over server-attested TLS like the CLI does; collects the stream and its final status. */
-export async function callInit(port: number, request: InitRequest, measurements: Measurements = MEASUREMENTS): Promise<{ messages: InitResponse[]; error?: grpc.ServiceError; credentials: AttestedChannelCredentials }> {
+export async function callInit(
+  port: number,
+  request: InitRequest,
+  measurements: Measurements = MEASUREMENTS,
+): Promise<{ messages: InitResponse[]; error?: grpc.ServiceError; credentials: AttestedChannelCredentials }> {
   const credentials = new AttestedChannelCredentials([new TpmValidator({ measurements })]);
-  const client = new InitServiceClient(`127.0.0.1:${port}`, credentials.credentials, { ...credentials.channelOptions, ...grpcMessageLimits });
+  const client = new InitServiceClient(`127.0.0.1:${port}`, credentials.credentials, {
+    ...credentials.channelOptions,
+    ...grpcMessageLimits,
+  });
   try {
     return await new Promise((resolve) => {
       const messages: InitResponse[] = [];

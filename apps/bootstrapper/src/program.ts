@@ -1,27 +1,123 @@
+import { spawn } from 'node:child_process';
+import * as grpc from '@grpc/grpc-js';
 import { Command, Option } from '@commander-js/extra-typings';
-import { NotBuiltYetError } from '@constellation/command-line';
-import { createWinstonLogger } from '@constellation/logger';
+import { TpmIssuer } from '@constellation/attestation';
+import { parsePort } from '@constellation/command-line';
+import { bridgeGrpcLogs, createWinstonLogger } from '@constellation/logger';
+import { NodeLock } from '@constellation/nodelock';
+import { StateDisk } from '@constellation/state-disk';
+import { Tpm } from '@constellation/tpm';
+import { Bootstrapper } from './bootstrapper.js';
+import { exitAction, rebootAction } from './fatal-action.js';
+import { MetadataClient } from './metadata-client.js';
+import { nodePaths } from './node-paths.js';
+import { RecentLog } from './recent-log.js';
+import { parseTpmAddress, tpmTransport } from './tpm-address.js';
 import { VERSION } from './version.js';
 
+function runCommand(command: string): () => Promise<void> {
+  return () =>
+    new Promise((resolve, reject) => {
+      const [program = 'true', ...args] = command.split(' ').filter((part) => part !== '');
+      const child = spawn(program, args, { stdio: 'ignore' });
+      child.once('error', reject);
+      child.once('close', (code) => {
+        if (code === 0) resolve();
+        else reject(new Error(`${command} exited with ${String(code)}`));
+      });
+    });
+}
+
 /** The bootstrapper's command line. Configuration is parsed here once and passed down typed. */
-export function createProgram(): Command<[], { logLevel: 'debug' | 'info' | 'warn' | 'error' }> {
-  return new Command('constellation-bootstrapper')
+export function createProgram(): Command {
+  const program = new Command('constellation-bootstrapper')
     .description(
-      'Node daemon baked into the node image. On a fresh node it serves the InitServer (port 9000,\n' +
-        'attested TLS) and polls the JoinService at the same time; whichever passes its point of no\n' +
-        'return first takes the one-way node lock, then the node runs kubeadm init or join.\n' +
-        'Logs are JSON lines on stdout.',
+      'Node daemon baked into the node image. On a fresh node it serves the InitServer (attested TLS) and polls the ' +
+        'JoinService at the same time; whichever passes its point of no return first takes the one-way node lock ' +
+        '(PCR 15), then the node runs kubeadm init or join. A node whose state disk already belongs to a cluster ' +
+        'rejoins instead. Logs are JSON lines on stdout.',
     )
     .version(VERSION, '--version', 'print the version and exit')
     .helpOption('-h, --help', 'show this help')
+    .option('--root <dir>', 'root directory for every file the bootstrapper reads and writes', '/')
+    .option(
+      '--tpm <address>',
+      'the TPM: a device path, or swtpm:<host>:<port>',
+      parseTpmAddress,
+      parseTpmAddress('/dev/tpmrm0'),
+    )
+    .option('--state-disk <device>', 'LUKS2 state disk: block device or image file', '/dev/disk/by-partlabel/state')
+    .addOption(
+      new Option('--disk-kdf <cost>', 'LUKS key-slot KDF: default (argon2id) or fast (PBKDF2; keys are random)')
+        .choices(['default', 'fast'] as const)
+        .default('default' as const),
+    )
+    .option('--metadata-url <url>', 'instance metadata service', 'http://10.42.0.1:8080')
+    .option('--node-name <name>', 'identify to the metadata service by name (when machines share an address)')
+    .option('--init-host <address>', 'address of the InitServer and RecoveryServer', '0.0.0.0')
+    .option('--init-port <port>', 'InitServer port (0: any free port)', (v) => parsePort(v, true), 9000)
+    .option(
+      '--recovery-port <port>',
+      'RecoveryServer port on control planes (0: any free port)',
+      (v) => parsePort(v, true),
+      9999,
+    )
+    .option('--kubeadm <program>', 'kubeadm binary', 'kubeadm')
+    .option('--api-server-bind-port <port>', 'port the API server binds on control planes', (v) => parsePort(v), 6443)
+    .option('--default-kubernetes-version <version>', 'version when the Init request names none', 'v1.32.9')
+    .option(
+      '--kubelet-start-command <command>',
+      'how to start the kubelet once the node belongs to a cluster',
+      'systemctl start kubelet',
+    )
+    .addOption(
+      new Option('--on-fatal <action>', 'after a failure past the point of no return: reboot, or exit with code 75')
+        .choices(['reboot', 'exit'] as const)
+        .default('reboot' as const),
+    )
     .addOption(
       new Option('--log-level <level>', 'least severe level that is logged')
         .choices(['debug', 'info', 'warn', 'error'] as const)
         .default('info' as const),
     )
-    .action((options) => {
-      const log = createWinstonLogger({ service: 'bootstrapper', level: options.logLevel });
-      log.info('bootstrapper starting', { version: VERSION });
-      throw new NotBuiltYetError('the node bootstrap flow (InitServer, JoinClient, node lock)', 'issue 5');
+    .action(async (options) => {
+      const recentLog = new RecentLog();
+      const logger = createWinstonLogger({
+        service: 'bootstrapper',
+        level: options.logLevel,
+        streams: [process.stdout, recentLog],
+      });
+      bridgeGrpcLogs(grpc, logger, options.logLevel === 'debug');
+      logger.info('bootstrapper starting', { version: VERSION, root: options.root, tpm: options.tpm.kind });
+      const tpm = new Tpm(tpmTransport(options.tpm));
+      const bootstrapper = new Bootstrapper(
+        {
+          paths: nodePaths(options.root),
+          tpm,
+          issuer: new TpmIssuer(tpm),
+          disk: new StateDisk({ device: options.stateDisk, kdf: options.diskKdf }),
+          lock: new NodeLock(tpm),
+          metadata: new MetadataClient(options.metadataUrl, options.nodeName),
+          logger,
+          recentLog,
+          kubeadm: { program: options.kubeadm, env: process.env, timeoutMs: 10 * 60_000 },
+          apiServerBindPort: options.apiServerBindPort,
+          defaultKubernetesVersion: options.defaultKubernetesVersion,
+          startKubelet: runCommand(options.kubeletStartCommand),
+        },
+        {
+          initHost: options.initHost,
+          initPort: options.initPort,
+          recoveryPort: options.recoveryPort,
+          joinInitialBackoffMs: 1_000,
+          joinMaxBackoffMs: 30_000,
+          requestTimeoutMs: 30_000,
+          fatal: options.onFatal === 'reboot' ? rebootAction(logger) : exitAction(logger),
+        },
+      );
+      const outcome = await bootstrapper.run();
+      logger.info('bootstrapper done', { outcome });
+      await tpm.close();
     });
+  return program;
 }

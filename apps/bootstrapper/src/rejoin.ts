@@ -1,5 +1,10 @@
 import * as grpc from '@grpc/grpc-js';
-import { AttestedTlsServer, SERVICE_CHANNEL_OPTIONS, requestWithAttestation, serviceChannelCredentials } from '@constellation/atls';
+import {
+  AttestedTlsServer,
+  SERVICE_CHANNEL_OPTIONS,
+  requestWithAttestation,
+  serviceChannelCredentials,
+} from '@constellation/atls';
 import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey } from '@constellation/keys';
 import { JoinServiceClient, RecoveryServiceService, RejoinTicket, RejoinTicketRequest } from '@constellation/proto';
 import type { RecoverRequest, RecoverResponse } from '@constellation/proto';
@@ -30,7 +35,7 @@ export async function rejoin(context: NodeContext, options: RejoinOptions): Prom
   const log = context.logger.child({ component: 'rejoin' });
   const state = await readNodeState(context.paths.nodeState);
   const diskUuid = await context.disk.uuid();
-  let settled = false;
+  const progress = { settled: false };
   let recovery: AttestedTlsServer | undefined;
   let recoveryServer: grpc.Server | undefined;
 
@@ -51,17 +56,30 @@ export async function rejoin(context: NodeContext, options: RejoinOptions): Prom
     if (options.recovery === undefined || state.role !== 'control-plane') return;
     recoveryServer = new grpc.Server();
     recoveryServer.addService(RecoveryServiceService, {
-      recover: (call: grpc.ServerUnaryCall<RecoverRequest, RecoverResponse>, callback: grpc.sendUnaryData<RecoverResponse>) => {
+      recover: (
+        call: grpc.ServerUnaryCall<RecoverRequest, RecoverResponse>,
+        callback: grpc.sendUnaryData<RecoverResponse>,
+      ) => {
         const { masterSecret, masterSalt } = call.request;
         if (masterSecret.length < 16 || masterSalt.length !== 32) {
-          callback({ code: grpc.status.INVALID_ARGUMENT, details: 'master_secret must be at least 16 bytes and master_salt 32 bytes' });
+          callback({
+            code: grpc.status.INVALID_ARGUMENT,
+            details: 'master_secret must be at least 16 bytes and master_salt 32 bytes',
+          });
           return;
         }
-        const keys: Keys = { diskKey: deriveStateDiskKey(masterSecret, masterSalt, diskUuid), measurementSecret: deriveMeasurementSecret(masterSecret, masterSalt), source: 'recovery' };
+        const keys: Keys = {
+          diskKey: deriveStateDiskKey(masterSecret, masterSalt, diskUuid),
+          measurementSecret: deriveMeasurementSecret(masterSecret, masterSalt),
+          source: 'recovery',
+        };
         accept(keys).then(
           (ok) => {
             if (!ok) {
-              callback({ code: grpc.status.PERMISSION_DENIED, details: 'this master secret does not open the state disk of this node' });
+              callback({
+                code: grpc.status.PERMISSION_DENIED,
+                details: 'this master secret does not open the state disk of this node',
+              });
               return;
             }
             callback(null, { diskUuid, clusterIdHex: state.clusterId.toString('hex') });
@@ -81,14 +99,28 @@ export async function rejoin(context: NodeContext, options: RejoinOptions): Prom
   });
 
   const ticketed = (async (): Promise<Keys> => {
-    for (let attempt = 0; !settled; attempt++) {
+    for (let attempt = 0; !progress.settled; attempt++) {
       try {
         const endpoint = await context.metadata.endpoint();
-        const client = new JoinServiceClient(`${endpoint.host}:${endpoint.joinServicePort}`, serviceChannelCredentials(), SERVICE_CHANNEL_OPTIONS);
+        const client = new JoinServiceClient(
+          `${endpoint.host}:${endpoint.joinServicePort}`,
+          serviceChannelCredentials(),
+          SERVICE_CHANNEL_OPTIONS,
+        );
         try {
           const request = RejoinTicketRequest.encode({ diskUuid }).finish();
-          const ticket = RejoinTicket.decode(await requestWithAttestation(client.issueRejoinTicket({ deadline: Date.now() + options.requestTimeoutMs }), context.issuer, request));
-          const keys: Keys = { diskKey: ticket.stateDiskKey, measurementSecret: ticket.measurementSecret, source: 'rejoin-ticket' };
+          const ticket = RejoinTicket.decode(
+            await requestWithAttestation(
+              client.issueRejoinTicket({ deadline: Date.now() + options.requestTimeoutMs }),
+              context.issuer,
+              request,
+            ),
+          );
+          const keys: Keys = {
+            diskKey: ticket.stateDiskKey,
+            measurementSecret: ticket.measurementSecret,
+            source: 'rejoin-ticket',
+          };
           if (await accept(keys)) return keys;
         } finally {
           client.close();
@@ -96,22 +128,29 @@ export async function rejoin(context: NodeContext, options: RejoinOptions): Prom
       } catch (err) {
         log.info('no rejoin ticket yet', { attempt, error: (err as Error).message });
       }
-      await new Promise((resolve) => setTimeout(resolve, backoffDelay(attempt, options.initialBackoffMs, options.maxBackoffMs)));
+      await new Promise((resolve) =>
+        setTimeout(resolve, backoffDelay(attempt, options.initialBackoffMs, options.maxBackoffMs)),
+      );
     }
     return new Promise<Keys>(() => undefined);
   })();
 
   try {
     const keys = await Promise.race([ticketed, recovered]);
-    settled = true;
-    if (!(await context.lock.tryLock(state.clusterId, 'rejoin'))) throw new Error('node lock already taken during rejoin');
+    progress.settled = true;
+    if (!(await context.lock.tryLock(state.clusterId, 'rejoin')))
+      throw new Error('node lock already taken during rejoin');
     await context.startKubelet();
     log.info('rejoined the cluster', { source: keys.source, clusterId: state.clusterId.toString('hex') });
     return 'rejoined';
   } finally {
-    settled = true;
+    progress.settled = true;
     const server = recovery;
-    if (server !== undefined) await server.close();
+    if (server !== undefined) {
+      // Let the Recover answer reach the CLI before the server goes away.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await server.close();
+    }
     recoveryServer?.forceShutdown();
   }
 }

@@ -1,0 +1,72 @@
+// `npm run bench`: time from starting the bundled bootstrapper (the single file that goes into the
+// node image) to its InitServer listening, and its resident memory then. Prints medians.
+import { spawn } from 'node:child_process';
+import { readFile, truncate, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { hashInitSecret } from '@constellation/keys';
+import { MetadataServer } from '@constellation/sandbox';
+import { createTempDir, repoRoot, runChecked, startSwtpm } from '@constellation/testing';
+
+const RUNS = Number(process.env['BENCH_RUNS'] ?? 5);
+const root = repoRoot();
+await runChecked('npm', ['run', 'build', '--silent', '-w', '@constellation/bootstrapper'], {
+  timeoutMs: 120_000,
+  cwd: root,
+});
+const bundle = join(root, 'apps/bootstrapper/dist/bootstrapper.mjs');
+const metadata = await MetadataServer.start({
+  instances: [{ name: 'bench', role: 'control-plane', ip: '127.0.0.1' }],
+  endpoint: { host: '127.0.0.1', apiServerPort: 1, joinServicePort: 1, initPort: 0 },
+  initSecretHash: await hashInitSecret(Buffer.from('x'), { log2N: 10, r: 8, p: 1 }),
+});
+const times: number[] = [];
+const rss: number[] = [];
+try {
+  for (let i = 0; i < RUNS; i++) {
+    const dir = await createTempDir('constellation-bench-node-');
+    const swtpm = await startSwtpm();
+    const image = join(dir.path, 'state.img');
+    await writeFile(image, '');
+    await truncate(image, 32 * 1024 * 1024);
+    const started = performance.now();
+    const child = spawn(
+      process.execPath,
+      [
+        bundle,
+        `--root=${dir.path}`,
+        `--tpm=swtpm:${swtpm.host}:${swtpm.port}`,
+        `--state-disk=${image}`,
+        '--disk-kdf=fast',
+        `--metadata-url=${metadata.url}`,
+        '--node-name=bench',
+        '--init-host=127.0.0.1',
+        '--init-port=0',
+      ],
+      { stdio: ['ignore', 'pipe', 'ignore'] },
+    );
+    await new Promise<void>((resolve, reject) => {
+      let out = '';
+      child.stdout.on('data', (c: Buffer) => {
+        out += c.toString();
+        if (out.includes('"init server listening"')) resolve();
+      });
+      child.once('exit', (code) => {
+        reject(new Error(`bootstrapper exited with ${String(code)}: ${out.slice(-300)}`));
+      });
+    });
+    times.push(performance.now() - started);
+    const status = await readFile(`/proc/${String(child.pid)}/status`, 'utf8');
+    rss.push(Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024);
+    child.kill('SIGKILL');
+    await swtpm.stop();
+    await dir.remove();
+  }
+} finally {
+  await metadata.close();
+}
+const median = (values: number[]): number =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN;
+console.log(`\nBundled bootstrapper (${(await readFile(bundle)).length >> 10} KiB single file), ${RUNS} starts`);
+console.log(`start to InitServer listening (incl. first-boot LUKS format)  median ${median(times).toFixed(0)} ms`);
+console.log(`resident memory when listening                                median ${median(rss).toFixed(1)} MiB`);
