@@ -1,0 +1,183 @@
+import { randomBytes } from 'node:crypto';
+import { access, readFile } from 'node:fs/promises';
+import * as grpc from '@grpc/grpc-js';
+import { stringify } from 'yaml';
+import { AttestationError, TpmValidator } from '@constellation/attestation';
+import { AttestedChannelCredentials } from '@constellation/atls';
+import { UsageError } from '@constellation/command-line';
+import { generateMasterSecret, masterSecretToJson } from '@constellation/keys';
+import { InitServiceClient, InitStep, StepState, grpcMessageLimits } from '@constellation/proto';
+import type { InitFailure, InitResponse, InitSuccess } from '@constellation/proto';
+import { loadClusterConfig } from './cluster-config.js';
+import { workspaceFiles, writeWorkspaceFile } from './workspace.js';
+
+export interface InitCommandOptions {
+  workspace: string;
+  /** Human progress lines (stderr in the CLI). */
+  print: (line: string) => void;
+  /** Attempts for transport errors (never after an attestation failure). */
+  attempts?: number;
+  retryDelayMs?: number;
+}
+
+export interface InitResult {
+  clusterId: string;
+  kubeconfig: string;
+  state: string;
+  masterSecret: string;
+}
+
+/** Thrown when the node reported a failure; says whether retrying against the node is safe. */
+export class InitFailedError extends Error {
+  override readonly name = 'InitFailedError';
+  readonly retrySafe: boolean;
+  constructor(message: string, retrySafe: boolean) {
+    super(message);
+    this.retrySafe = retrySafe;
+  }
+}
+
+const STEP_NAMES: Record<number, string> = {
+  [InitStep.INIT_STEP_CHECK_INIT_SECRET]: 'check init secret',
+  [InitStep.INIT_STEP_DERIVE_KEYS]: 'derive cluster keys',
+  [InitStep.INIT_STEP_LOCK_NODE]: 'lock node (point of no return)',
+  [InitStep.INIT_STEP_REKEY_STATE_DISK]: 're-key state disk',
+  [InitStep.INIT_STEP_WRITE_NODE_STATE]: 'write node state',
+  [InitStep.INIT_STEP_PREPARE_NODE]: 'prepare node',
+  [InitStep.INIT_STEP_KUBEADM_INIT]: 'kubeadm init',
+  [InitStep.INIT_STEP_WAIT_FOR_API_SERVER]: 'wait for the API server',
+  [InitStep.INIT_STEP_PUBLISH_CLUSTER_CONFIG]: 'publish cluster configuration',
+  [InitStep.INIT_STEP_ISSUE_ADMIN_KUBECONFIG]: 'issue admin kubeconfig',
+};
+
+/**
+ * `constellation init`: verify the first node's attestation against the configured measurements
+ * (nothing is sent before that), send the master secret, show progress, and write kubeconfig,
+ * state and master secret. The master secret is on disk before it is sent, so nothing is lost if
+ * the CLI dies while the node works.
+ */
+export async function runInit(options: InitCommandOptions): Promise<InitResult> {
+  const files = workspaceFiles(options.workspace);
+  const config = await loadClusterConfig(files.config);
+  if (await exists(files.state)) throw new UsageError(`${files.state} exists: this workspace already holds an initialised cluster`);
+  let initSecret: Buffer;
+  try {
+    initSecret = await readFile(files.initSecret);
+  } catch {
+    throw new UsageError(`no init secret at ${files.initSecret}: the infrastructure (or \`constellation mini up\`) writes it`);
+  }
+  const masterSecret = generateMasterSecret();
+  const measurementSalt = randomBytes(32);
+  await writeWorkspaceFile(files.masterSecret, masterSecretToJson(masterSecret), true);
+  options.print(`master secret written to ${files.masterSecret} (keep it: it recovers the cluster)`);
+
+  const attempts = options.attempts ?? 5;
+  for (let attempt = 1; ; attempt++) {
+    const credentials = new AttestedChannelCredentials([new TpmValidator({ measurements: config.attestation.measurements })]);
+    const client = new InitServiceClient(config.initEndpoint, credentials.credentials, { ...credentials.channelOptions, ...grpcMessageLimits });
+    try {
+      options.print(`dialing ${config.initEndpoint} over attested TLS (attempt ${attempt})`);
+      const messages = await stream(client, {
+        initSecret,
+        masterSecret: masterSecret.key,
+        masterSalt: masterSecret.salt,
+        measurementSalt,
+        kubernetesVersion: config.kubernetesVersion,
+        kubernetesComponents: [],
+        clusterName: config.name,
+        apiserverCertSans: config.apiServerCertSans,
+        serviceCidr: config.serviceCidr,
+        conformanceMode: false,
+      }, options.print, credentials);
+      const success = messages.success;
+      if (success === undefined) return await failed(messages.failure, messages.logs, messages.logsNote, options, files.initFailureLog(new Date()));
+      await writeWorkspaceFile(files.kubeconfig, success.kubeconfig, true);
+      const state = { clusterId: Buffer.from(success.clusterId).toString('hex'), measurementSalt: measurementSalt.toString('base64'), initEndpoint: config.initEndpoint, kubernetesVersion: success.kubernetesVersion };
+      await writeWorkspaceFile(files.state, stringify(state), false);
+      return { clusterId: state.clusterId, kubeconfig: files.kubeconfig, state: files.state, masterSecret: files.masterSecret };
+    } catch (err) {
+      const attestation = credentials.failure;
+      if (attestation !== undefined) {
+        const why = attestation instanceof AttestationError ? attestation.message : attestation.message;
+        throw new Error(`the node at ${config.initEndpoint} failed attestation, nothing was sent to it: ${why}`);
+      }
+      const code = (err as { code?: number }).code;
+      if (err instanceof InitFailedError || err instanceof UsageError || code !== grpc.status.UNAVAILABLE || attempt >= attempts) throw err;
+      options.print(`node not reachable yet (${(err as Error).message}); retrying`);
+      await new Promise((resolve) => setTimeout(resolve, options.retryDelayMs ?? 2_000));
+    } finally {
+      client.close();
+    }
+  }
+}
+
+interface Collected {
+  success?: InitSuccess;
+  failure?: InitFailure;
+  logs: Buffer[];
+  logsNote: string;
+}
+
+function stream(
+  client: InitServiceClient,
+  request: Parameters<InitServiceClient['init']>[0],
+  print: (line: string) => void,
+  credentials: AttestedChannelCredentials,
+): Promise<Collected> {
+  return new Promise((resolve, reject) => {
+    const collected: Collected = { logs: [], logsNote: '' };
+    const call = client.init(request, { deadline: Date.now() + 15 * 60_000 });
+    let verifiedShown = false;
+    call.on('data', (message: InitResponse) => {
+      if (!verifiedShown && credentials.result !== undefined) {
+        verifiedShown = true;
+        print(`node attested: all ${credentials.result.pcrs.size} PCRs quoted, measurements match`);
+      }
+      const kind = message.kind;
+      if (kind?.$case === 'progress') {
+        const name = STEP_NAMES[kind.value.step] ?? InitStep[kind.value.step];
+        if (kind.value.state === StepState.STEP_STATE_SUCCEEDED) print(`  ✓ ${name} (${kind.value.elapsedMs} ms)`);
+        if (kind.value.state === StepState.STEP_STATE_FAILED) print(`  ✗ ${name}`);
+      } else if (kind?.$case === 'success') collected.success = kind.value;
+      else if (kind?.$case === 'failure') collected.failure = kind.value;
+      else if (kind?.$case === 'log') collected.logs.push(Buffer.from(kind.value.data));
+      else if (kind?.$case === 'logsDone') collected.logsNote = kind.value.collectionError;
+    });
+    call.on('error', (err: grpc.ServiceError) => {
+      if (collected.failure !== undefined) resolve(collected);
+      else reject(err);
+    });
+    call.on('end', () => {
+      resolve(collected);
+    });
+  });
+}
+
+async function failed(failure: InitFailure | undefined, logs: Buffer[], logsNote: string, options: InitCommandOptions, logPath: string): Promise<never> {
+  const error = failure?.error ?? 'the node ended the stream without a result';
+  const retrySafe = failure?.retrySafe ?? false;
+  const lines = [`init failed: ${error}`];
+  if (logs.length > 0) {
+    await writeWorkspaceFile(logPath, Buffer.concat(logs), false);
+    lines.push(`the node's logs are in ${logPath}`);
+  } else {
+    lines.push('the node sent no logs');
+  }
+  if (logsNote !== '') lines.push(`log collection on the node failed: ${logsNote}`);
+  lines.push(
+    retrySafe
+      ? 'retrying is safe: the node failed before its point of no return and is still waiting for init'
+      : 'retrying is not safe: the node was past its point of no return; it marks its state disk for reset and reboots. Start again with fresh machines.',
+  );
+  for (const line of lines.slice(1)) options.print(line);
+  throw new InitFailedError(lines[0] ?? error, retrySafe);
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await access(path);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,72 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { writeWorkspaceFile } from '../workspace.js';
+
+export interface MiniNode {
+  name: string;
+  role: 'control-plane' | 'worker';
+  ip: string;
+  dir: string;
+  tpmPort: number;
+  swtpmPid: number;
+  bootstrapperPid: number;
+  initPort: number;
+  tampered: boolean;
+}
+
+/** What `mini down` needs to stop and remove; written as soon as anything runs. */
+export interface MiniState {
+  startedAt: string;
+  dir: string;
+  metadataPid: number;
+  metadataUrl: string;
+  joinServicePid: number;
+  joinServicePort: number;
+  apiServerPort: number;
+  nodes: MiniNode[];
+}
+
+export const miniDir = (workspace: string): string => join(workspace, 'constellation-mini');
+export const miniStatePath = (workspace: string): string => join(miniDir(workspace), 'mini.json');
+
+export async function readMiniState(workspace: string): Promise<MiniState | undefined> {
+  try {
+    return JSON.parse(await readFile(miniStatePath(workspace), 'utf8')) as MiniState;
+  } catch {
+    return undefined;
+  }
+}
+
+export async function writeMiniState(workspace: string, state: MiniState): Promise<void> {
+  await writeWorkspaceFile(miniStatePath(workspace), `${JSON.stringify(state, null, 2)}\n`, false);
+}
+
+export function isRunning(pid: number): boolean {
+  if (pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** SIGTERM, then SIGKILL after `graceMs`; resolves once the process is gone. */
+export async function stopProcess(pid: number, graceMs = 5_000): Promise<void> {
+  if (!isRunning(pid)) return;
+  try {
+    process.kill(pid, 'SIGTERM');
+  } catch {
+    return;
+  }
+  const deadline = Date.now() + graceMs;
+  while (Date.now() < deadline) {
+    if (!isRunning(pid)) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}

@@ -1,0 +1,29 @@
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+
+/** The files `constellation` keeps in its workspace directory. */
+export function workspaceFiles(dir: string): {
+  config: string;
+  state: string;
+  masterSecret: string;
+  initSecret: string;
+  kubeconfig: string;
+  initFailureLog: (at: Date) => string;
+} {
+  return {
+    config: join(dir, 'constellation-conf.yaml'),
+    state: join(dir, 'constellation-state.yaml'),
+    masterSecret: join(dir, 'constellation-mastersecret.json'),
+    initSecret: join(dir, 'constellation-init-secret'),
+    kubeconfig: join(dir, 'constellation-admin.conf'),
+    initFailureLog: (at) => join(dir, `constellation-init-failure-${at.toISOString().replace(/[:.]/g, '-')}.log`),
+  };
+}
+
+/** Writes atomically; `secret` files are created with mode 0600 and never exist with looser modes. */
+export async function writeWorkspaceFile(path: string, content: string | Uint8Array, secret: boolean): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  const temp = `${path}.tmp-${process.pid}`;
+  await writeFile(temp, content, { mode: secret ? 0o600 : 0o644 });
+  await rename(temp, path);
+}
