@@ -6,6 +6,6 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 export NX_DAEMON=false NX_NO_CLOUD=true NX_TUI=false
 bash tools/dev/ensure-deps.sh
-npx nx run-many -t build --outputStyle=static --projects=@constellation/cli,@constellation/bootstrapper,@constellation/joinservice >/dev/null
+npx nx run-many -t build --outputStyle=static --projects=@constellation/cli,@constellation/bootstrapper,@constellation/joinservice,@constellation/sandbox >/dev/null
 [ "$#" -gt 0 ] || set -- up
 exec node apps/cli/dist/constellation.mjs mini "$@"

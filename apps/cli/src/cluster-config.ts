@@ -18,11 +18,21 @@ export interface ClusterConfig {
 }
 
 const schema = z.strictObject({
-  name: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'must be a lowercase DNS label (a-z, 0-9, -), at most 63 characters'),
+  name: z
+    .string()
+    .regex(
+      /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/,
+      'must be a lowercase DNS label (a-z, 0-9, -), at most 63 characters',
+    ),
   kubernetesVersion: z.string().regex(/^v\d+\.\d+\.\d+$/, 'must look like v1.32.9'),
   initEndpoint: z.string().regex(/^[^:\s]+:\d{1,5}$/, 'must be host:port of the first control-plane node'),
-  apiServerCertSans: z.array(z.string().refine((s) => isIP(s) !== 0 || /^[a-zA-Z0-9.-]+$/.test(s), 'must be an IP address or DNS name')).default([]),
-  serviceCidr: z.string().regex(/^[0-9a-fA-F.:]+\/\d{1,3}$/, 'must be a CIDR like 10.96.0.0/12').default('10.96.0.0/12'),
+  apiServerCertSans: z
+    .array(z.string().refine((s) => isIP(s) !== 0 || /^[a-zA-Z0-9.-]+$/.test(s), 'must be an IP address or DNS name'))
+    .default([]),
+  serviceCidr: z
+    .string()
+    .regex(/^[0-9a-fA-F.:]+\/\d{1,3}$/, 'must be a CIDR like 10.96.0.0/12')
+    .default('10.96.0.0/12'),
   attestation: z.strictObject({ variant: z.literal('qemu-vtpm'), measurements: z.record(z.string(), z.unknown()) }),
 });
 
@@ -40,12 +50,18 @@ export async function loadClusterConfig(path: string): Promise<ClusterConfig> {
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const field = issue?.path.map(String).join('.') ?? '';
-    const message = issue?.code === 'unrecognized_keys' ? `unknown field "${issue.keys.join('", "')}"` : (issue?.message ?? 'invalid');
+    const message =
+      issue?.code === 'unrecognized_keys'
+        ? `unknown field "${issue.keys.join('", "')}"`
+        : (issue?.message ?? 'invalid');
     throw new UsageError(`${path}: ${field === '' ? '' : `${field}: `}${message}`);
   }
   let measurements: Measurements;
   try {
-    measurements = parseMeasurements(JSON.stringify({ measurements: parsed.data.attestation.measurements }), `${path}: attestation`);
+    measurements = parseMeasurements(
+      JSON.stringify({ measurements: parsed.data.attestation.measurements }),
+      `${path}: attestation`,
+    );
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
@@ -55,7 +71,10 @@ export async function loadClusterConfig(path: string): Promise<ClusterConfig> {
 /** A commented config to edit, with `measurements` filled in (mini computes them from what it measured). */
 export function configYaml(config: ClusterConfig): string {
   const measurements = [...config.attestation.measurements]
-    .map(([pcr, m]) => `      ${pcr}:\n        expected: "${m.expected.toString('hex')}"\n        warnOnly: ${String(m.warnOnly)}`)
+    .map(
+      ([pcr, m]) =>
+        `      ${pcr}:\n        expected: "${m.expected.toString('hex')}"\n        warnOnly: ${String(m.warnOnly)}`,
+    )
     .join('\n');
   return [
     '# Constellation cluster configuration. `constellation init` reads this file.',

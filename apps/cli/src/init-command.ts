@@ -59,12 +59,15 @@ const STEP_NAMES: Record<number, string> = {
 export async function runInit(options: InitCommandOptions): Promise<InitResult> {
   const files = workspaceFiles(options.workspace);
   const config = await loadClusterConfig(files.config);
-  if (await exists(files.state)) throw new UsageError(`${files.state} exists: this workspace already holds an initialised cluster`);
+  if (await exists(files.state))
+    throw new UsageError(`${files.state} exists: this workspace already holds an initialised cluster`);
   let initSecret: Buffer;
   try {
     initSecret = await readFile(files.initSecret);
   } catch {
-    throw new UsageError(`no init secret at ${files.initSecret}: the infrastructure (or \`constellation mini up\`) writes it`);
+    throw new UsageError(
+      `no init secret at ${files.initSecret}: the infrastructure (or \`constellation mini up\`) writes it`,
+    );
   }
   const masterSecret = generateMasterSecret();
   const measurementSalt = randomBytes(32);
@@ -73,36 +76,71 @@ export async function runInit(options: InitCommandOptions): Promise<InitResult> 
 
   const attempts = options.attempts ?? 5;
   for (let attempt = 1; ; attempt++) {
-    const credentials = new AttestedChannelCredentials([new TpmValidator({ measurements: config.attestation.measurements })]);
-    const client = new InitServiceClient(config.initEndpoint, credentials.credentials, { ...credentials.channelOptions, ...grpcMessageLimits });
+    const credentials = new AttestedChannelCredentials([
+      new TpmValidator({ measurements: config.attestation.measurements }),
+    ]);
+    const client = new InitServiceClient(config.initEndpoint, credentials.credentials, {
+      ...credentials.channelOptions,
+      ...grpcMessageLimits,
+    });
     try {
       options.print(`dialing ${config.initEndpoint} over attested TLS (attempt ${attempt})`);
-      const messages = await stream(client, {
-        initSecret,
-        masterSecret: masterSecret.key,
-        masterSalt: masterSecret.salt,
-        measurementSalt,
-        kubernetesVersion: config.kubernetesVersion,
-        kubernetesComponents: [],
-        clusterName: config.name,
-        apiserverCertSans: config.apiServerCertSans,
-        serviceCidr: config.serviceCidr,
-        conformanceMode: false,
-      }, options.print, credentials);
+      const messages = await stream(
+        client,
+        {
+          initSecret,
+          masterSecret: masterSecret.key,
+          masterSalt: masterSecret.salt,
+          measurementSalt,
+          kubernetesVersion: config.kubernetesVersion,
+          kubernetesComponents: [],
+          clusterName: config.name,
+          apiserverCertSans: config.apiServerCertSans,
+          serviceCidr: config.serviceCidr,
+          conformanceMode: false,
+        },
+        options.print,
+        credentials,
+      );
       const success = messages.success;
-      if (success === undefined) return await failed(messages.failure, messages.logs, messages.logsNote, options, files.initFailureLog(new Date()));
+      if (success === undefined)
+        return await failed(
+          messages.failure,
+          messages.logs,
+          messages.logsNote,
+          options,
+          files.initFailureLog(new Date()),
+        );
       await writeWorkspaceFile(files.kubeconfig, success.kubeconfig, true);
-      const state = { clusterId: Buffer.from(success.clusterId).toString('hex'), measurementSalt: measurementSalt.toString('base64'), initEndpoint: config.initEndpoint, kubernetesVersion: success.kubernetesVersion };
+      const state = {
+        clusterId: Buffer.from(success.clusterId).toString('hex'),
+        measurementSalt: measurementSalt.toString('base64'),
+        initEndpoint: config.initEndpoint,
+        kubernetesVersion: success.kubernetesVersion,
+      };
       await writeWorkspaceFile(files.state, stringify(state), false);
-      return { clusterId: state.clusterId, kubeconfig: files.kubeconfig, state: files.state, masterSecret: files.masterSecret };
+      return {
+        clusterId: state.clusterId,
+        kubeconfig: files.kubeconfig,
+        state: files.state,
+        masterSecret: files.masterSecret,
+      };
     } catch (err) {
       const attestation = credentials.failure;
       if (attestation !== undefined) {
         const why = attestation instanceof AttestationError ? attestation.message : attestation.message;
-        throw new Error(`the node at ${config.initEndpoint} failed attestation, nothing was sent to it: ${why}`);
+        throw new Error(`the node at ${config.initEndpoint} failed attestation, nothing was sent to it: ${why}`, {
+          cause: attestation,
+        });
       }
       const code = (err as { code?: number }).code;
-      if (err instanceof InitFailedError || err instanceof UsageError || code !== grpc.status.UNAVAILABLE || attempt >= attempts) throw err;
+      if (
+        err instanceof InitFailedError ||
+        err instanceof UsageError ||
+        code !== grpc.status.UNAVAILABLE ||
+        attempt >= attempts
+      )
+        throw err;
       options.print(`node not reachable yet (${(err as Error).message}); retrying`);
       await new Promise((resolve) => setTimeout(resolve, options.retryDelayMs ?? 2_000));
     } finally {
@@ -153,7 +191,13 @@ function stream(
   });
 }
 
-async function failed(failure: InitFailure | undefined, logs: Buffer[], logsNote: string, options: InitCommandOptions, logPath: string): Promise<never> {
+async function failed(
+  failure: InitFailure | undefined,
+  logs: Buffer[],
+  logsNote: string,
+  options: InitCommandOptions,
+  logPath: string,
+): Promise<never> {
   const error = failure?.error ?? 'the node ended the stream without a result';
   const retrySafe = failure?.retrySafe ?? false;
   const lines = [`init failed: ${error}`];

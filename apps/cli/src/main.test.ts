@@ -27,9 +27,9 @@ describe('constellation CLI entry point', () => {
     expect(missing.stderr).toContain("required option '--node <host[:port]>' not specified");
   });
 
-  it('says plainly that mini up is not built yet, with a failing exit code', async () => {
-    const result = await run('mini', 'up');
+  it('says plainly that verify is not built yet, with a failing exit code', async () => {
+    const result = await run('verify', '--node', '127.0.0.1:9000');
     expect(result.code).toBe(1);
-    expect(result.stderr).toBe('error: constellation mini up is not built yet (tracked in issue 7)\n');
+    expect(result.stderr).toBe('error: constellation verify is not built yet (tracked in issue 7)\n');
   });
 });

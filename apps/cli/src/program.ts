@@ -1,6 +1,14 @@
+import { resolve } from 'node:path';
 import { Command, Option } from '@commander-js/extra-typings';
-import { NotBuiltYetError, parseInteger } from '@constellation/command-line';
+import { NotBuiltYetError, UsageError, parseInteger } from '@constellation/command-line';
+import { configYaml } from './cluster-config.js';
+import { runInit } from './init-command.js';
+import { clusterStatus } from './status-command.js';
+import { serveMetadata } from './mini/metadata-daemon.js';
+import { miniDown } from './mini/mini-down.js';
+import { miniUp } from './mini/mini-up.js';
 import { VERSION } from './version.js';
+import { workspaceFiles, writeWorkspaceFile } from './workspace.js';
 
 const notBuilt = (what: string) => (): never => {
   throw new NotBuiltYetError(what, 'issue 7');
@@ -11,43 +19,74 @@ const outputOption = (): Option<'--output <format>', undefined, 'text', 'text' |
     .choices(['text', 'json'] as const)
     .default('text' as const);
 
+/** Progress and notes go to stderr; results go to stdout. */
+const print = (line: string): void => {
+  process.stderr.write(`${line}\n`);
+};
+
 /** `constellation`: the operator's command line. */
 export function createProgram(): Command {
   const program = new Command('constellation')
     .description('Create, verify and recover attested Kubernetes clusters, or run one on this machine.')
     .version(VERSION, '--version', 'print the version and exit')
     .helpOption('-h, --help', 'show help for a command')
-    .addOption(
-      new Option('--log-format <format>', 'format of log lines on stderr')
-        .choices(['text', 'json'] as const)
-        .default('text' as const),
-    )
     .option('--workspace <dir>', 'directory holding the config, state, kubeconfig and master secret', '.')
     .addHelpText(
       'after',
       '\nExamples:\n' +
         '  constellation mini up                 # a local cluster: 1 control plane, 2 workers\n' +
+        '  constellation mini down               # stop it and remove its files\n' +
         '  constellation config generate         # write a commented constellation-conf.yaml\n' +
-        '  constellation init                    # create the cluster described by the config\n' +
-        '  constellation verify --node 10.0.0.5  # attest a node and compare its PCRs\n',
+        '  constellation init                    # create the cluster described by the config\n',
     );
+  // Absolute: daemons started by mini (swtpm) change their working directory.
+  const workspace = (): string => resolve(program.opts().workspace);
 
   const config = program.command('config').description('work with the cluster configuration file');
   config
     .command('generate')
     .description('write a commented constellation-conf.yaml with defaults to edit')
     .option('--force', 'overwrite an existing file', false)
-    .action(notBuilt('constellation config generate'));
+    .action(async (options) => {
+      const path = workspaceFiles(workspace()).config;
+      const { access } = await import('node:fs/promises');
+      const exists = await access(path).then(
+        () => true,
+        () => false,
+      );
+      if (exists && !options.force) throw new UsageError(`${path} exists; use --force to overwrite it`);
+      const yaml = configYaml({
+        name: 'constellation',
+        kubernetesVersion: 'v1.32.9',
+        initEndpoint: '10.42.0.2:9000',
+        apiServerCertSans: [],
+        serviceCidr: '10.96.0.0/12',
+        attestation: {
+          variant: 'qemu-vtpm',
+          measurements: new Map([[15, { expected: Buffer.alloc(32), warnOnly: false }]]),
+        },
+      });
+      await writeWorkspaceFile(path, yaml, false);
+      print(`wrote ${path}; add your node image's measurements under attestation.measurements`);
+    });
 
   program
     .command('init')
     .alias('apply')
     .description(
       'create the cluster: dial the first control-plane node over attested TLS, verify it against the ' +
-        'configured measurements, send the master secret, stream progress, write kubeconfig and state',
+        'configured measurements (nothing is sent before that), send the master secret, show progress, ' +
+        'write kubeconfig, state and master secret (0600)',
     )
-    .option('--yes', 'do not ask for confirmation', false)
-    .action(notBuilt('constellation init'));
+    .addOption(outputOption())
+    .action(async (options) => {
+      const result = await runInit({ workspace: workspace(), print });
+      if (options.output === 'json') process.stdout.write(`${JSON.stringify(result)}\n`);
+      else
+        process.stdout.write(
+          `cluster ${result.clusterId} created\nkubeconfig: ${result.kubeconfig}\nstate: ${result.state}\nmaster secret: ${result.masterSecret}\n`,
+        );
+    });
 
   program
     .command('verify')
@@ -58,9 +97,24 @@ export function createProgram(): Command {
 
   program
     .command('status')
-    .description('show nodes, roles, join state and versions of the cluster')
+    .description(
+      'show nodes, roles, join state and versions of the cluster; for mini also machines that were refused, and why',
+    )
     .addOption(outputOption())
-    .action(notBuilt('constellation status'));
+    .action(async (options) => {
+      const status = await clusterStatus(workspace());
+      if (options.output === 'json') {
+        process.stdout.write(`${JSON.stringify(status)}\n`);
+        return;
+      }
+      process.stdout.write(`cluster ${status.clusterId}\n`);
+      for (const node of status.nodes) {
+        const detail = node.joined
+          ? `joined, Kubernetes ${node.kubernetesVersion}`
+          : `NOT JOINED: ${node.problem ?? ''}`;
+        process.stdout.write(`${node.name.padEnd(18)}${node.role.padEnd(15)}${detail}\n`);
+      }
+    });
 
   program
     .command('recover')
@@ -74,12 +128,50 @@ export function createProgram(): Command {
     .description('start nodes (each with its own swtpm, state disk and bootstrapper), init and join them')
     .option('--control-planes <n>', 'number of control-plane nodes', (v) => parseInteger(v, 1, 9), 1)
     .option('--workers <n>', 'number of worker nodes', (v) => parseInteger(v, 0, 64), 2)
-    .action(notBuilt('constellation mini up'));
+    .addOption(
+      new Option('--tampered-workers <n>', 'workers whose bootstrapper bundle is modified (they must be refused)')
+        .argParser((v) => parseInteger(v, 0, 64))
+        .default(0),
+    )
+    .addOption(outputOption())
+    .action(async (options) => {
+      const result = await miniUp({
+        workspace: workspace(),
+        controlPlanes: options.controlPlanes,
+        workers: options.workers,
+        tamperedWorkers: options.tamperedWorkers,
+        print,
+      });
+      if (options.output === 'json') {
+        process.stdout.write(`${JSON.stringify(result)}\n`);
+        return;
+      }
+      const rows = [
+        ['NODE', 'ROLE', 'ADDRESS', 'STATE', 'ATTESTATION'],
+        ...result.nodes.map((n) => [n.name, n.role, n.ip, n.state, n.attestation]),
+      ];
+      const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
+      for (const row of rows)
+        process.stdout.write(
+          `${row
+            .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+            .join('  ')
+            .trimEnd()}\n`,
+        );
+      process.stdout.write(
+        `\nkubeconfig: ${result.kubeconfig}\nstate: ${result.state}\nup in ${(result.elapsedMs / 1000).toFixed(1)} s; stop with \`constellation mini down\`\n`,
+      );
+    });
   mini
     .command('down')
-    .description('stop the local cluster and remove its processes, namespaces and files')
+    .description('stop the local cluster and remove its processes and files')
     .option('--keep', 'keep the files (state disks, logs) for inspection', false)
-    .action(notBuilt('constellation mini down'));
+    .action((options) => miniDown(workspace(), options.keep, print));
+  mini
+    .command('serve-metadata', { hidden: true })
+    .requiredOption('--document <file>')
+    .requiredOption('--url-file <file>')
+    .action((options) => serveMetadata(options.document, options.urlFile));
 
   return program;
 }

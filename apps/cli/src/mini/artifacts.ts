@@ -22,12 +22,14 @@ export async function findArtifacts(): Promise<MiniArtifacts> {
     joinservice: join(base, 'apps/joinservice/dist/joinservice.mjs'),
     kubeadm: join(base, 'libs/sandbox/dist/kubeadm.mjs'),
   };
-  for (const [name, path] of Object.entries(artifacts)) {
-    if (name === 'root') continue;
+  for (const name of ['cli', 'bootstrapper', 'joinservice', 'kubeadm'] as const) {
+    const path = artifacts[name];
     try {
       await access(path);
     } catch {
-      throw new Error(`mini needs the built ${name} at ${path}: run \`npm run build\` (\`npm run mini\` does it for you)`);
+      throw new Error(
+        `mini needs the built ${name} at ${path}: run \`npm run build\` (\`npm run mini\` does it for you)`,
+      );
     }
   }
   return artifacts;

@@ -1,4 +1,3 @@
-#!/usr/bin/env node
 // The kubeadm stand-in: kubeadm's command-line contract (init --config, join --config, reset)
 // for machines without kubelet or containers. It writes what kubeadm writes under
 // $KUBEADM_STANDIN_ROOT and runs the Kubernetes API stand-in in place of the control plane.

@@ -1,0 +1,94 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import * as k8s from '@kubernetes/client-node';
+import { repoRoot, runChecked, runCommand, tempDirForTest } from '@constellation/testing';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { isRunning } from './mini/mini-state.js';
+import type { MiniState } from './mini/mini-state.js';
+
+const root = repoRoot();
+const cli = join(root, 'apps/cli/dist/constellation.mjs');
+const constellation = (workspace: string, ...args: string[]) =>
+  runCommand(process.execPath, [cli, '--workspace', workspace, ...args], { timeoutMs: 180_000 });
+
+beforeAll(async () => {
+  // mini runs the bundles a node image would carry; build them (cached when CI built them already).
+  await runChecked(
+    'npx',
+    [
+      'nx',
+      'run-many',
+      '-t',
+      'build',
+      '--projects=@constellation/cli,@constellation/bootstrapper,@constellation/joinservice,@constellation/sandbox',
+    ],
+    {
+      timeoutMs: 240_000,
+      cwd: root,
+      env: { ...process.env, NX_DAEMON: 'false', NX_NO_CLOUD: 'true' },
+    },
+  );
+}, 250_000);
+
+describe('constellation mini', () => {
+  it('brings up a cluster whose honest nodes join and whose tampered node is refused by PCR, then cleans up completely', async () => {
+    const workspace = await tempDirForTest();
+    const up = await constellation(workspace, 'mini', 'up', '--workers', '3', '--tampered-workers', '1');
+    const stateFile = join(workspace, 'constellation-mini', 'mini.json');
+    const state = JSON.parse(await readFile(stateFile, 'utf8').catch(() => '{"nodes":[]}')) as MiniState;
+    try {
+      expect(up.stderr).toContain('init:   ✓ lock node (point of no return)');
+      expect(up.code).toBe(0);
+      const table = up.stdout.toString();
+      expect(table).toMatch(/control-plane-0\s+control-plane\s+127\.0\.0\.10\s+initialised\s+measurements match/);
+      expect(table).toMatch(/worker-2\s+worker\s+127\.0\.0\.12\s+joined\s+measurements match/);
+      expect(table).toMatch(/worker-3\s+worker\s+127\.0\.0\.13\s+joined\s+measurements match/);
+      expect(table).toMatch(
+        /worker-1\s+worker\s+127\.0\.0\.11\s+not joined\s+attestation rejected: measurements do not match: PCR 9: expected [0-9a-f]{64}, actual [0-9a-f]{64}/,
+      );
+
+      // The cluster is real: the admin kubeconfig lists exactly the honest nodes.
+      const kc = new k8s.KubeConfig();
+      kc.loadFromFile(join(workspace, 'constellation-admin.conf'));
+      const nodes = (await kc.makeApiClient(k8s.CoreV1Api).listNode()).items.map((n) => n.metadata?.name).sort();
+      expect(nodes).toEqual(['control-plane-0', 'worker-2', 'worker-3']);
+      expect((await readFile(join(workspace, 'constellation-mastersecret.json'))).length).toBeGreaterThan(0);
+
+      // status and the JoinService's log name the PCR with expected and actual value.
+      const status = await constellation(workspace, 'status');
+      expect(status.code).toBe(0);
+      expect(status.stdout.toString()).toMatch(
+        /worker-1\s+worker\s+NOT JOINED: attestation rejected: measurements do not match: PCR 9: expected [0-9a-f]{64}, actual [0-9a-f]{64}/,
+      );
+      const joinLog = await readFile(join(workspace, 'constellation-mini', 'joinservice.log'), 'utf8');
+      expect(joinLog).toMatch(/"reason":"attestation:measurements"/);
+      expect(joinLog).toMatch(/PCR 9: expected [0-9a-f]{64}, actual [0-9a-f]{64}/);
+      expect(joinLog).not.toMatch(/"token":"[a-z0-9]{6}\.[a-z0-9]{16}"/);
+
+      // A second mini up does not break the running cluster.
+      const again = await constellation(workspace, 'mini', 'up');
+      expect(again.code).toBe(2);
+      expect(again.stderr).toMatch(/a mini cluster is already running in .* run `constellation mini down` first/);
+    } finally {
+      const down = await constellation(workspace, 'mini', 'down');
+      expect(down.code).toBe(0);
+    }
+    const pids = [
+      state.metadataPid,
+      state.joinServicePid,
+      ...state.nodes.flatMap((n) => [n.swtpmPid, n.bootstrapperPid]),
+    ];
+    expect(pids.length).toBeGreaterThan(4);
+    expect(pids.filter(isRunning)).toEqual([]);
+    const left = await runCommand('pgrep', ['-f', workspace], { timeoutMs: 10_000 });
+    expect(left.stdout.toString().trim()).toBe('');
+    const { readdir } = await import('node:fs/promises');
+    expect(await readdir(workspace)).toEqual([]);
+  });
+
+  it('mini down on an empty workspace says so and succeeds', async () => {
+    const result = await constellation(await tempDirForTest(), 'mini', 'down');
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain('no mini cluster in');
+  });
+});

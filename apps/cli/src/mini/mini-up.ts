@@ -1,0 +1,346 @@
+import { randomBytes } from 'node:crypto';
+import { appendFile, copyFile, mkdir, readFile, rm, truncate, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import * as k8s from '@kubernetes/client-node';
+import { componentDigest, expectedMeasurements, measureBoot, measurementsToFile } from '@constellation/attestation';
+import type { BootComponent } from '@constellation/attestation';
+import { UsageError } from '@constellation/command-line';
+import { hashInitSecret } from '@constellation/keys';
+import { SocketTransport, Tpm } from '@constellation/tpm';
+import { parse } from 'yaml';
+import { configYaml } from '../cluster-config.js';
+import { runInit } from '../init-command.js';
+import { workspaceFiles, writeWorkspaceFile } from '../workspace.js';
+import { findArtifacts } from './artifacts.js';
+import type { MiniArtifacts } from './artifacts.js';
+import { spawnDetached } from './detached.js';
+import { isRunning, miniDir, readMiniState, writeMiniState } from './mini-state.js';
+import type { MiniNode, MiniState } from './mini-state.js';
+import { lastJoinRefusal } from './join-refusal.js';
+import { freeLoopbackPort, freeLoopbackPortPair } from './ports.js';
+import { startSwtpmDaemon } from './swtpm-daemon.js';
+
+export interface MiniUpOptions {
+  workspace: string;
+  controlPlanes: number;
+  workers: number;
+  /** Workers whose bootstrapper bundle is modified (to see a tampered node refused). */
+  tamperedWorkers?: number;
+  kubernetesVersion?: string;
+  /** How long to wait for every node to join. */
+  joinTimeoutMs?: number;
+  print: (line: string) => void;
+}
+
+export interface MiniUpResult {
+  nodes: { name: string; role: string; ip: string; state: string; attestation: string }[];
+  kubeconfig: string;
+  state: string;
+  elapsedMs: number;
+}
+
+/** The node image's boot chain: a fixed "kernel" and the bootstrapper bundle the node runs. */
+async function bootChain(bundle: string): Promise<BootComponent[]> {
+  return [
+    { pcr: 4, description: 'kernel', digest: componentDigest('constellation mini node image v1') },
+    { pcr: 9, description: 'bootstrapper bundle', digest: componentDigest(await readFile(bundle)) },
+  ];
+}
+
+/**
+ * `constellation mini up`: a whole attested cluster on this machine, every node with its own swtpm,
+ * LUKS2 state disk, root directory and bootstrapper process, the JoinService started with the
+ * DaemonSet's arguments, and `init` run against the first control plane like a user would.
+ */
+export async function miniUp(options: MiniUpOptions): Promise<MiniUpResult> {
+  const started = Date.now();
+  const existing = await readMiniState(options.workspace);
+  if (
+    existing !== undefined &&
+    [existing.metadataPid, existing.joinServicePid, ...existing.nodes.map((n) => n.swtpmPid)].some(isRunning)
+  ) {
+    throw new UsageError(
+      `a mini cluster is already running in ${options.workspace} (started ${existing.startedAt}); run \`constellation mini down\` first`,
+    );
+  }
+  if (options.controlPlanes !== 1)
+    throw new UsageError('--control-planes: mini supports exactly 1 control plane for now');
+  const artifacts = await findArtifacts();
+  const dir = miniDir(options.workspace);
+  await rm(dir, { recursive: true, force: true });
+  await mkdir(dir, { recursive: true });
+  const files = workspaceFiles(options.workspace);
+  for (const stale of [files.state, files.kubeconfig, files.masterSecret, files.initSecret])
+    await rm(stale, { force: true });
+
+  const boot = await bootChain(artifacts.bootstrapper);
+  const measurements = expectedMeasurements(boot, [4, 9, 15]);
+  const apiServerPort = await freeLoopbackPort();
+  const joinServicePort = await freeLoopbackPort();
+  const initSecret = randomBytes(32).toString('base64url');
+  await writeWorkspaceFile(files.initSecret, initSecret, true);
+  const names = [
+    ...Array.from({ length: options.controlPlanes }, (_, i) => ({
+      name: `control-plane-${i}`,
+      role: 'control-plane' as const,
+    })),
+    ...Array.from({ length: options.workers }, (_, i) => ({ name: `worker-${i + 1}`, role: 'worker' as const })),
+  ];
+  const instances = names.map((n, i) => ({ ...n, ip: `127.0.0.${10 + i}` }));
+  const controlPlane = instances[0];
+  if (controlPlane === undefined) throw new UsageError('--control-planes must be at least 1');
+
+  const state: MiniState = {
+    startedAt: new Date().toISOString(),
+    dir,
+    metadataPid: 0,
+    metadataUrl: '',
+    joinServicePid: 0,
+    joinServicePort,
+    apiServerPort,
+    nodes: [],
+  };
+  const documentFile = join(dir, 'metadata.json');
+  await writeFile(
+    documentFile,
+    JSON.stringify({
+      instances,
+      endpoint: { host: controlPlane.ip, apiServerPort, joinServicePort, initPort: 0 },
+      initSecretHash: await hashInitSecret(Buffer.from(initSecret), { log2N: 14, r: 8, p: 1 }),
+    }),
+  );
+  const urlFile = join(dir, 'metadata.url');
+  state.metadataPid = await spawnDetached(
+    process.execPath,
+    [artifacts.cli, 'mini', 'serve-metadata', '--document', documentFile, '--url-file', urlFile],
+    join(dir, 'metadata.log'),
+  );
+  state.metadataUrl = await waitForFile(urlFile, 10_000, 'the metadata server');
+  await writeMiniState(options.workspace, state);
+  options.print(`metadata server at ${state.metadataUrl}`);
+
+  const tampered = new Set(
+    instances
+      .filter((i) => i.role === 'worker')
+      .slice(0, options.tamperedWorkers ?? 0)
+      .map((i) => i.name),
+  );
+  for (const instance of instances) {
+    const node = await startNode(
+      artifacts,
+      dir,
+      instance,
+      state.metadataUrl,
+      apiServerPort,
+      boot,
+      tampered.has(instance.name),
+    );
+    state.nodes.push(node);
+    await writeMiniState(options.workspace, state);
+    options.print(
+      `${instance.name}: swtpm, measured boot, LUKS2 disk, bootstrapper started${node.tampered ? ' (bootstrapper bundle MODIFIED)' : ''}`,
+    );
+  }
+
+  const cp = state.nodes[0];
+  if (cp === undefined) throw new Error('no control plane started');
+  await writeWorkspaceFile(
+    files.config,
+    configYaml({
+      name: 'mini',
+      kubernetesVersion: options.kubernetesVersion ?? 'v1.32.9',
+      initEndpoint: `${cp.ip}:${cp.initPort}`,
+      apiServerCertSans: [],
+      serviceCidr: '10.96.0.0/12',
+      attestation: { variant: 'qemu-vtpm', measurements },
+    }),
+    false,
+  );
+  options.print(`config with the measured PCRs written to ${files.config}`);
+  const init = await runInit({
+    workspace: options.workspace,
+    print: (line) => {
+      options.print(`init: ${line}`);
+    },
+    retryDelayMs: 300,
+    attempts: 20,
+  });
+  options.print(`cluster ${init.clusterId} initialised`);
+
+  state.joinServicePid = await startJoinService(
+    artifacts,
+    options.workspace,
+    dir,
+    cp,
+    joinServicePort,
+    apiServerPort,
+    measurements,
+  );
+  await writeMiniState(options.workspace, state);
+  options.print(`JoinService serving on ${cp.ip}:${joinServicePort}`);
+
+  const expected = state.nodes.filter((n) => !n.tampered).map((n) => n.name);
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(files.kubeconfig);
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const deadline = Date.now() + (options.joinTimeoutMs ?? 120_000);
+  let joined: string[] = [];
+  while (Date.now() < deadline) {
+    joined = (await core.listNode()).items.map((n) => n.metadata?.name ?? '');
+    if (expected.every((name) => joined.includes(name))) break;
+    const dead = state.nodes.find((n) => !n.tampered && !joined.includes(n.name) && !isRunning(n.bootstrapperPid));
+    if (dead !== undefined)
+      throw new Error(`${dead.name}'s bootstrapper stopped before joining; see ${join(dead.dir, 'bootstrapper.log')}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  const missing = expected.filter((name) => !joined.includes(name));
+  if (missing.length > 0)
+    throw new Error(`not joined after ${options.joinTimeoutMs ?? 120_000} ms: ${missing.join(', ')} (logs in ${dir})`);
+  // Nodes that did not join: report what the JoinService told them (wait a little for a tampered
+  // node's first refusal to be logged).
+  const refusals = new Map<string, string>();
+  for (const node of state.nodes.filter((n) => !joined.includes(n.name))) {
+    const until = Date.now() + 20_000;
+    let refusal = await lastJoinRefusal(node.dir);
+    while (refusal === undefined && Date.now() < until) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      refusal = await lastJoinRefusal(node.dir);
+    }
+    refusals.set(node.name, refusal ?? 'no answer from the JoinService yet');
+  }
+  const nodes = state.nodes.map((n) => ({
+    name: n.name,
+    role: n.role,
+    ip: n.ip,
+    state: joined.includes(n.name) ? (n.role === 'control-plane' ? 'initialised' : 'joined') : 'not joined',
+    attestation: joined.includes(n.name) ? 'measurements match' : (refusals.get(n.name) ?? ''),
+  }));
+  return { nodes, kubeconfig: files.kubeconfig, state: files.state, elapsedMs: Date.now() - started };
+}
+
+async function startNode(
+  artifacts: MiniArtifacts,
+  dir: string,
+  instance: { name: string; role: 'control-plane' | 'worker'; ip: string },
+  metadataUrl: string,
+  apiServerPort: number,
+  boot: BootComponent[],
+  tampered: boolean,
+): Promise<MiniNode> {
+  const nodeDir = join(dir, instance.name);
+  await mkdir(join(nodeDir, 'bin'), { recursive: true });
+  // A tampered node runs a modified copy of the bootstrapper bundle; its measured boot says so.
+  let bundle = artifacts.bootstrapper;
+  if (tampered) {
+    bundle = join(nodeDir, 'bin', 'bootstrapper.mjs');
+    await copyFile(artifacts.bootstrapper, bundle);
+    await appendFile(bundle, '\n// modified after the image was measured\n');
+  }
+  const tpmPort = await freeLoopbackPortPair();
+  const swtpmPid = await startSwtpmDaemon(join(nodeDir, 'tpm'), tpmPort);
+  const tpm = new Tpm(new SocketTransport({ host: '127.0.0.1', port: tpmPort }));
+  try {
+    await measureBoot(
+      tpm,
+      tampered
+        ? [
+            ...boot.filter((c) => c.pcr !== 9),
+            { pcr: 9, description: 'bootstrapper bundle', digest: componentDigest(await readFile(bundle)) },
+          ]
+        : boot,
+    );
+  } finally {
+    await tpm.close();
+  }
+  const image = join(nodeDir, 'state.img');
+  await writeFile(image, '');
+  await truncate(image, 32 * 1024 * 1024);
+  const kubeadm = join(nodeDir, 'bin', 'kubeadm');
+  await writeFile(kubeadm, `#!/bin/sh\nexec "${process.execPath}" "${artifacts.kubeadm}" "$@"\n`, { mode: 0o755 });
+  const initPort = await freeLoopbackPort();
+  const bootstrapperPid = await spawnDetached(
+    process.execPath,
+    [
+      bundle,
+      `--root=${nodeDir}`,
+      `--tpm=swtpm:127.0.0.1:${tpmPort}`,
+      `--state-disk=${image}`,
+      '--disk-kdf=fast',
+      `--metadata-url=${metadataUrl}`,
+      `--node-name=${instance.name}`,
+      `--init-host=${instance.ip}`,
+      `--init-port=${initPort}`,
+      `--recovery-port=${await freeLoopbackPort()}`,
+      `--kubeadm=${kubeadm}`,
+      `--api-server-bind-port=${apiServerPort}`,
+      '--kubelet-start-command=true',
+      '--on-fatal=exit',
+    ],
+    join(nodeDir, 'bootstrapper.log'),
+    { ...process.env, KUBEADM_STANDIN_ROOT: nodeDir },
+  );
+  return { ...instance, dir: nodeDir, tpmPort, swtpmPid, bootstrapperPid, initPort, tampered };
+}
+
+/** The JoinService with the DaemonSet's arguments and the files its volumes would mount. */
+async function startJoinService(
+  artifacts: MiniArtifacts,
+  workspace: string,
+  dir: string,
+  cp: MiniNode,
+  port: number,
+  apiServerPort: number,
+  measurements: ReturnType<typeof expectedMeasurements>,
+): Promise<number> {
+  const files = workspaceFiles(workspace);
+  const config = join(dir, 'joinservice', 'config');
+  await mkdir(config, { recursive: true });
+  await writeFile(join(config, 'attestationConfig'), JSON.stringify(measurementsToFile(measurements)));
+  const state = parse(await readFile(files.state, 'utf8')) as { measurementSalt: string };
+  await writeFile(join(config, 'measurementSalt'), Buffer.from(state.measurementSalt, 'base64'));
+  const logFile = join(dir, 'joinservice.log');
+  const pid = await spawnDetached(
+    process.execPath,
+    [
+      artifacts.joinservice,
+      `--host=${cp.ip}`,
+      `--port=${port}`,
+      `--metrics-host=${cp.ip}`,
+      '--metrics-port=0',
+      '--health-port=0',
+      `--config-dir=${config}`,
+      `--master-secret-file=${files.masterSecret}`,
+      `--pki-dir=${join(cp.dir, 'etc', 'kubernetes', 'pki')}`,
+      `--kubeconfig=${files.kubeconfig}`,
+      `--api-server-endpoint=${cp.ip}:${apiServerPort}`,
+      '--attestation-variant=qemu-vtpm',
+    ],
+    logFile,
+  );
+  await waitForText(logFile, '"joinservice serving"', 30_000, 'the JoinService');
+  return pid;
+}
+
+async function waitForFile(path: string, timeoutMs: number, what: string): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    try {
+      const text = (await readFile(path, 'utf8')).trim();
+      if (text !== '') return text;
+    } catch {
+      // not there yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error(`${what} did not start within ${timeoutMs} ms`);
+}
+
+async function waitForText(path: string, text: string, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const content = await readFile(path, 'utf8').catch(() => '');
+    if (content.includes(text)) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`${what} did not start within ${timeoutMs} ms; see ${path}`);
+}
