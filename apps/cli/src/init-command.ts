@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { access, readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import { stringify } from 'yaml';
-import { AttestationError, TpmValidator } from '@constellation/attestation';
+import { TpmValidator } from '@constellation/attestation';
 import { AttestedChannelCredentials } from '@constellation/atls';
 import { UsageError } from '@constellation/command-line';
 import { generateMasterSecret, masterSecretToJson } from '@constellation/keys';
@@ -128,9 +128,9 @@ export async function runInit(options: InitCommandOptions): Promise<InitResult> 
     } catch (err) {
       const attestation = credentials.failure;
       if (attestation !== undefined) {
-        const why = attestation instanceof AttestationError ? attestation.message : attestation.message;
+        const why = attestation.message;
         throw new Error(`the node at ${config.initEndpoint} failed attestation, nothing was sent to it: ${why}`, {
-          cause: attestation,
+          cause: err,
         });
       }
       const code = (err as { code?: number }).code;
