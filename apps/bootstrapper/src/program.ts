@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import * as grpc from '@grpc/grpc-js';
 import { Command, Option } from '@commander-js/extra-typings';
 import { TpmIssuer } from '@constellation/attestation';
-import { parsePort } from '@constellation/command-line';
+import { logLevelOption, parsePort } from '@constellation/command-line';
 import { bridgeGrpcLogs, createWinstonLogger } from '@constellation/logger';
 import { NodeLock } from '@constellation/nodelock';
 import { StateDisk } from '@constellation/state-disk';
@@ -75,11 +75,7 @@ export function createProgram(): Command {
         .choices(['reboot', 'exit'] as const)
         .default('reboot' as const),
     )
-    .addOption(
-      new Option('--log-level <level>', 'least severe level that is logged')
-        .choices(['debug', 'info', 'warn', 'error'] as const)
-        .default('info' as const),
-    )
+    .addOption(logLevelOption())
     .action(async (options) => {
       const recentLog = new RecentLog();
       const logger = createWinstonLogger({

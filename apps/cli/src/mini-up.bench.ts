@@ -5,20 +5,36 @@ import { performance } from 'node:perf_hooks';
 import { createTempDir, repoRoot, runChecked, runCommand } from '@constellation/testing';
 
 const root = repoRoot();
-await runChecked('npx', ['nx', 'run-many', '-t', 'build', '--projects=@constellation/cli,@constellation/bootstrapper,@constellation/joinservice,@constellation/sandbox'], {
-  timeoutMs: 300_000,
-  cwd: root,
-  env: { ...process.env, NX_DAEMON: 'false', NX_NO_CLOUD: 'true' },
-});
+await runChecked(
+  'npx',
+  [
+    'nx',
+    'run-many',
+    '-t',
+    'build',
+    '--projects=@constellation/cli,@constellation/bootstrapper,@constellation/joinservice,@constellation/sandbox',
+  ],
+  {
+    timeoutMs: 300_000,
+    cwd: root,
+    env: { ...process.env, NX_DAEMON: 'false', NX_NO_CLOUD: 'true' },
+  },
+);
 const cli = join(root, 'apps/cli/dist/constellation.mjs');
 console.log('\nconstellation mini up, wall time until every node joined');
 for (const workers of [2, 8]) {
   const workspace = await createTempDir('constellation-bench-mini-');
   try {
     const started = performance.now();
-    const up = await runCommand(process.execPath, [cli, '--workspace', workspace.path, 'mini', 'up', '--workers', String(workers)], { timeoutMs: 600_000 });
+    const up = await runCommand(
+      process.execPath,
+      [cli, '--workspace', workspace.path, 'mini', 'up', '--workers', String(workers)],
+      { timeoutMs: 600_000 },
+    );
     const seconds = (performance.now() - started) / 1000;
-    console.log(`1 control plane + ${String(workers).padEnd(2)} workers  ${up.code === 0 ? `${seconds.toFixed(1)} s` : `FAILED (${up.stderr.trim().split('\n').at(-1) ?? ''})`}`);
+    console.log(
+      `1 control plane + ${String(workers).padEnd(2)} workers  ${up.code === 0 ? `${seconds.toFixed(1)} s` : `FAILED (${up.stderr.trim().split('\n').at(-1) ?? ''})`}`,
+    );
   } finally {
     await runCommand(process.execPath, [cli, '--workspace', workspace.path, 'mini', 'down'], { timeoutMs: 120_000 });
     await workspace.remove();

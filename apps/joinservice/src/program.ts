@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { Command, InvalidArgumentError, Option } from '@commander-js/extra-typings';
+import { Command, InvalidArgumentError } from '@commander-js/extra-typings';
 import { variantByName } from '@constellation/attestation';
-import { parseInteger, parsePort } from '@constellation/command-line';
+import { logLevelOption, parseInteger, parsePort } from '@constellation/command-line';
 import { bridgeGrpcLogs, createWinstonLogger } from '@constellation/logger';
 import { startJoinService } from './join-service.js';
 import { VERSION } from './version.js';
@@ -93,11 +93,7 @@ export function createProgram(): Command {
       (v) => parseInteger(v, 1, 10_000),
       64,
     )
-    .addOption(
-      new Option('--log-level <level>', 'least severe level that is logged')
-        .choices(['debug', 'info', 'warn', 'error'] as const)
-        .default('info' as const),
-    )
+    .addOption(logLevelOption())
     .action(async (options) => {
       const log = createWinstonLogger({ service: 'joinservice', level: options.logLevel });
       bridgeGrpcLogs(grpc, log, options.logLevel === 'debug');

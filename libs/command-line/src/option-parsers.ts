@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from '@commander-js/extra-typings';
+import { InvalidArgumentError, Option } from '@commander-js/extra-typings';
 
 /** Parses a TCP port flag value; 0 only when `allowZero` (bind to any free port). */
 export function parsePort(value: string, allowZero = false): number {
@@ -17,4 +17,16 @@ export function parseInteger(value: string, min: number, max: number): number {
     throw new InvalidArgumentError(`expected a whole number from ${min} to ${max}, got "${value}"`);
   }
   return n;
+}
+
+/** `--log-level`, the same in every program. */
+export function logLevelOption(): Option<
+  '--log-level <level>',
+  undefined,
+  'info',
+  'debug' | 'info' | 'warn' | 'error'
+> {
+  return new Option('--log-level <level>', 'least severe level that is logged')
+    .choices(['debug', 'info', 'warn', 'error'] as const)
+    .default('info' as const);
 }
