@@ -1,0 +1,120 @@
+import * as grpc from '@grpc/grpc-js';
+import { challengeUserData, ephemeralKey } from '@constellation/atls';
+import { createKubeletCsr } from '@constellation/keys';
+import { MemoryLogger } from '@constellation/logger';
+import { JoinTicketRequest } from '@constellation/proto';
+import type { AttestedRequest, IssueJoinTicketRequest, IssueJoinTicketResponse } from '@constellation/proto';
+import { withTimeout } from '@constellation/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SimulatedNode, startJoinFixture } from './join-service.fixture.js';
+import type { JoinFixture } from './join-service.fixture.js';
+
+let fixture: JoinFixture;
+let node: SimulatedNode;
+
+beforeAll(async () => {
+  fixture = await startJoinFixture(new MemoryLogger());
+  node = await SimulatedNode.boot('worker-7', '10.42.0.7');
+});
+
+afterAll(async () => {
+  await node.stop();
+  await fixture.close();
+});
+
+const SECRETS = { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true } as const;
+const tokens = (): number =>
+  fixture.api.store.list(SECRETS, 'kube-system').items.filter((s) => s['type'] === 'bootstrap.kubernetes.io/token')
+    .length;
+
+type Stream = grpc.ClientDuplexStream<IssueJoinTicketRequest, IssueJoinTicketResponse>;
+
+/** Drives one IssueJoinTicket stream by hand: hello, then `answer(nonce)`; returns the final error, if any. */
+async function exchange(
+  answer: (nonce: Buffer) => Promise<AttestedRequest>,
+): Promise<{ error?: grpc.ServiceError; sealed: boolean; nonce: Buffer }> {
+  const stream: Stream = fixture.client.issueJoinTicket({ deadline: Date.now() + 20_000 });
+  return withTimeout(
+    new Promise((resolve) => {
+      let sealed = false;
+      let nonce = Buffer.alloc(0);
+      stream.on('data', (message: IssueJoinTicketResponse) => {
+        if (message.step?.$case === 'challenge') {
+          nonce = Buffer.from(message.step.value.nonce);
+          void answer(nonce).then((attested) => stream.write({ step: { $case: 'attested', value: attested } }));
+        } else if (message.step?.$case === 'sealed') sealed = true;
+      });
+      stream.on('error', (error: grpc.ServiceError) => {
+        resolve({ error, sealed, nonce });
+      });
+      stream.on('end', () => {
+        resolve({ sealed, nonce });
+      });
+      stream.write({ step: { $case: 'hello', value: { attestationVariant: 'qemu-vtpm', protocolVersion: 1 } } });
+    }),
+    30_000,
+    'join exchange',
+  );
+}
+
+async function honestAnswer(nonce: Buffer, request: Buffer): Promise<AttestedRequest> {
+  const key = ephemeralKey();
+  const attestation = await node.issuer.issue(challengeUserData(key.publicKey, request), nonce);
+  return { attestation, ephemeralPublicKey: key.publicKey, request };
+}
+
+describe('JoinService against replayed and relayed attestations', () => {
+  it('gives a replayed attestation nothing, names the reason, and mints no token', async () => {
+    const request = Buffer.from(
+      JoinTicketRequest.encode({
+        diskUuid: node.diskUuid,
+        certificateRequest: (await createKubeletCsr(node.name, [node.ip])).csrDer,
+        isControlPlane: false,
+      }).finish(),
+    );
+    let recorded: AttestedRequest | undefined;
+    const first = await exchange(async (nonce) => (recorded = await honestAnswer(nonce, request)));
+    expect(first.error).toBeUndefined();
+    expect(first.sealed).toBe(true);
+    const before = tokens();
+    const replay = await exchange(() => Promise.resolve(recorded!));
+    expect(replay.error?.code).toBe(grpc.status.PERMISSION_DENIED);
+    expect(replay.error?.details).toMatch(
+      /^attestation rejected: quote 0: quote is not bound to this nonce and user data \(replayed, relayed, or user data altered\)$/,
+    );
+    expect(replay.sealed).toBe(false);
+    expect(tokens()).toBe(before);
+  });
+
+  it('gives a relayed attestation with a substituted key or request nothing, and mints no token', async () => {
+    const request = Buffer.from(
+      JoinTicketRequest.encode({
+        diskUuid: node.diskUuid,
+        certificateRequest: (await createKubeletCsr(node.name, [node.ip])).csrDer,
+        isControlPlane: false,
+      }).finish(),
+    );
+    const attackerRequest = Buffer.from(
+      JoinTicketRequest.encode({
+        diskUuid: node.diskUuid,
+        certificateRequest: (await createKubeletCsr('attacker', ['10.66.0.1'])).csrDer,
+        isControlPlane: true,
+      }).finish(),
+    );
+    const before = tokens();
+    const swappedKey = await exchange(async (nonce) => ({
+      ...(await honestAnswer(nonce, request)),
+      ephemeralPublicKey: ephemeralKey().publicKey,
+    }));
+    expect(swappedKey.error?.code).toBe(grpc.status.PERMISSION_DENIED);
+    expect(swappedKey.error?.details).toBe(
+      'attestation rejected: attested user data does not match what this connection expects',
+    );
+    const swappedRequest = await exchange(async (nonce) => ({
+      ...(await honestAnswer(nonce, request)),
+      request: attackerRequest,
+    }));
+    expect(swappedRequest.error?.code).toBe(grpc.status.PERMISSION_DENIED);
+    expect(tokens()).toBe(before);
+  });
+});
