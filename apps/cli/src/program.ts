@@ -171,7 +171,8 @@ export function createProgram(): Command {
     .command('serve-metadata', { hidden: true })
     .requiredOption('--document <file>')
     .requiredOption('--url-file <file>')
-    .action((options) => serveMetadata(options.document, options.urlFile));
+    .option('--host <address>', 'address to listen on', '127.0.0.1')
+    .action((options) => serveMetadata(options.document, options.urlFile, options.host));
 
   return program;
 }

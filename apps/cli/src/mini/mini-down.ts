@@ -2,6 +2,7 @@ import { rm } from 'node:fs/promises';
 import { stopApiServer } from '@constellation/sandbox';
 import { workspaceFiles } from '../workspace.js';
 import { miniDir, readMiniState, stopProcess } from './mini-state.js';
+import { destroyNetwork } from './network.js';
 
 /** `constellation mini down`: stops every process of the mini cluster and removes its files unless `keep`. */
 export async function miniDown(workspace: string, keep: boolean, print: (line: string) => void): Promise<void> {
@@ -17,7 +18,10 @@ export async function miniDown(workspace: string, keep: boolean, print: (line: s
     await stopProcess(node.swtpmPid);
   }
   await stopProcess(state.metadataPid);
-  print(`stopped ${state.nodes.length} nodes, the JoinService, the API server and the metadata server`);
+  await destroyNetwork(state.network);
+  print(
+    `stopped ${state.nodes.length} nodes, the JoinService, the API server and the metadata server${state.network.mode === 'namespaces' ? '; removed the network namespaces and bridge' : ''}`,
+  );
   if (keep) {
     print(`kept ${miniDir(workspace)} for inspection`);
     return;

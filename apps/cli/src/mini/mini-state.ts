@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeWorkspaceFile } from '../workspace.js';
+import type { MiniNetwork } from './network.js';
 
 export interface MiniNode {
   name: string;
@@ -23,6 +24,7 @@ export interface MiniState {
   joinServicePid: number;
   joinServicePort: number;
   apiServerPort: number;
+  network: MiniNetwork;
   nodes: MiniNode[];
 }
 

@@ -17,6 +17,8 @@ import { spawnDetached } from './detached.js';
 import { isRunning, miniDir, readMiniState, writeMiniState } from './mini-state.js';
 import type { MiniNode, MiniState } from './mini-state.js';
 import { lastJoinRefusal } from './join-refusal.js';
+import { createNetwork, inNode } from './network.js';
+import type { MiniNetwork } from './network.js';
 import { freeLoopbackPort, freeLoopbackPortPair } from './ports.js';
 import { startSwtpmDaemon } from './swtpm-daemon.js';
 
@@ -29,6 +31,8 @@ export interface MiniUpOptions {
   kubernetesVersion?: string;
   /** How long to wait for every node to join. */
   joinTimeoutMs?: number;
+  /** Node networking; `auto` uses network namespaces when running as root. */
+  network?: 'auto' | 'namespaces' | 'loopback';
   print: (line: string) => void;
 }
 
@@ -75,8 +79,15 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniUpResult> {
 
   const boot = await bootChain(artifacts.bootstrapper);
   const measurements = expectedMeasurements(boot, [4, 9, 15]);
-  const apiServerPort = await freeLoopbackPort();
-  const joinServicePort = await freeLoopbackPort();
+  const mode =
+    options.network === undefined || options.network === 'auto'
+      ? process.getuid?.() === 0
+        ? 'namespaces'
+        : 'loopback'
+      : options.network;
+  // In namespaces every node has its own ports, so the real ones are used.
+  const apiServerPort = mode === 'namespaces' ? 6443 : await freeLoopbackPort();
+  const joinServicePort = mode === 'namespaces' ? 30090 : await freeLoopbackPort();
   const initSecret = randomBytes(32).toString('base64url');
   await writeWorkspaceFile(files.initSecret, initSecret, true);
   const names = [
@@ -86,10 +97,8 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniUpResult> {
     })),
     ...Array.from({ length: options.workers }, (_, i) => ({ name: `worker-${i + 1}`, role: 'worker' as const })),
   ];
-  const instances = names.map((n, i) => ({ ...n, ip: `127.0.0.${10 + i}` }));
-  const controlPlane = instances[0];
-  if (controlPlane === undefined) throw new UsageError('--control-planes must be at least 1');
-
+  const network = await createNetwork(mode, names.length);
+  const instances = names.map((n, i) => ({ ...n, ip: network.nodeIps[i] ?? '' }));
   const state: MiniState = {
     startedAt: new Date().toISOString(),
     dir,
@@ -98,8 +107,37 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniUpResult> {
     joinServicePid: 0,
     joinServicePort,
     apiServerPort,
+    network,
     nodes: [],
   };
+  await writeMiniState(options.workspace, state);
+  options.print(
+    `network: ${mode === 'namespaces' ? `one network namespace per node on bridge ${network.bridge} (${network.hostIp}/24)` : 'loopback addresses (run as root for network namespaces)'}`,
+  );
+  try {
+    return await bringUp(options, artifacts, state, instances, boot, measurements, initSecret, started);
+  } catch (err) {
+    throw new Error(
+      `${(err as Error).message}\n(the partly started cluster is still there: \`constellation mini down\` removes it)`,
+      { cause: err },
+    );
+  }
+}
+
+async function bringUp(
+  options: MiniUpOptions,
+  artifacts: MiniArtifacts,
+  state: MiniState,
+  instances: { name: string; role: 'control-plane' | 'worker'; ip: string }[],
+  boot: BootComponent[],
+  measurements: ReturnType<typeof expectedMeasurements>,
+  initSecret: string,
+  started: number,
+): Promise<MiniUpResult> {
+  const { dir, network, apiServerPort, joinServicePort } = state;
+  const files = workspaceFiles(options.workspace);
+  const controlPlane = instances[0];
+  if (controlPlane === undefined) throw new UsageError('--control-planes must be at least 1');
   const documentFile = join(dir, 'metadata.json');
   await writeFile(
     documentFile,
@@ -112,7 +150,17 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniUpResult> {
   const urlFile = join(dir, 'metadata.url');
   state.metadataPid = await spawnDetached(
     process.execPath,
-    [artifacts.cli, 'mini', 'serve-metadata', '--document', documentFile, '--url-file', urlFile],
+    [
+      artifacts.cli,
+      'mini',
+      'serve-metadata',
+      '--document',
+      documentFile,
+      '--url-file',
+      urlFile,
+      '--host',
+      network.hostIp,
+    ],
     join(dir, 'metadata.log'),
   );
   state.metadataUrl = await waitForFile(urlFile, 10_000, 'the metadata server');
@@ -125,10 +173,12 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniUpResult> {
       .slice(0, options.tamperedWorkers ?? 0)
       .map((i) => i.name),
   );
-  for (const instance of instances) {
+  for (const [index, instance] of instances.entries()) {
     const node = await startNode(
       artifacts,
       dir,
+      network,
+      index,
       instance,
       state.metadataUrl,
       apiServerPort,
@@ -171,6 +221,7 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniUpResult> {
     artifacts,
     options.workspace,
     dir,
+    network,
     cp,
     joinServicePort,
     apiServerPort,
@@ -221,6 +272,8 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniUpResult> {
 async function startNode(
   artifacts: MiniArtifacts,
   dir: string,
+  network: MiniNetwork,
+  index: number,
   instance: { name: string; role: 'control-plane' | 'worker'; ip: string },
   metadataUrl: string,
   apiServerPort: number,
@@ -236,9 +289,9 @@ async function startNode(
     await copyFile(artifacts.bootstrapper, bundle);
     await appendFile(bundle, '\n// modified after the image was measured\n');
   }
-  const tpmPort = await freeLoopbackPortPair();
-  const swtpmPid = await startSwtpmDaemon(join(nodeDir, 'tpm'), tpmPort);
-  const tpm = new Tpm(new SocketTransport({ host: '127.0.0.1', port: tpmPort }));
+  const tpmPort = await freeLoopbackPortPair(network.hostIp);
+  const swtpmPid = await startSwtpmDaemon(join(nodeDir, 'tpm'), tpmPort, network.hostIp);
+  const tpm = new Tpm(new SocketTransport({ host: network.hostIp, port: tpmPort }));
   try {
     await measureBoot(
       tpm,
@@ -257,28 +310,29 @@ async function startNode(
   await truncate(image, 32 * 1024 * 1024);
   const kubeadm = join(nodeDir, 'bin', 'kubeadm');
   await writeFile(kubeadm, `#!/bin/sh\nexec "${process.execPath}" "${artifacts.kubeadm}" "$@"\n`, { mode: 0o755 });
-  const initPort = await freeLoopbackPort();
-  const bootstrapperPid = await spawnDetached(
-    process.execPath,
-    [
-      bundle,
-      `--root=${nodeDir}`,
-      `--tpm=swtpm:127.0.0.1:${tpmPort}`,
-      `--state-disk=${image}`,
-      '--disk-kdf=fast',
-      `--metadata-url=${metadataUrl}`,
-      `--node-name=${instance.name}`,
-      `--init-host=${instance.ip}`,
-      `--init-port=${initPort}`,
-      `--recovery-port=${await freeLoopbackPort()}`,
-      `--kubeadm=${kubeadm}`,
-      `--api-server-bind-port=${apiServerPort}`,
-      '--kubelet-start-command=true',
-      '--on-fatal=exit',
-    ],
-    join(nodeDir, 'bootstrapper.log'),
-    { ...process.env, KUBEADM_STANDIN_ROOT: nodeDir },
-  );
+  const namespaced = network.mode === 'namespaces';
+  const initPort = namespaced ? 9000 : await freeLoopbackPort();
+  const recoveryPort = namespaced ? 9999 : await freeLoopbackPort();
+  const [program, args] = inNode(network, index, process.execPath, [
+    bundle,
+    `--root=${nodeDir}`,
+    `--tpm=swtpm:${network.hostIp}:${tpmPort}`,
+    `--state-disk=${image}`,
+    '--disk-kdf=fast',
+    `--metadata-url=${metadataUrl}`,
+    `--node-name=${instance.name}`,
+    `--init-host=${instance.ip}`,
+    `--init-port=${initPort}`,
+    `--recovery-port=${recoveryPort}`,
+    `--kubeadm=${kubeadm}`,
+    `--api-server-bind-port=${apiServerPort}`,
+    '--kubelet-start-command=true',
+    '--on-fatal=exit',
+  ]);
+  const bootstrapperPid = await spawnDetached(program, args, join(nodeDir, 'bootstrapper.log'), {
+    ...process.env,
+    KUBEADM_STANDIN_ROOT: nodeDir,
+  });
   return { ...instance, dir: nodeDir, tpmPort, swtpmPid, bootstrapperPid, initPort, tampered };
 }
 
@@ -287,6 +341,7 @@ async function startJoinService(
   artifacts: MiniArtifacts,
   workspace: string,
   dir: string,
+  network: MiniNetwork,
   cp: MiniNode,
   port: number,
   apiServerPort: number,
@@ -299,24 +354,22 @@ async function startJoinService(
   const state = parse(await readFile(files.state, 'utf8')) as { measurementSalt: string };
   await writeFile(join(config, 'measurementSalt'), Buffer.from(state.measurementSalt, 'base64'));
   const logFile = join(dir, 'joinservice.log');
-  const pid = await spawnDetached(
-    process.execPath,
-    [
-      artifacts.joinservice,
-      `--host=${cp.ip}`,
-      `--port=${port}`,
-      `--metrics-host=${cp.ip}`,
-      '--metrics-port=0',
-      '--health-port=0',
-      `--config-dir=${config}`,
-      `--master-secret-file=${files.masterSecret}`,
-      `--pki-dir=${join(cp.dir, 'etc', 'kubernetes', 'pki')}`,
-      `--kubeconfig=${files.kubeconfig}`,
-      `--api-server-endpoint=${cp.ip}:${apiServerPort}`,
-      '--attestation-variant=qemu-vtpm',
-    ],
-    logFile,
-  );
+  // The JoinService runs on the control-plane node, as its DaemonSet pod would.
+  const [program, args] = inNode(network, 0, process.execPath, [
+    artifacts.joinservice,
+    `--host=${cp.ip}`,
+    `--port=${port}`,
+    `--metrics-host=${cp.ip}`,
+    '--metrics-port=0',
+    '--health-port=0',
+    `--config-dir=${config}`,
+    `--master-secret-file=${files.masterSecret}`,
+    `--pki-dir=${join(cp.dir, 'etc', 'kubernetes', 'pki')}`,
+    `--kubeconfig=${files.kubeconfig}`,
+    `--api-server-endpoint=${cp.ip}:${apiServerPort}`,
+    '--attestation-variant=qemu-vtpm',
+  ]);
+  const pid = await spawnDetached(program, args, logFile);
   await waitForText(logFile, '"joinservice serving"', 30_000, 'the JoinService');
   return pid;
 }

@@ -1,11 +1,11 @@
 import { createServer } from 'node:net';
 
 /** A free TCP port on loopback (programs that must be told their port). */
-export function freeLoopbackPort(): Promise<number> {
+export function freeLoopbackPort(host = '127.0.0.1'): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
+    server.listen(0, host, () => {
       const address = server.address();
       const port = typeof address === 'object' && address !== null ? address.port : 0;
       server.close(() => {
@@ -16,15 +16,15 @@ export function freeLoopbackPort(): Promise<number> {
 }
 
 /** Two adjacent free ports (swtpm's data and control channel). */
-export async function freeLoopbackPortPair(): Promise<number> {
+export async function freeLoopbackPortPair(host = '127.0.0.1'): Promise<number> {
   for (let i = 0; i < 50; i++) {
-    const port = await freeLoopbackPort();
+    const port = await freeLoopbackPort(host);
     const next = await new Promise<boolean>((resolve) => {
       const server = createServer();
       server.once('error', () => {
         resolve(false);
       });
-      server.listen(port + 1, '127.0.0.1', () =>
+      server.listen(port + 1, host, () =>
         server.close(() => {
           resolve(true);
         }),

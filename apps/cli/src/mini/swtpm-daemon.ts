@@ -3,7 +3,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 
 /** Starts swtpm as a daemon (TPM state in `dir`), on `port` (data) and `port + 1` (control). Returns its pid. */
-export async function startSwtpmDaemon(dir: string, port: number): Promise<number> {
+export async function startSwtpmDaemon(dir: string, port: number, host = '127.0.0.1'): Promise<number> {
   await mkdir(dir, { recursive: true });
   const pidFile = join(dir, 'swtpm.pid');
   const { spawn } = await import('node:child_process');
@@ -14,9 +14,9 @@ export async function startSwtpmDaemon(dir: string, port: number): Promise<numbe
         'socket',
         '--tpm2',
         '--server',
-        `type=tcp,bindaddr=127.0.0.1,port=${port}`,
+        `type=tcp,bindaddr=${host},port=${port}`,
         '--ctrl',
-        `type=tcp,bindaddr=127.0.0.1,port=${port + 1}`,
+        `type=tcp,bindaddr=${host},port=${port + 1}`,
         '--tpmstate',
         `dir=${dir}`,
         '--flags',
@@ -41,15 +41,15 @@ export async function startSwtpmDaemon(dir: string, port: number): Promise<numbe
   });
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
-    if (await canConnect(port)) return Number((await readFile(pidFile, 'utf8')).trim());
+    if (await canConnect(host, port)) return Number((await readFile(pidFile, 'utf8')).trim());
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   throw new Error(`swtpm did not listen on port ${port} within 10 s`);
 }
 
-function canConnect(port: number): Promise<boolean> {
+function canConnect(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
+    const socket = connect({ host, port });
     socket.once('connect', () => {
       socket.destroy();
       resolve(true);
