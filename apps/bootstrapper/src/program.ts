@@ -13,6 +13,7 @@ import { MetadataClient } from './metadata-client.js';
 import { nodePaths } from './node-paths.js';
 import { RecentLog } from './recent-log.js';
 import { parseTpmAddress, tpmTransport } from './tpm-address.js';
+import { serveVerifyEndpoint } from './verify-endpoint.js';
 import { VERSION } from './version.js';
 
 function runCommand(command: string): () => Promise<void> {
@@ -56,6 +57,12 @@ export function createProgram(): Command {
     .option('--node-name <name>', 'identify to the metadata service by name (when machines share an address)')
     .option('--init-host <address>', 'address of the InitServer and RecoveryServer', '0.0.0.0')
     .option('--init-port <port>', 'InitServer port (0: any free port)', (v) => parsePort(v, true), 9000)
+    .option(
+      '--verify-port <port>',
+      'after bootstrapping, keep an attested endpoint for `constellation verify` (0: any free port; -1: none)',
+      (v) => (v === '-1' ? -1 : parsePort(v, true)),
+      30081,
+    )
     .option(
       '--recovery-port <port>',
       'RecoveryServer port on control planes (0: any free port)',
@@ -113,6 +120,20 @@ export function createProgram(): Command {
       );
       const outcome = await bootstrapper.run();
       logger.info('bootstrapper done', { outcome });
+      if (options.verifyPort < 0) {
+        await tpm.close();
+        return;
+      }
+      const endpoint = await serveVerifyEndpoint(new TpmIssuer(tpm), options.initHost, options.verifyPort, logger);
+      await new Promise<void>((resolve) => {
+        process.once('SIGTERM', () => {
+          resolve();
+        });
+        process.once('SIGINT', () => {
+          resolve();
+        });
+      });
+      await endpoint.close();
       await tpm.close();
     });
   return program;

@@ -27,9 +27,29 @@ describe('constellation CLI entry point', () => {
     expect(missing.stderr).toContain("required option '--node <host[:port]>' not specified");
   });
 
-  it('says plainly that verify is not built yet, with a failing exit code', async () => {
-    const result = await run('verify', '--node', '127.0.0.1:9000');
-    expect(result.code).toBe(1);
-    expect(result.stderr).toBe('error: constellation verify is not built yet (tracked in issue 7)\n');
+  it('names the missing file when a command needs workspace files that are not there', async () => {
+    const result = await run('--workspace', '/nonexistent-workspace', 'recover', '--endpoint', '127.0.0.1');
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(
+      'no config at /nonexistent-workspace/constellation-conf.yaml: run `constellation config generate` first',
+    );
+  });
+});
+
+describe('constellation config generate', () => {
+  it('writes a commented config that loads, and refuses to overwrite without --force', async () => {
+    const { tempDirForTest } = await import('@constellation/testing');
+    const { loadClusterConfig } = await import('./cluster-config.js');
+    const workspace = await tempDirForTest();
+    const first = await run('--workspace', workspace, 'config', 'generate');
+    expect(first.code).toBe(0);
+    const config = await loadClusterConfig(`${workspace}/constellation-conf.yaml`);
+    expect(config.attestation.measurements.get(15)?.expected).toEqual(Buffer.alloc(32));
+    const { readFile } = await import('node:fs/promises');
+    expect(await readFile(`${workspace}/constellation-conf.yaml`, 'utf8')).toContain('# What every node must prove');
+    const again = await run('--workspace', workspace, 'config', 'generate');
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain('exists; use --force to overwrite it');
+    expect((await run('--workspace', workspace, 'config', 'generate', '--force')).code).toBe(0);
   });
 });

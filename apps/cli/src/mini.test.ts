@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import { repoRoot, runChecked, runCommand, tempDirForTest } from '@constellation/testing';
+import { repoRoot, runChecked, runCommand, tempDirForTest, waitFor } from '@constellation/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { isRunning } from './mini/mini-state.js';
 import type { MiniState } from './mini/mini-state.js';
@@ -94,6 +94,70 @@ describe('constellation mini', () => {
     expect(left.stdout.toString().trim()).toBe('');
     const { readdir } = await import('node:fs/promises');
     expect(await readdir(workspace)).toEqual([]);
+  });
+
+  it('verifies nodes on demand, rejoins a rebooted worker, and recovers a control plane after a full shutdown', async () => {
+    const workspace = await tempDirForTest();
+    try {
+      expect((await constellation(workspace, 'mini', 'up', '--workers', '1')).code).toBe(0);
+      const state = JSON.parse(await readFile(join(workspace, 'constellation-mini', 'mini.json'), 'utf8')) as MiniState;
+      const [cp, worker] = state.nodes;
+      if (cp === undefined || worker === undefined) throw new Error('nodes missing');
+      const log = (node: typeof cp): Promise<string> => readFile(join(node.dir, 'bootstrapper.log'), 'utf8');
+
+      const verified = await constellation(
+        workspace,
+        'verify',
+        '--node',
+        `${worker.ip}:${worker.verifyPort}`,
+        '--output',
+        'json',
+      );
+      expect(verified.code).toBe(0);
+      const report = JSON.parse(verified.stdout.toString()) as {
+        pcrs: { pcr: number; matches: boolean; actual: string }[];
+      };
+      expect(report.pcrs.map((p) => [p.pcr, p.matches])).toEqual([
+        [4, true],
+        [9, true],
+        [15, true],
+      ]);
+      expect(report.pcrs.find((p) => p.pcr === 15)?.actual).not.toBe('0'.repeat(64));
+
+      // A changed expectation is reported PCR by PCR and fails the command.
+      const config = join(workspace, 'constellation-conf.yaml');
+      const original = await readFile(config, 'utf8');
+      const { writeFile } = await import('node:fs/promises');
+      await writeFile(config, original.replace(/(4:\n\s+expected: ")[0-9a-f]{64}/, `$1${'ab'.repeat(32)}`));
+      const mismatch = await constellation(workspace, 'verify', '--node', `${worker.ip}:${worker.verifyPort}`);
+      expect(mismatch.code).toBe(1);
+      expect(mismatch.stdout.toString()).toMatch(/PCR {2}4 {2}MISMATCH {2}expected (ab){32}/);
+      expect(mismatch.stderr).toContain('does not match the expected measurements: PCR 4');
+      await writeFile(config, original);
+
+      expect((await constellation(workspace, 'mini', 'reboot', 'worker-1')).code).toBe(0);
+      await waitFor(async () => (await log(worker)).includes('"source":"rejoin-ticket"'), {
+        timeoutMs: 60_000,
+        description: 'the worker to rejoin',
+      });
+
+      const reboot = await constellation(workspace, 'mini', 'reboot', 'control-plane-0', '--stop-joinservice');
+      expect(reboot.stderr).toContain(`constellation recover --endpoint ${cp.ip}:${cp.recoveryPort}`);
+      await waitFor(async () => (await log(cp)).split('recovery server listening').length > 1, {
+        timeoutMs: 60_000,
+        description: 'the recovery server',
+      });
+      const recovered = await constellation(workspace, 'recover', '--endpoint', `${cp.ip}:${cp.recoveryPort}`);
+      expect(recovered.stderr).toBe('');
+      expect(recovered.code).toBe(0);
+      expect(recovered.stdout.toString()).toMatch(/recovered: state disk [0-9a-f-]{36} open, cluster [0-9a-f]{64}/);
+      await waitFor(async () => (await log(cp)).includes('"source":"recovery"'), {
+        timeoutMs: 30_000,
+        description: 'the control plane to rejoin',
+      });
+    } finally {
+      expect((await constellation(workspace, 'mini', 'down')).code).toBe(0);
+    }
   });
 
   it('mini down on an empty workspace says so and succeeds', async () => {

@@ -1,18 +1,17 @@
 import { resolve } from 'node:path';
 import { Command, Option } from '@commander-js/extra-typings';
-import { NotBuiltYetError, UsageError, parseInteger } from '@constellation/command-line';
+import { UsageError, parseInteger } from '@constellation/command-line';
 import { configYaml } from './cluster-config.js';
 import { runInit } from './init-command.js';
+import { recoverNode } from './recover-command.js';
 import { clusterStatus } from './status-command.js';
+import { verifyNode } from './verify-command.js';
 import { serveMetadata } from './mini/metadata-daemon.js';
 import { miniDown } from './mini/mini-down.js';
+import { miniReboot } from './mini/mini-reboot.js';
 import { miniUp } from './mini/mini-up.js';
 import { VERSION } from './version.js';
 import { workspaceFiles, writeWorkspaceFile } from './workspace.js';
-
-const notBuilt = (what: string) => (): never => {
-  throw new NotBuiltYetError(what, 'issue 7');
-};
 
 const outputOption = (): Option<'--output <format>', undefined, 'text', 'text' | 'json'> =>
   new Option('--output <format>', 'how to print the result')
@@ -91,9 +90,23 @@ export function createProgram(): Command {
   program
     .command('verify')
     .description('attest a node on demand and print its PCRs next to the expected values')
-    .requiredOption('--node <host[:port]>', 'node to attest')
+    .requiredOption('--node <host[:port]>', 'node to attest (port 30081 by default)')
     .addOption(outputOption())
-    .action(notBuilt('constellation verify'));
+    .action(async (options) => {
+      const report = await verifyNode(workspace(), options.node);
+      if (options.output === 'json') process.stdout.write(`${JSON.stringify(report)}\n`);
+      else {
+        process.stdout.write(`node ${report.node}, attestation key ${report.attestationKey}\n`);
+        for (const p of report.pcrs) {
+          process.stdout.write(
+            `PCR ${String(p.pcr).padStart(2)}  ${p.matches ? 'ok      ' : 'MISMATCH'}  expected ${p.expected}\n                actual   ${p.actual}\n`,
+          );
+        }
+      }
+      const bad = report.pcrs.filter((p) => !p.matches).map((p) => p.pcr);
+      if (bad.length > 0)
+        throw new Error(`${report.node} does not match the expected measurements: PCR ${bad.join(', ')}`);
+    });
 
   program
     .command('status')
@@ -120,7 +133,15 @@ export function createProgram(): Command {
     .command('recover')
     .description('after a full control-plane shutdown, hand a waiting control-plane node its disk key')
     .requiredOption('--endpoint <host[:port]>', 'control-plane node waiting for recovery (port 9999 by default)')
-    .action(notBuilt('constellation recover'));
+    .addOption(outputOption())
+    .action(async (options) => {
+      const answer = await recoverNode(workspace(), options.endpoint);
+      if (options.output === 'json') process.stdout.write(`${JSON.stringify(answer)}\n`);
+      else
+        process.stdout.write(
+          `${answer.endpoint} recovered: state disk ${answer.diskUuid} open, cluster ${answer.clusterIdHex}\n`,
+        );
+    });
 
   const mini = program.command('mini').description('run a whole attested cluster on this machine');
   mini
@@ -167,6 +188,12 @@ export function createProgram(): Command {
     .description('stop the local cluster and remove its processes and files')
     .option('--keep', 'keep the files (state disks, logs) for inspection', false)
     .action((options) => miniDown(workspace(), options.keep, print));
+  mini
+    .command('reboot')
+    .description('reboot a node: TPM power cycle, measured boot, bootstrapper again (it rejoins)')
+    .argument('<node>', 'node name, for example worker-1')
+    .option('--stop-joinservice', 'also stop the JoinService, as in a full control-plane shutdown', false)
+    .action((node, options) => miniReboot(workspace(), node, options.stopJoinservice, print));
   mini
     .command('serve-metadata', { hidden: true })
     .requiredOption('--document <file>')

@@ -12,7 +12,12 @@ export interface MiniNode {
   swtpmPid: number;
   bootstrapperPid: number;
   initPort: number;
+  recoveryPort: number;
+  verifyPort: number;
   tampered: boolean;
+  /** The bootstrapper's command line and environment, to start it again after a reboot. */
+  bootstrapperCommand: string[];
+  bootstrapperEnv: Record<string, string>;
 }
 
 /** What `mini down` needs to stop and remove; written as soon as anything runs. */

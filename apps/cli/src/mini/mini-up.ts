@@ -313,6 +313,7 @@ async function startNode(
   const namespaced = network.mode === 'namespaces';
   const initPort = namespaced ? 9000 : await freeLoopbackPort();
   const recoveryPort = namespaced ? 9999 : await freeLoopbackPort();
+  const verifyPort = namespaced ? 30081 : await freeLoopbackPort();
   const [program, args] = inNode(network, index, process.execPath, [
     bundle,
     `--root=${nodeDir}`,
@@ -329,11 +330,24 @@ async function startNode(
     '--kubelet-start-command=true',
     '--on-fatal=exit',
   ]);
+  const bootstrapperEnv = { KUBEADM_STANDIN_ROOT: nodeDir };
   const bootstrapperPid = await spawnDetached(program, args, join(nodeDir, 'bootstrapper.log'), {
     ...process.env,
-    KUBEADM_STANDIN_ROOT: nodeDir,
+    ...bootstrapperEnv,
   });
-  return { ...instance, dir: nodeDir, tpmPort, swtpmPid, bootstrapperPid, initPort, tampered };
+  return {
+    ...instance,
+    dir: nodeDir,
+    tpmPort,
+    swtpmPid,
+    bootstrapperPid,
+    initPort,
+    recoveryPort,
+    verifyPort,
+    tampered,
+    bootstrapperCommand: [program, ...args],
+    bootstrapperEnv,
+  };
 }
 
 /** The JoinService with the DaemonSet's arguments and the files its volumes would mount. */

@@ -1,0 +1,30 @@
+import * as grpc from '@grpc/grpc-js';
+import { AttestedTlsServer } from '@constellation/atls';
+import type { Issuer } from '@constellation/attestation';
+import type { Logger } from '@constellation/logger';
+import { HealthStatus } from '@constellation/proto';
+
+/**
+ * After bootstrapping, the node keeps one server-attested TLS endpoint open so that
+ * `constellation verify` can attest it on demand: every connection gets a fresh quote over the
+ * client's nonce. It serves only the health service; the attestation is in the handshake.
+ */
+export async function serveVerifyEndpoint(
+  issuer: Issuer,
+  host: string,
+  port: number,
+  logger: Logger,
+): Promise<{ port: number; close(): Promise<void> }> {
+  const server = new grpc.Server();
+  new HealthStatus({ '': 'SERVING' }).addTo(server);
+  const atls = new AttestedTlsServer(server, { issuer, logger });
+  const bound = await atls.listen(port, host);
+  logger.info('verify endpoint listening', { port: bound });
+  return {
+    port: bound,
+    close: async () => {
+      await atls.close();
+      server.forceShutdown();
+    },
+  };
+}

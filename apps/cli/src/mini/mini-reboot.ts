@@ -1,0 +1,55 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { componentDigest, measureBoot } from '@constellation/attestation';
+import { UsageError } from '@constellation/command-line';
+import { SocketTransport, SwtpmControl, Tpm } from '@constellation/tpm';
+import { findArtifacts } from './artifacts.js';
+import { spawnDetached } from './detached.js';
+import { readMiniState, stopProcess, writeMiniState } from './mini-state.js';
+
+/**
+ * `constellation mini reboot <node>`: what a machine reboot does to a node. Its bootstrapper
+ * stops, its TPM is power-cycled (PCRs back to zero), the boot chain is measured again and the
+ * bootstrapper starts again: with an initialised state disk it rejoins. `stopJoinService` also
+ * stops the JoinService first, as in a full control-plane shutdown, so a rebooted control plane
+ * waits for `constellation recover`.
+ */
+export async function miniReboot(
+  workspace: string,
+  name: string,
+  stopJoinService: boolean,
+  print: (line: string) => void,
+): Promise<void> {
+  const state = await readMiniState(workspace);
+  if (state === undefined) throw new UsageError(`no mini cluster in ${workspace}`);
+  const node = state.nodes.find((n) => n.name === name);
+  if (node === undefined)
+    throw new UsageError(`no node "${name}"; nodes: ${state.nodes.map((n) => n.name).join(', ')}`);
+  if (stopJoinService) {
+    await stopProcess(state.joinServicePid);
+    print('JoinService stopped (full control-plane shutdown)');
+  }
+  await stopProcess(node.bootstrapperPid);
+  await new SwtpmControl(state.network.hostIp, node.tpmPort + 1).reset();
+  const tpm = new Tpm(new SocketTransport({ host: state.network.hostIp, port: node.tpmPort }));
+  try {
+    await tpm.startup();
+    const bundle = node.tampered ? join(node.dir, 'bin', 'bootstrapper.mjs') : (await findArtifacts()).bootstrapper;
+    await measureBoot(tpm, [
+      { pcr: 4, description: 'kernel', digest: componentDigest('constellation mini node image v1') },
+      { pcr: 9, description: 'bootstrapper bundle', digest: componentDigest(await readFile(bundle)) },
+    ]);
+  } finally {
+    await tpm.close();
+  }
+  const [program = process.execPath, ...args] = node.bootstrapperCommand;
+  node.bootstrapperPid = await spawnDetached(program, args, join(node.dir, 'bootstrapper.log'), {
+    ...process.env,
+    ...node.bootstrapperEnv,
+  });
+  await writeMiniState(workspace, state);
+  print(`${name} rebooted: TPM reset, boot measured, bootstrapper started (pid ${node.bootstrapperPid})`);
+  if (node.role === 'control-plane' && stopJoinService) {
+    print(`it waits for \`constellation recover --endpoint ${node.ip}:${node.recoveryPort}\``);
+  }
+}

@@ -1,0 +1,71 @@
+import { readFile } from 'node:fs/promises';
+import * as grpc from '@grpc/grpc-js';
+import { parse } from 'yaml';
+import { TpmValidator } from '@constellation/attestation';
+import { AttestedChannelCredentials } from '@constellation/atls';
+import { UsageError } from '@constellation/command-line';
+import { masterSecretFromJson } from '@constellation/keys';
+import { RecoveryServiceClient } from '@constellation/proto';
+import type { RecoverResponse } from '@constellation/proto';
+import { loadClusterConfig } from './cluster-config.js';
+import { workspaceFiles } from './workspace.js';
+
+/**
+ * `constellation recover`: after a full control-plane shutdown, hand a waiting control-plane node
+ * the master secret so it can open its state disk. The node is attested against the configured
+ * measurements first (PCR 15 zero: it has not re-joined yet); nothing is sent to a node that fails.
+ */
+export async function recoverNode(
+  workspace: string,
+  endpoint: string,
+): Promise<RecoverResponse & { endpoint: string }> {
+  const files = workspaceFiles(workspace);
+  const config = await loadClusterConfig(files.config);
+  let secretText: string;
+  try {
+    secretText = await readFile(files.masterSecret, 'utf8');
+  } catch {
+    throw new UsageError(
+      `no master secret at ${files.masterSecret}: recover needs the file \`constellation init\` wrote`,
+    );
+  }
+  const masterSecret = masterSecretFromJson(secretText, files.masterSecret);
+  const target = endpoint.includes(':') ? endpoint : `${endpoint}:9999`;
+  const credentials = new AttestedChannelCredentials([
+    new TpmValidator({ measurements: config.attestation.measurements }),
+  ]);
+  const client = new RecoveryServiceClient(target, credentials.credentials, credentials.channelOptions);
+  let answer: RecoverResponse;
+  try {
+    answer = await new Promise<RecoverResponse>((resolve, reject) => {
+      client.recover(
+        { masterSecret: masterSecret.key, masterSalt: masterSecret.salt },
+        new grpc.Metadata(),
+        { deadline: Date.now() + 30_000 },
+        (err, res) => {
+          if (err) reject(err);
+          else resolve(res);
+        },
+      );
+    });
+  } catch (err) {
+    if (credentials.failure !== undefined)
+      throw new Error(`${target} failed attestation, the master secret was not sent: ${credentials.failure.message}`, {
+        cause: err,
+      });
+    throw new Error(`recovery of ${target} failed: ${(err as Error).message}`, { cause: err });
+  } finally {
+    client.close();
+  }
+  try {
+    const state = parse(await readFile(files.state, 'utf8')) as { clusterId?: string };
+    if (state.clusterId !== undefined && state.clusterId !== answer.clusterIdHex) {
+      throw new Error(
+        `${target} belongs to cluster ${answer.clusterIdHex}, not to this workspace's cluster ${state.clusterId}`,
+      );
+    }
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  return { ...answer, endpoint: target };
+}

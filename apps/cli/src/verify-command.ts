@@ -1,0 +1,62 @@
+import { readFile } from 'node:fs/promises';
+import * as grpc from '@grpc/grpc-js';
+import { parse } from 'yaml';
+import { TpmValidator } from '@constellation/attestation';
+import type { Measurements } from '@constellation/attestation';
+import { AttestedChannelCredentials } from '@constellation/atls';
+import { UsageError } from '@constellation/command-line';
+import { markedPcr15 } from '@constellation/keys';
+import { HealthClient } from '@constellation/proto';
+import { loadClusterConfig } from './cluster-config.js';
+import { workspaceFiles } from './workspace.js';
+
+export interface PcrReport {
+  pcr: number;
+  expected: string;
+  actual: string;
+  matches: boolean;
+}
+
+/**
+ * `constellation verify`: attests a node on demand (fresh nonce, over attested TLS) and compares
+ * every configured PCR, plus PCR 15 against this cluster's ID mark, with what the node quoted.
+ */
+export async function verifyNode(
+  workspace: string,
+  node: string,
+): Promise<{ node: string; pcrs: PcrReport[]; attestationKey: string }> {
+  const files = workspaceFiles(workspace);
+  const config = await loadClusterConfig(files.config);
+  const endpoint = node.includes(':') ? node : `${node}:30081`;
+  const expected = new Map(config.attestation.measurements);
+  try {
+    const state = parse(await readFile(files.state, 'utf8')) as { clusterId?: string };
+    if (typeof state.clusterId === 'string')
+      expected.set(15, { expected: markedPcr15(Buffer.from(state.clusterId, 'hex')), warnOnly: false });
+  } catch {
+    // no cluster yet: PCR 15 is compared with the config (zero)
+  }
+  // Every PCR as warnOnly so the validator reports all of them instead of stopping at the first.
+  const reportOnly: Measurements = new Map([...expected].map(([pcr, m]) => [pcr, { ...m, warnOnly: true }]));
+  const credentials = new AttestedChannelCredentials([new TpmValidator({ measurements: reportOnly })]);
+  const client = new HealthClient(endpoint, credentials.credentials, credentials.channelOptions);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      client.check({ service: '' }, new grpc.Metadata(), { deadline: Date.now() + 20_000 }, (err) => {
+        if (err) reject(err);
+        else resolve();
+      });
+    });
+  } catch (err) {
+    throw new Error(`could not attest ${endpoint}: ${(credentials.failure ?? (err as Error)).message}`, { cause: err });
+  } finally {
+    client.close();
+  }
+  const result = credentials.result;
+  if (result === undefined) throw new UsageError(`${endpoint} answered without an attestation`);
+  const pcrs = [...expected].map(([pcr, m]) => {
+    const actual = result.pcrs.get(pcr)?.toString('hex') ?? '(not quoted)';
+    return { pcr, expected: m.expected.toString('hex'), actual, matches: actual === m.expected.toString('hex') };
+  });
+  return { node: endpoint, pcrs, attestationKey: result.attestationKeyName };
+}
