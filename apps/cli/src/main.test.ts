@@ -53,3 +53,22 @@ describe('constellation config generate', () => {
     expect((await run('--workspace', workspace, 'config', 'generate', '--force')).code).toBe(0);
   });
 });
+
+describe('constellation help', () => {
+  it('shows examples for every command', async () => {
+    for (const command of [
+      ['config', 'generate'],
+      ['init'],
+      ['verify'],
+      ['status'],
+      ['recover'],
+      ['mini', 'up'],
+      ['mini', 'down'],
+      ['mini', 'reboot'],
+    ]) {
+      const result = await run(...command, '--help');
+      expect(result.code, command.join(' ')).toBe(0);
+      expect(result.stdout.toString(), command.join(' ')).toContain('Examples:');
+    }
+  }, 120_000);
+});

@@ -45,6 +45,10 @@ export function createProgram(): Command {
   config
     .command('generate')
     .description('write a commented constellation-conf.yaml with defaults to edit')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  constellation config generate\n  constellation --workspace ./prod config generate --force\n',
+    )
     .option('--force', 'overwrite an existing file', false)
     .action(async (options) => {
       const path = workspaceFiles(workspace()).config;
@@ -72,6 +76,7 @@ export function createProgram(): Command {
   program
     .command('init')
     .alias('apply')
+    .addHelpText('after', '\nExamples:\n  constellation init\n  constellation --workspace ./prod init --output json\n')
     .description(
       'create the cluster: dial the first control-plane node over attested TLS, verify it against the ' +
         'configured measurements (nothing is sent before that), send the master secret, show progress, ' +
@@ -91,6 +96,10 @@ export function createProgram(): Command {
     .command('verify')
     .description('attest a node on demand and print its PCRs next to the expected values')
     .requiredOption('--node <host[:port]>', 'node to attest (port 30081 by default)')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  constellation verify --node 10.42.0.11\n  constellation verify --node 127.0.0.11:40123 --output json\n',
+    )
     .addOption(outputOption())
     .action(async (options) => {
       const report = await verifyNode(workspace(), options.node);
@@ -113,6 +122,7 @@ export function createProgram(): Command {
     .description(
       'show nodes, roles, join state and versions of the cluster; for mini also machines that were refused, and why',
     )
+    .addHelpText('after', '\nExamples:\n  constellation status\n  constellation status --output json\n')
     .addOption(outputOption())
     .action(async (options) => {
       const status = await clusterStatus(workspace());
@@ -133,6 +143,7 @@ export function createProgram(): Command {
     .command('recover')
     .description('after a full control-plane shutdown, hand a waiting control-plane node its disk key')
     .requiredOption('--endpoint <host[:port]>', 'control-plane node waiting for recovery (port 9999 by default)')
+    .addHelpText('after', '\nExamples:\n  constellation recover --endpoint 10.42.0.10\n')
     .addOption(outputOption())
     .action(async (options) => {
       const answer = await recoverNode(workspace(), options.endpoint);
@@ -147,6 +158,10 @@ export function createProgram(): Command {
   mini
     .command('up')
     .description('start nodes (each with its own swtpm, state disk and bootstrapper), init and join them')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  constellation mini up\n  constellation mini up --workers 8\n  constellation mini up --tampered-workers 1   # see a modified node refused\n',
+    )
     .option('--control-planes <n>', 'number of control-plane nodes', (v) => parseInteger(v, 1, 9), 1)
     .option('--workers <n>', 'number of worker nodes', (v) => parseInteger(v, 0, 64), 2)
     .addOption(
@@ -186,11 +201,19 @@ export function createProgram(): Command {
   mini
     .command('down')
     .description('stop the local cluster and remove its processes and files')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  constellation mini down\n  constellation mini down --keep   # keep logs and disks for inspection\n',
+    )
     .option('--keep', 'keep the files (state disks, logs) for inspection', false)
     .action((options) => miniDown(workspace(), options.keep, print));
   mini
     .command('reboot')
     .description('reboot a node: TPM power cycle, measured boot, bootstrapper again (it rejoins)')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  constellation mini reboot worker-1\n  constellation mini reboot control-plane-0 --stop-joinservice   # then: constellation recover\n',
+    )
     .argument('<node>', 'node name, for example worker-1')
     .option('--stop-joinservice', 'also stop the JoinService, as in a full control-plane shutdown', false)
     .action((node, options) => miniReboot(workspace(), node, options.stopJoinservice, print));

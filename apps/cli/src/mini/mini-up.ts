@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { appendFile, copyFile, mkdir, readFile, rm, truncate, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { componentDigest, expectedMeasurements, measureBoot, measurementsToFile } from '@constellation/attestation';
 import type { BootComponent } from '@constellation/attestation';
@@ -330,7 +330,8 @@ async function startNode(
     '--kubelet-start-command=true',
     '--on-fatal=exit',
   ]);
-  const bootstrapperEnv = { KUBEADM_STANDIN_ROOT: nodeDir };
+  // The kubeadm stand-in is on the node's PATH, where a node image would carry kubeadm.
+  const bootstrapperEnv = { KUBEADM_STANDIN_ROOT: nodeDir, PATH: `${dirname(kubeadm)}:${process.env['PATH'] ?? ''}` };
   const bootstrapperPid = await spawnDetached(program, args, join(nodeDir, 'bootstrapper.log'), {
     ...process.env,
     ...bootstrapperEnv,
