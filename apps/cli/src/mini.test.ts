@@ -94,7 +94,7 @@ describe('constellation mini', () => {
     expect(left.stdout.toString().trim()).toBe('');
     const { readdir } = await import('node:fs/promises');
     expect(await readdir(workspace)).toEqual([]);
-  });
+  }, 240_000);
 
   it('verifies nodes on demand, rejoins a rebooted worker, and recovers a control plane after a full shutdown', async () => {
     const workspace = await tempDirForTest();
@@ -158,7 +158,7 @@ describe('constellation mini', () => {
     } finally {
       expect((await constellation(workspace, 'mini', 'down')).code).toBe(0);
     }
-  });
+  }, 240_000);
 
   it('mini down on an empty workspace says so and succeeds', async () => {
     const result = await constellation(await tempDirForTest(), 'mini', 'down');
