@@ -1,0 +1,15 @@
+export type { ComponentManifest, ManifestComponent } from './component-manifest.js';
+export { MANIFEST_KIND, parseComponentManifest } from './component-manifest.js';
+export { installComponents } from './component-installer.js';
+export { parseEnvFile, serializeEnvFile, tagToVersion, versionToTag } from './env-file.js';
+export type { RetryPolicy } from './fetch-with-retry.js';
+export { DEFAULT_RETRY, fetchBytes } from './fetch-with-retry.js';
+export type { NodePreparationOptions, NodePreparationResult } from './node-preparation.js';
+export { prepareNode } from './node-preparation.js';
+export type { OsInfo } from './os-release.js';
+export { readOsInfo } from './os-release.js';
+export { verifyDetachedSignature } from './signature.js';
+export type { TemplateValues } from './url-template.js';
+export { renderUrlTemplate } from './url-template.js';
+export type { VersionSource } from './version-discovery.js';
+export { discoverKubernetesVersion } from './version-discovery.js';
