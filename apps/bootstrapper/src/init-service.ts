@@ -122,6 +122,13 @@ export function initService(context: NodeContext, hooks: InitServiceHooks): Init
       const self = await context.metadata.self();
       const endpoint = await context.metadata.endpoint();
       const version = request.kubernetesVersion === '' ? context.defaultKubernetesVersion : request.kubernetesVersion;
+      begin(InitStep.INIT_STEP_PREPARE_NODE, `kubernetes ${version}`);
+      if (context.prepareNode === undefined) {
+        progress(StepState.STEP_STATE_SUCCEEDED, 'no node preparation configured');
+      } else {
+        await context.prepareNode(version);
+        progress(StepState.STEP_STATE_SUCCEEDED, 'components verified and installed');
+      }
       begin(InitStep.INIT_STEP_KUBEADM_INIT, `kubernetes ${version}`);
       await kubeadmInit(context, {
         nodeName: self.name,

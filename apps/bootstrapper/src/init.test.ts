@@ -48,6 +48,7 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
       InitStep.INIT_STEP_LOCK_NODE,
       InitStep.INIT_STEP_REKEY_STATE_DISK,
       InitStep.INIT_STEP_WRITE_NODE_STATE,
+      InitStep.INIT_STEP_PREPARE_NODE,
       InitStep.INIT_STEP_KUBEADM_INIT,
       InitStep.INIT_STEP_WAIT_FOR_API_SERVER,
       InitStep.INIT_STEP_PUBLISH_CLUSTER_CONFIG,

@@ -135,6 +135,7 @@ export class JoinClient {
     await writeFileAtomic(context.paths.kubeletKey, kubeletKeyPem, true);
     await writeNodeState(context.paths.nodeState, { role, measurementSalt: ticket.measurementSalt, clusterId });
     const self = await context.metadata.self();
+    if (context.prepareNode !== undefined) await context.prepareNode(ticket.kubernetesVersion);
     await kubeadmJoin(context, {
       nodeName: self.name,
       nodeIp: self.ip,

@@ -24,4 +24,9 @@ export interface NodeContext {
   defaultKubernetesVersion: string;
   /** Starts the kubelet once the node belongs to a cluster (systemctl in production). */
   startKubelet: () => Promise<void>;
+  /**
+   * Node preparation before kubeadm (signed components, kubelet.env) for the given Kubernetes
+   * version; undefined when the node image configures none.
+   */
+  prepareNode?: (kubernetesVersion: string) => Promise<void>;
 }

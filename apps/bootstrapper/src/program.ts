@@ -5,6 +5,7 @@ import { TpmIssuer } from '@constellation/attestation';
 import { logLevelOption, parsePort } from '@constellation/command-line';
 import { bridgeGrpcLogs, createWinstonLogger } from '@constellation/logger';
 import { NodeLock } from '@constellation/nodelock';
+import { prepareNode } from '@constellation/node-prep';
 import { StateDisk } from '@constellation/state-disk';
 import { Tpm } from '@constellation/tpm';
 import { Bootstrapper } from './bootstrapper.js';
@@ -69,6 +70,16 @@ export function createProgram(): Command {
       (v) => parsePort(v, true),
       9999,
     )
+    .option(
+      '--manifest-url <template>',
+      'node preparation: signed component manifest URL template ({{.Board}}, {{.OSVersion}}, {{.KubernetesVersion}}); none: no preparation',
+    )
+    .option(
+      '--keyring <file>',
+      'node preparation: pinned armored keyring (inside --root)',
+      '/etc/constellation/pubring.asc',
+    )
+    .option('--no-verify-signatures', 'node preparation: do not check the manifest signature (warns loudly)')
     .option('--kubeadm <program>', 'kubeadm binary', 'kubeadm')
     .option('--api-server-bind-port <port>', 'port the API server binds on control planes', (v) => parsePort(v), 6443)
     .option('--default-kubernetes-version <version>', 'version when the Init request names none', 'v1.32.9')
@@ -107,6 +118,26 @@ export function createProgram(): Command {
           apiServerBindPort: options.apiServerBindPort,
           defaultKubernetesVersion: options.defaultKubernetesVersion,
           startKubelet: runCommand(options.kubeletStartCommand),
+          ...(options.manifestUrl === undefined
+            ? {}
+            : {
+                prepareNode: async (kubernetesVersion: string) => {
+                  await prepareNode({
+                    root: options.root,
+                    osReleasePath: '/usr/lib/os-release',
+                    requestVersion: kubernetesVersion,
+                    seedFile: '/etc/kubernetes/installer/kubelet.env',
+                    manifestUrlTemplate: options.manifestUrl ?? '',
+                    verifySignatures: options.verifySignatures,
+                    keyringPath: options.keyring,
+                    kubeletEnvPath: '/etc/kubernetes/kubelet.env',
+                    reboot: () => Promise.resolve(),
+                    retry: { tries: 5, pauseMs: 2_000, timeoutMs: 60_000 },
+                    apiRetry: { tries: 3, pauseMs: 5_000, timeoutMs: 10_000 },
+                    logger,
+                  });
+                },
+              }),
         },
         {
           initHost: options.initHost,

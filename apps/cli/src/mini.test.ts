@@ -56,6 +56,16 @@ describe('constellation mini', () => {
       expect(nodes).toEqual(['control-plane-0', 'worker-2', 'worker-3']);
       expect((await readFile(join(workspace, 'constellation-mastersecret.json'))).length).toBeGreaterThan(0);
 
+      // Node preparation ran on every honest node: signed manifest verified, kubeadm installed by digest, kubelet.env last.
+      for (const node of state.nodes.filter((n) => !n.tampered)) {
+        expect(await readFile(join(node.dir, 'etc', 'kubernetes', 'kubelet.env'), 'utf8')).toBe(
+          'KUBELET_IMAGE_TAG=v1.32.9\n',
+        );
+        expect(await readFile(join(node.dir, 'bootstrapper.log'), 'utf8')).toContain(
+          '"message":"component manifest signature verified"',
+        );
+      }
+
       // status and the JoinService's log name the PCR with expected and actual value.
       const status = await constellation(workspace, 'status');
       expect(status.code).toBe(0);
@@ -99,7 +109,7 @@ describe('constellation mini', () => {
   it('verifies nodes on demand, rejoins a rebooted worker, and recovers a control plane after a full shutdown', async () => {
     const workspace = await tempDirForTest();
     try {
-      expect((await constellation(workspace, 'mini', 'up', '--workers', '1')).code).toBe(0);
+      expect((await constellation(workspace, 'mini', 'up', '--workers', '1', '--network', 'loopback')).code).toBe(0);
       const state = JSON.parse(await readFile(join(workspace, 'constellation-mini', 'mini.json'), 'utf8')) as MiniState;
       const [cp, worker] = state.nodes;
       if (cp === undefined || worker === undefined) throw new Error('nodes missing');

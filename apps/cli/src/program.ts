@@ -165,6 +165,14 @@ export function createProgram(): Command {
     .option('--control-planes <n>', 'number of control-plane nodes', (v) => parseInteger(v, 1, 9), 1)
     .option('--workers <n>', 'number of worker nodes', (v) => parseInteger(v, 0, 64), 2)
     .addOption(
+      new Option(
+        '--network <mode>',
+        'node networking: namespaces (needs root), loopback, or auto (namespaces when root)',
+      )
+        .choices(['auto', 'namespaces', 'loopback'] as const)
+        .default('auto' as const),
+    )
+    .addOption(
       new Option('--tampered-workers <n>', 'workers whose bootstrapper bundle is modified (they must be refused)')
         .argParser((v) => parseInteger(v, 0, 64))
         .default(0),
@@ -176,6 +184,7 @@ export function createProgram(): Command {
         controlPlanes: options.controlPlanes,
         workers: options.workers,
         tamperedWorkers: options.tamperedWorkers,
+        network: options.network,
         print,
       });
       if (options.output === 'json') {
@@ -222,7 +231,8 @@ export function createProgram(): Command {
     .requiredOption('--document <file>')
     .requiredOption('--url-file <file>')
     .option('--host <address>', 'address to listen on', '127.0.0.1')
-    .action((options) => serveMetadata(options.document, options.urlFile, options.host));
+    .option('--artifacts <dir>', 'also serve this directory under /artifacts/')
+    .action((options) => serveMetadata(options.document, options.urlFile, options.host, options.artifacts));
 
   return program;
 }

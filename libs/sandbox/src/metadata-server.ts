@@ -1,4 +1,6 @@
+import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
+import { normalize, join } from 'node:path';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 
 /** One machine as the infrastructure describes it. */
@@ -26,16 +28,27 @@ export class MetadataServer {
   private document: MetadataDocument;
   private readonly server: Server;
   private port = 0;
+  private readonly artifactsDir: string | undefined;
 
-  private constructor(document: MetadataDocument) {
+  private constructor(document: MetadataDocument, artifactsDir?: string) {
     this.document = document;
+    this.artifactsDir = artifactsDir;
     this.server = createServer((req, res) => {
       this.handle(req, res);
     });
   }
 
-  static async start(document: MetadataDocument, port = 0, host = '127.0.0.1'): Promise<MetadataServer> {
-    const server = new MetadataServer(document);
+  /**
+   * Starts the service; with `artifactsDir` it also serves that directory's files under
+   * `/artifacts/` (mini's artifact host for signed component manifests).
+   */
+  static async start(
+    document: MetadataDocument,
+    port = 0,
+    host = '127.0.0.1',
+    artifactsDir?: string,
+  ): Promise<MetadataServer> {
+    const server = new MetadataServer(document, artifactsDir);
     await new Promise<void>((resolve, reject) => {
       server.server.once('error', reject);
       server.server.listen(port, host, resolve);
@@ -66,6 +79,20 @@ export class MetadataServer {
     const path = new URL(req.url ?? '/', 'http://localhost').pathname;
     if (req.method !== 'GET') {
       send(res, 405, { error: 'only GET is supported' });
+      return;
+    }
+    if (path.startsWith('/artifacts/') && this.artifactsDir !== undefined) {
+      const relative = normalize(decodeURIComponent(path.slice('/artifacts/'.length)));
+      if (relative.startsWith('..') || relative.startsWith('/')) {
+        send(res, 400, { error: 'bad artifact path' });
+        return;
+      }
+      readFile(join(this.artifactsDir, relative)).then(
+        (body) => res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(body),
+        () => {
+          send(res, 404, { error: `no artifact ${relative}` });
+        },
+      );
       return;
     }
     switch (path) {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { appendFile, copyFile, mkdir, readFile, rm, truncate, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { componentDigest, expectedMeasurements, measureBoot, measurementsToFile } from '@constellation/attestation';
 import type { BootComponent } from '@constellation/attestation';
@@ -20,6 +20,7 @@ import { lastJoinRefusal } from './join-refusal.js';
 import { createNetwork, inNode } from './network.js';
 import type { MiniNetwork } from './network.js';
 import { freeLoopbackPort, freeLoopbackPortPair } from './ports.js';
+import { MINI_OS, publishSignedComponents, signManifest } from './signed-components.js';
 import { startSwtpmDaemon } from './swtpm-daemon.js';
 
 export interface MiniUpOptions {
@@ -147,6 +148,9 @@ async function bringUp(
       initSecretHash: await hashInitSecret(Buffer.from(initSecret), { log2N: 14, r: 8, p: 1 }),
     }),
   );
+  // Node preparation: the kubeadm stand-in reaches every node as a signed, digest-checked component.
+  const kubernetesVersion = options.kubernetesVersion ?? 'v1.32.9';
+  const publicKey = await publishSignedComponents(join(dir, 'artifacts'), artifacts.kubeadm, kubernetesVersion);
   const urlFile = join(dir, 'metadata.url');
   state.metadataPid = await spawnDetached(
     process.execPath,
@@ -160,12 +164,15 @@ async function bringUp(
       urlFile,
       '--host',
       network.hostIp,
+      '--artifacts',
+      join(dir, 'artifacts'),
     ],
     join(dir, 'metadata.log'),
   );
   state.metadataUrl = await waitForFile(urlFile, 10_000, 'the metadata server');
   await writeMiniState(options.workspace, state);
-  options.print(`metadata server at ${state.metadataUrl}`);
+  await signManifest(join(dir, 'artifacts'), kubernetesVersion, `${state.metadataUrl}/artifacts`);
+  options.print(`metadata server and artifact host (signed component manifest) at ${state.metadataUrl}`);
 
   const tampered = new Set(
     instances
@@ -183,6 +190,7 @@ async function bringUp(
       state.metadataUrl,
       apiServerPort,
       boot,
+      publicKey,
       tampered.has(instance.name),
     );
     state.nodes.push(node);
@@ -278,6 +286,7 @@ async function startNode(
   metadataUrl: string,
   apiServerPort: number,
   boot: BootComponent[],
+  publicKey: string,
   tampered: boolean,
 ): Promise<MiniNode> {
   const nodeDir = join(dir, instance.name);
@@ -308,8 +317,14 @@ async function startNode(
   const image = join(nodeDir, 'state.img');
   await writeFile(image, '');
   await truncate(image, 32 * 1024 * 1024);
-  const kubeadm = join(nodeDir, 'bin', 'kubeadm');
-  await writeFile(kubeadm, `#!/bin/sh\nexec "${process.execPath}" "${artifacts.kubeadm}" "$@"\n`, { mode: 0o755 });
+  // What the node image carries: OS facts and the vendor's pinned signing key.
+  await mkdir(join(nodeDir, 'usr', 'lib'), { recursive: true });
+  await writeFile(
+    join(nodeDir, 'usr', 'lib', 'os-release'),
+    `NAME="constellation mini"\nVERSION_ID=${MINI_OS.version}\nCOREOS_BOARD=${MINI_OS.board}\n`,
+  );
+  await mkdir(join(nodeDir, 'etc', 'constellation'), { recursive: true });
+  await writeFile(join(nodeDir, 'etc', 'constellation', 'pubring.asc'), publicKey);
   const namespaced = network.mode === 'namespaces';
   const initPort = namespaced ? 9000 : await freeLoopbackPort();
   const recoveryPort = namespaced ? 9999 : await freeLoopbackPort();
@@ -325,13 +340,17 @@ async function startNode(
     `--init-host=${instance.ip}`,
     `--init-port=${initPort}`,
     `--recovery-port=${recoveryPort}`,
-    `--kubeadm=${kubeadm}`,
+    `--verify-port=${verifyPort}`,
+    `--manifest-url=${metadataUrl}/artifacts/manifests/{{.Board}}/{{.OSVersion}}/{{.KubernetesVersion}}.json`,
     `--api-server-bind-port=${apiServerPort}`,
     '--kubelet-start-command=true',
     '--on-fatal=exit',
   ]);
-  // The kubeadm stand-in is on the node's PATH, where a node image would carry kubeadm.
-  const bootstrapperEnv = { KUBEADM_STANDIN_ROOT: nodeDir, PATH: `${dirname(kubeadm)}:${process.env['PATH'] ?? ''}` };
+  // kubeadm is found on the node's PATH, where node preparation installs it.
+  const bootstrapperEnv = {
+    KUBEADM_STANDIN_ROOT: nodeDir,
+    PATH: `${join(nodeDir, 'run', 'state', 'bin')}:${process.env['PATH'] ?? ''}`,
+  };
   const bootstrapperPid = await spawnDetached(program, args, join(nodeDir, 'bootstrapper.log'), {
     ...process.env,
     ...bootstrapperEnv,

@@ -1,0 +1,70 @@
+import { createHash } from 'node:crypto';
+import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import * as openpgp from 'openpgp';
+
+export const MINI_OS = { version: '1.0.0', board: process.arch === 'arm64' ? 'arm64-usr' : 'amd64-usr' };
+
+/**
+ * mini's artifact host content: the kubeadm stand-in as the one component node preparation
+ * installs, listed in a manifest signed with a key generated for this cluster. Returns the
+ * armored public key, which every node pins (as a node image would carry its vendor's key).
+ */
+export async function publishSignedComponents(
+  artifactsDir: string,
+  kubeadmBundle: string,
+  kubernetesVersion: string,
+): Promise<string> {
+  const { privateKey, publicKey } = await openpgp.generateKey({
+    type: 'curve25519',
+    userIDs: [{ name: 'constellation mini', email: 'mini@constellation.invalid' }],
+    format: 'armored',
+  });
+  await mkdir(join(artifactsDir, 'pkgs'), { recursive: true });
+  await copyFile(kubeadmBundle, join(artifactsDir, 'pkgs', 'kubeadm'));
+  const bytes = await readFile(kubeadmBundle);
+  const manifest = Buffer.from(
+    JSON.stringify({
+      kind: 'constellation-component-manifest-v1',
+      kubernetesVersion,
+      components: [
+        {
+          name: 'kubeadm',
+          url: 'ARTIFACTS/pkgs/kubeadm',
+          hash: `sha256:${createHash('sha256').update(bytes).digest('hex')}`,
+          installPath: '/run/state/bin/kubeadm',
+          mode: 0o755,
+        },
+      ],
+    }),
+  );
+  const dir = join(artifactsDir, 'manifests', MINI_OS.board, MINI_OS.version);
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, `${kubernetesVersion}.json.template`), manifest);
+  await writeFile(join(artifactsDir, 'signing-key.asc'), privateKey, { mode: 0o600 });
+  return publicKey;
+}
+
+/** Fills in the artifact host's URL and signs the manifest (the URL is known once the host listens). */
+export async function signManifest(
+  artifactsDir: string,
+  kubernetesVersion: string,
+  artifactsUrl: string,
+): Promise<void> {
+  const dir = join(artifactsDir, 'manifests', MINI_OS.board, MINI_OS.version);
+  const manifest = Buffer.from(
+    (await readFile(join(dir, `${kubernetesVersion}.json.template`), 'utf8')).replace('ARTIFACTS/', `${artifactsUrl}/`),
+  );
+  await writeFile(join(dir, `${kubernetesVersion}.json`), manifest);
+  const signingKey = await openpgp.readPrivateKey({
+    armoredKey: await readFile(join(artifactsDir, 'signing-key.asc'), 'utf8'),
+  });
+  // openpgp's return type names web-stream types outside our lib set; armored output is a string.
+  const signature = (await openpgp.sign({
+    message: await openpgp.createMessage({ binary: manifest }),
+    signingKeys: signingKey,
+    detached: true,
+    format: 'armored',
+  })) as unknown as string;
+  await writeFile(join(dir, `${kubernetesVersion}.json.asc`), signature);
+}
