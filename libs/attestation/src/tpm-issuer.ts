@@ -1,6 +1,5 @@
-import { createHash } from 'node:crypto';
 import type { MeasuredEvent } from '@constellation/proto';
-import { PCR_COUNT, akTemplate, parseQuoteInfo } from '@constellation/tpm';
+import { PCR_COUNT, akTemplate, parseQuoteInfo, pcrCompositeDigest } from '@constellation/tpm';
 import type { KeyAlgorithm, Tpm } from '@constellation/tpm';
 import { quoteExtraData } from './binding.js';
 import { encodeDocument } from './document.js';
@@ -43,9 +42,10 @@ export class TpmIssuer implements Issuer {
       for (let attempt = 1; ; attempt++) {
         const quote = await this.tpm.quote(ak.handle, extraData, [{ hash: 'sha256', pcrs: this.pcrs }]);
         const values = await this.tpm.pcrRead('sha256', this.pcrs);
-        const digest = createHash('sha256');
-        for (const pcr of this.pcrs) digest.update(values.get(pcr) ?? Buffer.alloc(0));
-        if (digest.digest().equals(parseQuoteInfo(quote.attest).pcrDigest) || attempt >= MAX_ATTEMPTS) {
+        if (
+          pcrCompositeDigest(values, this.pcrs).equals(parseQuoteInfo(quote.attest).pcrDigest) ||
+          attempt >= MAX_ATTEMPTS
+        ) {
           return encodeDocument({
             variant: this.variant.name,
             akPublic: ak.publicBytes,

@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import type { AttestationDocument, MeasuredEvent, TpmQuote } from '@constellation/proto';
 import {
   PCR_COUNT,
@@ -9,6 +9,7 @@ import {
   parsePublic,
   parseQuoteInfo,
   parseSignature,
+  pcrCompositeDigest,
   publicName,
   verifySignature,
 } from '@constellation/tpm';
@@ -181,9 +182,7 @@ function checkQuote(quote: TpmQuote, index: number, ak: TpmPublic, extraData: Bu
       `${where}: PCR values do not match the quoted selection (missing: ${missing.join(',') || 'none'}; not quoted: ${extra.join(',') || 'none'})`,
     );
   }
-  const digest = createHash('sha256');
-  for (const pcr of selected) digest.update(provided.get(pcr) ?? Buffer.alloc(0));
-  if (!digest.digest().equals(info.pcrDigest)) {
+  if (!pcrCompositeDigest(provided, selected).equals(info.pcrDigest)) {
     throw new AttestationError(
       'pcr-digest',
       `${where}: PCR values do not match the quoted PCR digest (values altered)`,

@@ -6,6 +6,7 @@ export { TpmError, TpmParseError, TpmTransportError } from './errors.js';
 export type { HashName } from './hash-algorithm.js';
 export { hashAlgorithm, hashAlgorithmId } from './hash-algorithm.js';
 export { TpmReader, TpmWriter } from './marshal.js';
+export { pcrCompositeDigest } from './pcr-digest.js';
 export type { PcrSelection } from './pcr-selection.js';
 export { readPcrSelections, writePcrSelections } from './pcr-selection.js';
 export type { EccPublic, RsaPublic, TpmPublic } from './public-area.js';

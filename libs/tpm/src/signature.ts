@@ -1,7 +1,7 @@
 import { createHash, verify as cryptoVerify } from 'node:crypto';
 import { TPM_ALG } from './constants.js';
 import { TpmParseError } from './errors.js';
-import { hashAlgorithm } from './hash-algorithm.js';
+import { hashAlgorithm, hashAlgorithmId } from './hash-algorithm.js';
 import type { HashName } from './hash-algorithm.js';
 import { TpmReader, TpmWriter } from './marshal.js';
 import { publicKeyObject } from './public-area.js';
@@ -38,9 +38,7 @@ export function parseSignature(bytes: Uint8Array): TpmSignature {
 /** Marshals a TPMT_SIGNATURE (used by tests to build tampered inputs). */
 export function marshalSignature(sig: TpmSignature): Buffer {
   const w = new TpmWriter();
-  const hashId = { sha1: TPM_ALG.SHA1, sha256: TPM_ALG.SHA256, sha384: TPM_ALG.SHA384, sha512: TPM_ALG.SHA512 }[
-    sig.hash
-  ];
+  const hashId = hashAlgorithmId(sig.hash);
   if (sig.algorithm === 'ecdsa') {
     w.u16(TPM_ALG.ECDSA).u16(hashId).sized(sig.r).sized(sig.s);
   } else {

@@ -4,10 +4,10 @@ import type { CommandResponse, CommandSpec } from './command.js';
 import { TpmError, TpmParseError } from './errors.js';
 import { hashAlgorithm, hashAlgorithmId, isKnownHashAlgorithm } from './hash-algorithm.js';
 import type { HashName } from './hash-algorithm.js';
-import { TpmReader, TpmWriter } from './marshal.js';
+import { TpmWriter } from './marshal.js';
 import { readPcrSelections, writePcrSelections } from './pcr-selection.js';
 import type { PcrSelection } from './pcr-selection.js';
-import { marshalPublic, publicName, readPublic } from './public-area.js';
+import { marshalPublic, parsePublic, publicName } from './public-area.js';
 import type { TpmPublic } from './public-area.js';
 import { SerialQueue } from './transport.js';
 import type { TpmTransport } from './transport.js';
@@ -125,12 +125,10 @@ export class Tpm {
   async pcrExtend(pcr: number, digests: readonly Digest[]): Promise<void> {
     const w = new TpmWriter().u32(digests.length);
     for (const { hash, digest } of digests) {
-      if (digest.length !== hashAlgorithm(hashAlgorithmId(hash)).size) {
-        throw new RangeError(
-          `${hash} digest must be ${hashAlgorithm(hashAlgorithmId(hash)).size} bytes, got ${digest.length}`,
-        );
-      }
-      w.u16(hashAlgorithmId(hash)).bytes(digest);
+      const id = hashAlgorithmId(hash);
+      const { size } = hashAlgorithm(id);
+      if (digest.length !== size) throw new RangeError(`${hash} digest must be ${size} bytes, got ${digest.length}`);
+      w.u16(id).bytes(digest);
     }
     await this.execute({
       name: 'PCR_Extend',
@@ -184,9 +182,7 @@ export class Tpm {
     });
     const handle = handles[0] ?? 0;
     const publicBytes = r.sized('outPublic');
-    const reader = new TpmReader(publicBytes, 'outPublic');
-    const pub = readPublic(reader);
-    reader.end();
+    const pub = parsePublic(publicBytes);
     return { handle, public: pub, publicBytes, name: publicName(pub) };
   }
 
@@ -196,10 +192,7 @@ export class Tpm {
     const publicBytes = r.sized('outPublic');
     const name = r.sized('name');
     r.sized('qualifiedName');
-    const pr = new TpmReader(publicBytes, 'outPublic');
-    const pub = readPublic(pr);
-    pr.end();
-    return { handle, public: pub, publicBytes, name };
+    return { handle, public: parsePublic(publicBytes), publicBytes, name };
   }
 
   /**
