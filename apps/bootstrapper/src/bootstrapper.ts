@@ -95,9 +95,7 @@ export class Bootstrapper {
       });
       const fatal = (error: Error): void => {
         void (async () => {
-          // Let the failure, the logs and the final status reach the client first.
-          await new Promise((r) => setTimeout(r, 200));
-          await closeInitServer();
+          await closeInitServer(); // drains: the failure, logs and status reach the client first
           try {
             await context.disk.setInitialized(false);
           } catch (err) {
@@ -118,12 +116,10 @@ export class Bootstrapper {
               fatal(error);
               return;
             }
-            // Let the success message reach the client before the server goes away.
-            setTimeout(() => {
-              void closeInitServer().then(() => {
-                resolve('initialized');
-              });
-            }, 200);
+            // Closing drains: the success message reaches the client before the server goes away.
+            void closeInitServer().then(() => {
+              resolve('initialized');
+            });
           },
         }),
       );

@@ -146,11 +146,8 @@ export async function rejoin(context: NodeContext, options: RejoinOptions): Prom
   } finally {
     progress.settled = true;
     const server = recovery;
-    if (server !== undefined) {
-      // Let the Recover answer reach the CLI before the server goes away.
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      await server.close();
-    }
+    // Closing drains: the Recover answer reaches the CLI before the server goes away.
+    if (server !== undefined) await server.close();
     recoveryServer?.forceShutdown();
   }
 }

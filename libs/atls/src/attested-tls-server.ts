@@ -78,16 +78,24 @@ export class AttestedTlsServer {
     });
   }
 
-  /** Stops accepting connections and closes the open ones. */
-  async close(): Promise<void> {
+  /**
+   * Stops accepting connections and lets calls in flight finish, so their last messages and
+   * status reach the client (HTTP/2 GOAWAY, then each connection closes once idle). Connections
+   * still open after `graceMs` are cut.
+   */
+  async close(graceMs = 2_000): Promise<void> {
     const closed = new Promise<void>((resolve) =>
       this.tls.close(() => {
         resolve();
       }),
     );
-    for (const socket of this.sockets) socket.destroy();
-    this.injector.destroy();
+    this.injector.drain(graceMs);
+    const cut = setTimeout(() => {
+      for (const socket of this.sockets) socket.destroy();
+    }, graceMs);
     await closed;
+    clearTimeout(cut);
+    this.injector.destroy();
   }
 }
 
