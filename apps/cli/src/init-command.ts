@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { access, readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
-import { stringify } from 'yaml';
 import { TpmValidator } from '@constellation/attestation';
 import { AttestedChannelCredentials } from '@constellation/atls';
 import { UsageError } from '@constellation/command-line';
@@ -9,6 +8,7 @@ import { generateMasterSecret, masterSecretToJson } from '@constellation/keys';
 import { InitServiceClient, InitStep, StepState, grpcMessageLimits } from '@constellation/proto';
 import type { InitFailure, InitResponse, InitSuccess } from '@constellation/proto';
 import { loadClusterConfig } from './cluster-config.js';
+import { writeClusterState } from './cluster-state.js';
 import { workspaceFiles, writeWorkspaceFile } from './workspace.js';
 
 export interface InitCommandOptions {
@@ -118,7 +118,7 @@ export async function runInit(options: InitCommandOptions): Promise<InitResult> 
         initEndpoint: config.initEndpoint,
         kubernetesVersion: success.kubernetesVersion,
       };
-      await writeWorkspaceFile(files.state, stringify(state), false);
+      await writeClusterState(files.state, state);
       return {
         clusterId: state.clusterId,
         kubeconfig: files.kubeconfig,

@@ -1,6 +1,5 @@
 import { readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
-import { parse } from 'yaml';
 import { TpmValidator } from '@constellation/attestation';
 import { AttestedChannelCredentials } from '@constellation/atls';
 import { UsageError } from '@constellation/command-line';
@@ -8,6 +7,7 @@ import { masterSecretFromJson } from '@constellation/keys';
 import { RecoveryServiceClient } from '@constellation/proto';
 import type { RecoverResponse } from '@constellation/proto';
 import { loadClusterConfig } from './cluster-config.js';
+import { readClusterState } from './cluster-state.js';
 import { workspaceFiles } from './workspace.js';
 
 /**
@@ -57,15 +57,11 @@ export async function recoverNode(
   } finally {
     client.close();
   }
-  try {
-    const state = parse(await readFile(files.state, 'utf8')) as { clusterId?: string };
-    if (state.clusterId !== undefined && state.clusterId !== answer.clusterIdHex) {
-      throw new Error(
-        `${target} belongs to cluster ${answer.clusterIdHex}, not to this workspace's cluster ${state.clusterId}`,
-      );
-    }
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  const state = await readClusterState(files.state);
+  if (state !== undefined && state.clusterId !== answer.clusterIdHex) {
+    throw new Error(
+      `${target} belongs to cluster ${answer.clusterIdHex}, not to this workspace's cluster ${state.clusterId}`,
+    );
   }
   return { ...answer, endpoint: target };
 }

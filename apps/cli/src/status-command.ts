@@ -1,7 +1,6 @@
-import { readFile } from 'node:fs/promises';
 import * as k8s from '@kubernetes/client-node';
-import { parse } from 'yaml';
 import { UsageError } from '@constellation/command-line';
+import { readClusterState } from './cluster-state.js';
 import { lastJoinRefusal } from './mini/join-refusal.js';
 import { readMiniState } from './mini/mini-state.js';
 import { workspaceFiles } from './workspace.js';
@@ -18,10 +17,8 @@ export interface NodeStatus {
 /** `constellation status`: the cluster's nodes, and for a mini cluster also the machines that did not join and why. */
 export async function clusterStatus(workspace: string): Promise<{ clusterId: string; nodes: NodeStatus[] }> {
   const files = workspaceFiles(workspace);
-  let state: { clusterId: string; kubernetesVersion: string };
-  try {
-    state = parse(await readFile(files.state, 'utf8')) as { clusterId: string; kubernetesVersion: string };
-  } catch {
+  const state = await readClusterState(files.state);
+  if (state === undefined) {
     throw new UsageError(
       `no cluster state at ${files.state}: run \`constellation init\` (or \`constellation mini up\`) first`,
     );

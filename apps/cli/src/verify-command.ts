@@ -1,6 +1,4 @@
-import { readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
-import { parse } from 'yaml';
 import { TpmValidator } from '@constellation/attestation';
 import type { Measurements } from '@constellation/attestation';
 import { AttestedChannelCredentials } from '@constellation/atls';
@@ -8,6 +6,7 @@ import { UsageError } from '@constellation/command-line';
 import { markedPcr15 } from '@constellation/keys';
 import { HealthClient } from '@constellation/proto';
 import { loadClusterConfig } from './cluster-config.js';
+import { readClusterState } from './cluster-state.js';
 import { workspaceFiles } from './workspace.js';
 
 export interface PcrReport {
@@ -29,13 +28,10 @@ export async function verifyNode(
   const config = await loadClusterConfig(files.config);
   const endpoint = node.includes(':') ? node : `${node}:30081`;
   const expected = new Map(config.attestation.measurements);
-  try {
-    const state = parse(await readFile(files.state, 'utf8')) as { clusterId?: string };
-    if (typeof state.clusterId === 'string')
-      expected.set(15, { expected: markedPcr15(Buffer.from(state.clusterId, 'hex')), warnOnly: false });
-  } catch {
-    // no cluster yet: PCR 15 is compared with the config (zero)
-  }
+  // Without a cluster yet, PCR 15 is compared with the config (zero).
+  const state = await readClusterState(files.state);
+  if (state !== undefined)
+    expected.set(15, { expected: markedPcr15(Buffer.from(state.clusterId, 'hex')), warnOnly: false });
   // Every PCR as warnOnly so the validator reports all of them instead of stopping at the first.
   const reportOnly: Measurements = new Map([...expected].map(([pcr, m]) => [pcr, { ...m, warnOnly: true }]));
   const credentials = new AttestedChannelCredentials([new TpmValidator({ measurements: reportOnly })]);

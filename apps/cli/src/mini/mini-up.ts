@@ -7,8 +7,8 @@ import type { BootComponent } from '@constellation/attestation';
 import { UsageError } from '@constellation/command-line';
 import { hashInitSecret } from '@constellation/keys';
 import { SocketTransport, Tpm } from '@constellation/tpm';
-import { parse } from 'yaml';
 import { configYaml } from '../cluster-config.js';
+import { readClusterState } from '../cluster-state.js';
 import { runInit } from '../init-command.js';
 import { workspaceFiles, writeWorkspaceFile } from '../workspace.js';
 import { findArtifacts } from './artifacts.js';
@@ -385,7 +385,8 @@ async function startJoinService(
   const config = join(dir, 'joinservice', 'config');
   await mkdir(config, { recursive: true });
   await writeFile(join(config, 'attestationConfig'), JSON.stringify(measurementsToFile(measurements)));
-  const state = parse(await readFile(files.state, 'utf8')) as { measurementSalt: string };
+  const state = await readClusterState(files.state);
+  if (state === undefined) throw new Error(`init wrote no cluster state at ${files.state}`);
   await writeFile(join(config, 'measurementSalt'), Buffer.from(state.measurementSalt, 'base64'));
   const logFile = join(dir, 'joinservice.log');
   // The JoinService runs on the control-plane node, as its DaemonSet pod would.
