@@ -68,20 +68,7 @@ export class KubeObjectStore {
     const name = object.metadata.name;
     const key = this.key(type, namespace, name);
     if (this.objects.has(key)) throw alreadyExists(qualified(type), name);
-    const stored: KubeObject = {
-      ...clone(object),
-      apiVersion: apiVersion(type),
-      kind: type.kind,
-      metadata: {
-        ...clone(object.metadata),
-        ...(type.namespaced && namespace !== undefined ? { namespace } : {}),
-        uid: randomUUID(),
-        creationTimestamp: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
-        resourceVersion: String(++this.revision),
-      },
-    };
-    this.objects.set(key, stored);
-    return clone(stored);
+    return this.store(key, type, namespace, object, { name, uid: randomUUID(), creationTimestamp: kubeTimestamp() });
   }
 
   replace(type: ResourceType, namespace: string | undefined, name: string, object: KubeObject): KubeObject {
@@ -91,16 +78,29 @@ export class KubeObjectStore {
     const sent = object.metadata.resourceVersion;
     if (sent !== undefined && sent !== current.metadata.resourceVersion) throw conflict(qualified(type), name);
     this.checkImmutable(type, current, object);
+    return this.store(key, type, namespace, object, {
+      name,
+      uid: current.metadata.uid ?? randomUUID(),
+      creationTimestamp: current.metadata.creationTimestamp ?? kubeTimestamp(),
+    });
+  }
+
+  /** Stores what the client sent with the server-managed fields set, under a new resourceVersion. */
+  private store(
+    key: string,
+    type: ResourceType,
+    namespace: string | undefined,
+    object: KubeObject,
+    identity: { name: string; uid: string; creationTimestamp: string },
+  ): KubeObject {
     const stored: KubeObject = {
       ...clone(object),
       apiVersion: apiVersion(type),
       kind: type.kind,
       metadata: {
         ...clone(object.metadata),
-        name,
+        ...identity,
         ...(type.namespaced && namespace !== undefined ? { namespace } : {}),
-        uid: current.metadata.uid ?? randomUUID(),
-        creationTimestamp: current.metadata.creationTimestamp ?? new Date().toISOString(),
         resourceVersion: String(++this.revision),
       },
     };
@@ -144,6 +144,11 @@ function qualified(type: ResourceType): string {
 
 function apiVersion(type: ResourceType): string {
   return type.group === '' ? type.version : `${type.group}/${type.version}`;
+}
+
+/** RFC 3339 with whole seconds, as the API server writes creationTimestamp. */
+function kubeTimestamp(): string {
+  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
 function clone<T>(value: T): T {
