@@ -1,19 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { CertificateAuthority, caPublicKeyPin } from '@constellation/keys';
+import { CertificateAuthority, SHARED_CONTROL_PLANE_PKI_FILES, caPublicKeyPin } from '@constellation/keys';
 import type { ControlPlaneFile } from '@constellation/proto';
-
-/** The shared control-plane PKI a joining control-plane node receives (relative to the PKI dir). */
-export const CONTROL_PLANE_FILES = [
-  'ca.crt',
-  'ca.key',
-  'sa.key',
-  'sa.pub',
-  'front-proxy-ca.crt',
-  'front-proxy-ca.key',
-  'etcd/ca.crt',
-  'etcd/ca.key',
-] as const;
 
 /** The cluster PKI as mounted from the host (`/etc/kubernetes/pki`), read-only. */
 export class ClusterPki {
@@ -36,7 +24,7 @@ export class ClusterPki {
   /** The control-plane files, read fresh (they may have been rotated). Throws naming a missing file. */
   async controlPlaneFiles(): Promise<ControlPlaneFile[]> {
     return Promise.all(
-      CONTROL_PLANE_FILES.map(async (name) => {
+      SHARED_CONTROL_PLANE_PKI_FILES.map(async (name) => {
         try {
           return { name, data: await readFile(join(this.dir, name)) };
         } catch {

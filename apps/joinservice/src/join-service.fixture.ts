@@ -13,7 +13,13 @@ import {
   measurementsToFile,
 } from '@constellation/attestation';
 import type { BootComponent, Measurements } from '@constellation/attestation';
-import { CertificateAuthority, createKubeletCsr, generateMasterSecret, masterSecretToJson } from '@constellation/keys';
+import {
+  CertificateAuthority,
+  SHARED_CONTROL_PLANE_PKI_FILES,
+  createKubeletCsr,
+  generateMasterSecret,
+  masterSecretToJson,
+} from '@constellation/keys';
 import type { MasterSecret } from '@constellation/keys';
 import { clusterConfigMap } from '@constellation/kubeadm';
 import type { ClusterConfig } from '@constellation/kubeadm';
@@ -30,7 +36,6 @@ import { KubeApiServer } from '@constellation/sandbox';
 import { createTempDir, startSwtpm } from '@constellation/testing';
 import type { Swtpm, TempDir } from '@constellation/testing';
 import { SocketTransport, Tpm } from '@constellation/tpm';
-import { CONTROL_PLANE_FILES } from './cluster-pki.js';
 import { startJoinService } from './join-service.js';
 import type { JoinServiceSettings, RunningJoinService } from './join-service.js';
 
@@ -106,7 +111,7 @@ export async function writeMountedFiles(
   const { certificatePem, keyPem } = await CertificateAuthority.generate('kubernetes');
   await writeFile(join(pkiDir, 'ca.crt'), certificatePem);
   await writeFile(join(pkiDir, 'ca.key'), keyPem, { mode: 0o600 });
-  for (const name of CONTROL_PLANE_FILES.filter((n) => n !== 'ca.crt' && n !== 'ca.key')) {
+  for (const name of SHARED_CONTROL_PLANE_PKI_FILES.filter((n) => n !== 'ca.crt' && n !== 'ca.key')) {
     await writeFile(join(pkiDir, name), `test content of ${name}\n`, { mode: 0o600 });
   }
   await writeFile(

@@ -21,3 +21,4 @@ export {
 } from './master-secret.js';
 export type { ScryptCost } from './init-secret.js';
 export { DEFAULT_SCRYPT_COST, hashInitSecret, verifyInitSecret } from './init-secret.js';
+export { SHARED_CONTROL_PLANE_PKI_FILES } from './shared-control-plane-pki.js';

@@ -2,7 +2,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { access, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { CertificateAuthority } from '@constellation/keys';
+import { CertificateAuthority, SHARED_CONTROL_PLANE_PKI_FILES } from '@constellation/keys';
 
 export interface ClusterPkiFiles {
   caCertPem: string;
@@ -96,20 +96,8 @@ export async function ensureClusterPki(
   };
 }
 
-/** The files a joining control plane must already have (they come in the join ticket). */
-export const SHARED_CONTROL_PLANE_PKI = [
-  'ca.crt',
-  'ca.key',
-  'sa.key',
-  'sa.pub',
-  'front-proxy-ca.crt',
-  'front-proxy-ca.key',
-  'etcd/ca.crt',
-  'etcd/ca.key',
-];
-
 export async function missingSharedPki(dir: string): Promise<string[]> {
   const missing: string[] = [];
-  for (const file of SHARED_CONTROL_PLANE_PKI) if (!(await exists(join(dir, file)))) missing.push(file);
+  for (const file of SHARED_CONTROL_PLANE_PKI_FILES) if (!(await exists(join(dir, file)))) missing.push(file);
   return missing;
 }
