@@ -6,9 +6,8 @@ import * as grpc from '@grpc/grpc-js';
 import type { Issuer } from '@constellation/attestation';
 import { noopLogger } from '@constellation/logger';
 import type { Logger } from '@constellation/logger';
-import { certificateToPem, createCertificate } from './certificate.js';
 import { serverNameToNonce } from './nonce-server-name.js';
-import { ATLS_ROOT_NAME, atlsPublicRoot } from './public-root.js';
+import { issueFromPublicRoot } from './public-root.js';
 import { spkiUserData } from './spki-binding.js';
 
 export interface AttestedTlsServerOptions {
@@ -110,17 +109,12 @@ async function attestedContext(issuer: Issuer, nonce: Buffer): Promise<SecureCon
   );
   const spki = publicKey.export({ type: 'spki', format: 'der' });
   const document = await issuer.issue(spkiUserData(spki), nonce);
-  const root = atlsPublicRoot();
-  const certificate = createCertificate({
-    subjectKey: publicKey,
-    subjectName: 'constellation attested node',
-    signerKey: root.privateKey,
-    issuerName: ATLS_ROOT_NAME,
-    extensions: [{ oid: issuer.variant.oid, critical: false, value: document }],
-  });
+  const certificatePem = issueFromPublicRoot(publicKey, 'constellation attested node', [
+    { oid: issuer.variant.oid, critical: false, value: document },
+  ]);
   return createSecureContext({
     key: privateKey.export({ type: 'pkcs8', format: 'pem' }),
-    cert: certificateToPem(certificate),
+    cert: certificatePem,
     minVersion: 'TLSv1.3',
   });
 }

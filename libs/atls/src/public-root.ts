@@ -1,6 +1,7 @@
 import { createECDH, createHash, createPrivateKey, createPublicKey } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { certificateToPem, createCertificate } from './certificate.js';
+import type { CertificateExtension } from './certificate.js';
 
 /**
  * The aTLS public root.
@@ -52,4 +53,22 @@ export function atlsPublicRoot(): PublicRoot {
   });
   cached = { privateKey, publicKey, certificatePem: certificateToPem(der) };
   return cached;
+}
+
+/** A leaf certificate (PEM) for `subjectKey`, issued by the public root so clients' chain checks pass. */
+export function issueFromPublicRoot(
+  subjectKey: KeyObject,
+  subjectName: string,
+  extensions?: CertificateExtension[],
+): string {
+  const root = atlsPublicRoot();
+  return certificateToPem(
+    createCertificate({
+      subjectKey,
+      subjectName,
+      signerKey: root.privateKey,
+      issuerName: ATLS_ROOT_NAME,
+      ...(extensions === undefined ? {} : { extensions }),
+    }),
+  );
 }

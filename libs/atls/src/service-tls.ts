@@ -1,7 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { certificateToPem, createCertificate } from './certificate.js';
-import { ATLS_ROOT_NAME, atlsPublicRoot } from './public-root.js';
+import { atlsPublicRoot, issueFromPublicRoot } from './public-root.js';
 
 /*
  * TLS for client-attests services (the JoinService). The service does not attest and the node
@@ -13,17 +12,10 @@ import { ATLS_ROOT_NAME, atlsPublicRoot } from './public-root.js';
 /** Server credentials with a fresh key and a certificate from the public aTLS root. */
 export function serviceServerCredentials(): grpc.ServerCredentials {
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const root = atlsPublicRoot();
-  const cert = createCertificate({
-    subjectKey: publicKey,
-    subjectName: 'constellation service',
-    signerKey: root.privateKey,
-    issuerName: ATLS_ROOT_NAME,
-  });
   return grpc.ServerCredentials.createSsl(null, [
     {
       private_key: Buffer.from(privateKey.export({ type: 'pkcs8', format: 'pem' })),
-      cert_chain: Buffer.from(certificateToPem(cert)),
+      cert_chain: Buffer.from(issueFromPublicRoot(publicKey, 'constellation service')),
     },
   ]);
 }
