@@ -57,6 +57,14 @@ async function exchange(
   );
 }
 
+/** An encoded join-ticket request for `name` at `ip`, with a fresh kubelet CSR. */
+async function ticketRequest(name: string, ip: string, isControlPlane: boolean): Promise<Buffer> {
+  const certificateRequest = (await createKubeletCsr(name, [ip])).csrDer;
+  return Buffer.from(
+    JoinTicketRequest.encode({ diskUuid: node.diskUuid, certificateRequest, isControlPlane }).finish(),
+  );
+}
+
 async function honestAnswer(nonce: Buffer, request: Buffer): Promise<AttestedRequest> {
   const key = ephemeralKey();
   const attestation = await node.issuer.issue(challengeUserData(key.publicKey, request), nonce);
@@ -65,13 +73,7 @@ async function honestAnswer(nonce: Buffer, request: Buffer): Promise<AttestedReq
 
 describe('JoinService against replayed and relayed attestations', () => {
   it('gives a replayed attestation nothing, names the reason, and mints no token', async () => {
-    const request = Buffer.from(
-      JoinTicketRequest.encode({
-        diskUuid: node.diskUuid,
-        certificateRequest: (await createKubeletCsr(node.name, [node.ip])).csrDer,
-        isControlPlane: false,
-      }).finish(),
-    );
+    const request = await ticketRequest(node.name, node.ip, false);
     let recorded: AttestedRequest | undefined;
     const first = await exchange(async (nonce) => (recorded = await honestAnswer(nonce, request)));
     expect(first.error).toBeUndefined();
@@ -87,20 +89,8 @@ describe('JoinService against replayed and relayed attestations', () => {
   });
 
   it('gives a relayed attestation with a substituted key or request nothing, and mints no token', async () => {
-    const request = Buffer.from(
-      JoinTicketRequest.encode({
-        diskUuid: node.diskUuid,
-        certificateRequest: (await createKubeletCsr(node.name, [node.ip])).csrDer,
-        isControlPlane: false,
-      }).finish(),
-    );
-    const attackerRequest = Buffer.from(
-      JoinTicketRequest.encode({
-        diskUuid: node.diskUuid,
-        certificateRequest: (await createKubeletCsr('attacker', ['10.66.0.1'])).csrDer,
-        isControlPlane: true,
-      }).finish(),
-    );
+    const request = await ticketRequest(node.name, node.ip, false);
+    const attackerRequest = await ticketRequest('attacker', '10.66.0.1', true);
     const before = tokens();
     const swappedKey = await exchange(async (nonce) => ({
       ...(await honestAnswer(nonce, request)),
