@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { componentDigest, expectedMeasurements, measureBoot } from '@constellation/attestation';
 import { hashInitSecret } from '@constellation/keys';
 import { MetadataServer } from '@constellation/sandbox';
-import { repoRoot, runChecked, startSwtpm, tempDirForTest, waitFor, withTimeout } from '@constellation/testing';
+import { buildBundles, repoRoot, startSwtpm, tempDirForTest, waitFor, withTimeout } from '@constellation/testing';
 import { SocketTransport, Tpm } from '@constellation/tpm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { configYaml } from './cluster-config.js';
@@ -16,11 +16,7 @@ const bundle = join(root, 'apps/bootstrapper/dist/bootstrapper.mjs');
 const BOOT = [{ pcr: 9, description: 'bootstrapper bundle', digest: componentDigest('bundle v1') }];
 
 beforeAll(async () => {
-  await runChecked('npx', ['nx', 'run', '@constellation/bootstrapper:build'], {
-    timeoutMs: 240_000,
-    cwd: root,
-    env: { ...process.env, NX_DAEMON: 'false', NX_NO_CLOUD: 'true' },
-  });
+  await buildBundles(['@constellation/bootstrapper'], 240_000);
 }, 250_000);
 
 describe('constellation init', () => {

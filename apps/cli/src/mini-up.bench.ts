@@ -2,23 +2,12 @@
 // nodes, using the built CLI exactly as a user runs it. Prints figures; asserts nothing.
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { createTempDir, repoRoot, runChecked, runCommand } from '@constellation/testing';
+import { buildBundles, createTempDir, repoRoot, runCommand } from '@constellation/testing';
 
 const root = repoRoot();
-await runChecked(
-  'npx',
-  [
-    'nx',
-    'run-many',
-    '-t',
-    'build',
-    '--projects=@constellation/cli,@constellation/bootstrapper,@constellation/joinservice,@constellation/sandbox',
-  ],
-  {
-    timeoutMs: 300_000,
-    cwd: root,
-    env: { ...process.env, NX_DAEMON: 'false', NX_NO_CLOUD: 'true' },
-  },
+await buildBundles(
+  ['@constellation/cli', '@constellation/bootstrapper', '@constellation/joinservice', '@constellation/sandbox'],
+  300_000,
 );
 const cli = join(root, 'apps/cli/dist/constellation.mjs');
 console.log('\nconstellation mini up, wall time until every node joined');

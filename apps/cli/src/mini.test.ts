@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import { repoRoot, runChecked, runCommand, tempDirForTest, waitFor } from '@constellation/testing';
+import { buildBundles, repoRoot, runCommand, tempDirForTest, waitFor } from '@constellation/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { isRunning } from './mini/mini-state.js';
 import type { MiniState } from './mini/mini-state.js';
@@ -13,20 +13,9 @@ const constellation = (workspace: string, ...args: string[]) =>
 
 beforeAll(async () => {
   // mini runs the bundles a node image would carry; build them (cached when CI built them already).
-  await runChecked(
-    'npx',
-    [
-      'nx',
-      'run-many',
-      '-t',
-      'build',
-      '--projects=@constellation/cli,@constellation/bootstrapper,@constellation/joinservice,@constellation/sandbox',
-    ],
-    {
-      timeoutMs: 240_000,
-      cwd: root,
-      env: { ...process.env, NX_DAEMON: 'false', NX_NO_CLOUD: 'true' },
-    },
+  await buildBundles(
+    ['@constellation/cli', '@constellation/bootstrapper', '@constellation/joinservice', '@constellation/sandbox'],
+    240_000,
   );
 }, 250_000);
 

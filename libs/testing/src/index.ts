@@ -1,3 +1,4 @@
+export { buildBundles } from './build-bundles.js';
 export { freePort, freePortPair, isPortFree } from './free-port.js';
 export type { CommandResult, RunCommandOptions } from './run-command.js';
 export { findOnPath, requireProgram, runChecked, runCommand } from './run-command.js';
