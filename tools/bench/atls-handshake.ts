@@ -7,12 +7,10 @@ import * as grpc from '@grpc/grpc-js';
 import { DummyIssuer, DummyValidator, TpmIssuer, TpmValidator } from '@constellation/attestation';
 import type { Issuer, Validator } from '@constellation/attestation';
 import {
-  ATLS_ROOT_NAME,
   AttestedChannelCredentials,
   AttestedTlsServer,
   atlsPublicRoot,
-  certificateToPem,
-  createCertificate,
+  issueFromPublicRoot,
 } from '@constellation/atls';
 import { RecoveryServiceClient, RecoveryServiceService } from '@constellation/proto';
 import type { RecoverResponse } from '@constellation/proto';
@@ -60,15 +58,9 @@ async function rate(connect: () => Promise<void>): Promise<number> {
 
 function leafFor(name: string): { key: Buffer; cert: Buffer } {
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const cert = createCertificate({
-    subjectKey: publicKey,
-    subjectName: name,
-    signerKey: atlsPublicRoot().privateKey,
-    issuerName: ATLS_ROOT_NAME,
-  });
   return {
     key: Buffer.from(privateKey.export({ type: 'pkcs8', format: 'pem' })),
-    cert: Buffer.from(certificateToPem(cert)),
+    cert: Buffer.from(issueFromPublicRoot(publicKey, name)),
   };
 }
 

@@ -4,7 +4,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { connect, createServer } from 'node:tls';
 import { performance } from 'node:perf_hooks';
-import { ATLS_ROOT_NAME, atlsPublicRoot, certificateToPem, createCertificate } from '@constellation/atls';
+import { atlsPublicRoot, issueFromPublicRoot } from '@constellation/atls';
 import { MemoryLogger } from '@constellation/logger';
 import { SimulatedNode, startJoinFixture } from './join-service.fixture.js';
 
@@ -14,13 +14,10 @@ const HANDSHAKES = Number(process.env['BENCH_HANDSHAKES'] ?? 300);
 
 function leaf(name: string): { key: string; cert: string } {
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const cert = createCertificate({
-    subjectKey: publicKey,
-    subjectName: name,
-    signerKey: atlsPublicRoot().privateKey,
-    issuerName: ATLS_ROOT_NAME,
-  });
-  return { key: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), cert: certificateToPem(cert) };
+  return {
+    key: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+    cert: issueFromPublicRoot(publicKey, name),
+  };
 }
 
 /** Mutual TLS 1.3 handshakes per second over loopback, `concurrency` at a time. */

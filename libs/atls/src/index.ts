@@ -11,7 +11,7 @@ export type { CertificateExtension, CertificateFields, CertificateSpec } from '.
 export { certificateToPem, createCertificate, readCertificateFields } from './certificate.js';
 export { AtlsError } from './errors.js';
 export { NONCE_BYTES, nonceToServerName, serverNameToNonce } from './nonce-server-name.js';
-export { ATLS_ROOT_NAME, atlsPublicRoot } from './public-root.js';
+export { ATLS_ROOT_NAME, atlsPublicRoot, issueFromPublicRoot } from './public-root.js';
 export { ephemeralKey, open, seal } from './seal.js';
 export { spkiUserData } from './spki-binding.js';
 export { StatusError } from './status-error.js';
