@@ -9,7 +9,15 @@ export type AttestationFailureReason =
   | 'pcr-selection'
   | 'pcr-digest'
   | 'measurements'
-  | 'user-data';
+  | 'user-data'
+  /** The EK certificate chain does not validate to a pinned root (other CA, expired, malformed). */
+  | 'ek-certificate'
+  /** The EK public area is not the TCG default EK, or differs from the certificate's key. */
+  | 'ek-public'
+  /** Credential activation failed: the AK does not live in the TPM that holds the certified EK. */
+  | 'activation'
+  /** The attested identity (AK or EK) differs from the one announced earlier in the exchange. */
+  | 'identity';
 
 /** One PCR whose quoted value differs from the expected measurement. */
 export interface PcrMismatch {
