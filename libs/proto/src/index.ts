@@ -2,11 +2,17 @@
 // are regenerated with `npm run generate`; never edit them by hand.
 export { KubernetesComponent } from './gen/constellation/components/v1/components.js';
 export {
+  ActivateRequest,
+  ActivateResponse,
+  ActivationServiceClient,
+  ActivationServiceService,
   AttestationChallenge,
   AttestationHello,
   AttestedRequest,
+  Credential,
   SealedResponse,
 } from './gen/constellation/atls/v1/challenge.js';
+export type { ActivationServiceServer } from './gen/constellation/atls/v1/challenge.js';
 export {
   InitFailure,
   InitLogChunk,
@@ -46,6 +52,7 @@ export {
   AttestationDocument,
   MeasuredEvent,
   PcrValue,
+  TpmIdentity,
   TpmQuote,
 } from './gen/constellation/attestation/v1/attestation.js';
 export {

@@ -3,6 +3,19 @@
 
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
+import {
+  type CallOptions,
+  type ChannelCredentials,
+  Client,
+  type ClientOptions,
+  type ClientUnaryCall,
+  type handleUnaryCall,
+  makeGenericClientConstructor,
+  type Metadata,
+  type ServiceError,
+  type UntypedServiceImplementation,
+} from "@grpc/grpc-js";
+import { TpmIdentity } from "../../attestation/v1/attestation.js";
 
 export const protobufPackage = "constellation.atls.v1";
 
@@ -17,6 +30,23 @@ export interface AttestationHello {
   attestationVariant: string;
   /** Version of the challenge protocol the node speaks; currently 1. */
   protocolVersion: number;
+  /** The node's TPM identity; required by rooted variants, before any challenge is issued. */
+  identity?:
+    | TpmIdentity
+    | undefined;
+  /**
+   * The attestation key that will sign the quotes: a marshalled TPMT_PUBLIC. Required by rooted
+   * variants; the document in AttestedRequest must carry exactly this key.
+   */
+  akPublic: Buffer;
+}
+
+/** A credential for TPM2_ActivateCredential, made by the verifier with TPM2_MakeCredential. */
+export interface Credential {
+  /** Content of a TPM2B_ID_OBJECT (integrity HMAC and encrypted identity), without its size prefix. */
+  credentialBlob: Buffer;
+  /** Content of a TPM2B_ENCRYPTED_SECRET (the seed, encrypted to the EK), without its size prefix. */
+  encryptedSecret: Buffer;
 }
 
 /** The service's challenge, sent once per stream in answer to AttestationHello. */
@@ -28,6 +58,8 @@ export interface AttestationChallenge {
    * AttestedRequest. Later answers are refused with DEADLINE_EXCEEDED.
    */
   expiresInMs: number;
+  /** For rooted variants: a credential for the announced AK, encrypted to the announced EK. */
+  credential?: Credential | undefined;
 }
 
 /** The node's attested request. */
@@ -47,6 +79,11 @@ export interface AttestedRequest {
    * Carried as bytes so that exactly the attested bytes are what the service parses.
    */
   request: Buffer;
+  /**
+   * For rooted variants: HMAC-SHA256 over the challenge nonce and the AK name, keyed with the
+   * secret that ActivateCredential recovered from AttestationChallenge.credential.
+   */
+  activationProof: Buffer;
 }
 
 /** The service's answer, readable only by the holder of the ephemeral private key. */
@@ -65,8 +102,24 @@ export interface SealedResponse {
   ciphertext: Buffer;
 }
 
+/** A credential for the AK and EK the server presented in its attested certificate. */
+export interface ActivateRequest {
+  /** Made by the client with TPM2_MakeCredential for the server's AK name and EK. */
+  credential?:
+    | Credential
+    | undefined;
+  /** 32 random bytes from the client that the proof binds. */
+  nonce: Buffer;
+}
+
+/** The proof that the server's TPM activated the credential. */
+export interface ActivateResponse {
+  /** HMAC-SHA256(key = activated secret, "constellation/atls/activation/v1" || nonce || AK name). */
+  proof: Buffer;
+}
+
 function createBaseAttestationHello(): AttestationHello {
-  return { attestationVariant: "", protocolVersion: 0 };
+  return { attestationVariant: "", protocolVersion: 0, identity: undefined, akPublic: Buffer.alloc(0) };
 }
 
 export const AttestationHello: MessageFns<AttestationHello> = {
@@ -76,6 +129,12 @@ export const AttestationHello: MessageFns<AttestationHello> = {
     }
     if (message.protocolVersion !== 0) {
       writer.uint32(16).uint32(message.protocolVersion);
+    }
+    if (message.identity !== undefined) {
+      TpmIdentity.encode(message.identity, writer.uint32(26).fork()).join();
+    }
+    if (message.akPublic.length !== 0) {
+      writer.uint32(34).bytes(message.akPublic);
     }
     return writer;
   },
@@ -109,6 +168,22 @@ export const AttestationHello: MessageFns<AttestationHello> = {
             message.protocolVersion = reader.uint32();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.identity = TpmIdentity.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.akPublic = Buffer.from(reader.bytes());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -128,12 +203,83 @@ export const AttestationHello: MessageFns<AttestationHello> = {
     const message = createBaseAttestationHello();
     message.attestationVariant = object.attestationVariant ?? "";
     message.protocolVersion = object.protocolVersion ?? 0;
+    message.identity = (object.identity !== undefined && object.identity !== null)
+      ? TpmIdentity.fromPartial(object.identity)
+      : undefined;
+    message.akPublic = object.akPublic ?? Buffer.alloc(0);
+    return message;
+  },
+};
+
+function createBaseCredential(): Credential {
+  return { credentialBlob: Buffer.alloc(0), encryptedSecret: Buffer.alloc(0) };
+}
+
+export const Credential: MessageFns<Credential> = {
+  encode(message: Credential, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.credentialBlob.length !== 0) {
+      writer.uint32(10).bytes(message.credentialBlob);
+    }
+    if (message.encryptedSecret.length !== 0) {
+      writer.uint32(18).bytes(message.encryptedSecret);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Credential {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCredential();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.credentialBlob = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.encryptedSecret = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<Credential>): Credential {
+    return Credential.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Credential>): Credential {
+    const message = createBaseCredential();
+    message.credentialBlob = object.credentialBlob ?? Buffer.alloc(0);
+    message.encryptedSecret = object.encryptedSecret ?? Buffer.alloc(0);
     return message;
   },
 };
 
 function createBaseAttestationChallenge(): AttestationChallenge {
-  return { nonce: Buffer.alloc(0), expiresInMs: 0 };
+  return { nonce: Buffer.alloc(0), expiresInMs: 0, credential: undefined };
 }
 
 export const AttestationChallenge: MessageFns<AttestationChallenge> = {
@@ -143,6 +289,9 @@ export const AttestationChallenge: MessageFns<AttestationChallenge> = {
     }
     if (message.expiresInMs !== 0) {
       writer.uint32(16).uint32(message.expiresInMs);
+    }
+    if (message.credential !== undefined) {
+      Credential.encode(message.credential, writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -176,6 +325,14 @@ export const AttestationChallenge: MessageFns<AttestationChallenge> = {
             message.expiresInMs = reader.uint32();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.credential = Credential.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -195,12 +352,20 @@ export const AttestationChallenge: MessageFns<AttestationChallenge> = {
     const message = createBaseAttestationChallenge();
     message.nonce = object.nonce ?? Buffer.alloc(0);
     message.expiresInMs = object.expiresInMs ?? 0;
+    message.credential = (object.credential !== undefined && object.credential !== null)
+      ? Credential.fromPartial(object.credential)
+      : undefined;
     return message;
   },
 };
 
 function createBaseAttestedRequest(): AttestedRequest {
-  return { attestation: Buffer.alloc(0), ephemeralPublicKey: Buffer.alloc(0), request: Buffer.alloc(0) };
+  return {
+    attestation: Buffer.alloc(0),
+    ephemeralPublicKey: Buffer.alloc(0),
+    request: Buffer.alloc(0),
+    activationProof: Buffer.alloc(0),
+  };
 }
 
 export const AttestedRequest: MessageFns<AttestedRequest> = {
@@ -213,6 +378,9 @@ export const AttestedRequest: MessageFns<AttestedRequest> = {
     }
     if (message.request.length !== 0) {
       writer.uint32(26).bytes(message.request);
+    }
+    if (message.activationProof.length !== 0) {
+      writer.uint32(34).bytes(message.activationProof);
     }
     return writer;
   },
@@ -254,6 +422,14 @@ export const AttestedRequest: MessageFns<AttestedRequest> = {
             message.request = Buffer.from(reader.bytes());
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.activationProof = Buffer.from(reader.bytes());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -274,6 +450,7 @@ export const AttestedRequest: MessageFns<AttestedRequest> = {
     message.attestation = object.attestation ?? Buffer.alloc(0);
     message.ephemeralPublicKey = object.ephemeralPublicKey ?? Buffer.alloc(0);
     message.request = object.request ?? Buffer.alloc(0);
+    message.activationProof = object.activationProof ?? Buffer.alloc(0);
     return message;
   },
 };
@@ -355,6 +532,182 @@ export const SealedResponse: MessageFns<SealedResponse> = {
     message.ciphertext = object.ciphertext ?? Buffer.alloc(0);
     return message;
   },
+};
+
+function createBaseActivateRequest(): ActivateRequest {
+  return { credential: undefined, nonce: Buffer.alloc(0) };
+}
+
+export const ActivateRequest: MessageFns<ActivateRequest> = {
+  encode(message: ActivateRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.credential !== undefined) {
+      Credential.encode(message.credential, writer.uint32(10).fork()).join();
+    }
+    if (message.nonce.length !== 0) {
+      writer.uint32(18).bytes(message.nonce);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ActivateRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseActivateRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.credential = Credential.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nonce = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<ActivateRequest>): ActivateRequest {
+    return ActivateRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ActivateRequest>): ActivateRequest {
+    const message = createBaseActivateRequest();
+    message.credential = (object.credential !== undefined && object.credential !== null)
+      ? Credential.fromPartial(object.credential)
+      : undefined;
+    message.nonce = object.nonce ?? Buffer.alloc(0);
+    return message;
+  },
+};
+
+function createBaseActivateResponse(): ActivateResponse {
+  return { proof: Buffer.alloc(0) };
+}
+
+export const ActivateResponse: MessageFns<ActivateResponse> = {
+  encode(message: ActivateResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.proof.length !== 0) {
+      writer.uint32(10).bytes(message.proof);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ActivateResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseActivateResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.proof = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<ActivateResponse>): ActivateResponse {
+    return ActivateResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ActivateResponse>): ActivateResponse {
+    const message = createBaseActivateResponse();
+    message.proof = object.proof ?? Buffer.alloc(0);
+    return message;
+  },
+};
+
+/**
+ * Served next to every server-attests endpoint (InitServer, RecoveryService, verify endpoint).
+ * After the TLS handshake has checked the server's attestation, the client proves the server's
+ * attestation key lives in the TPM of the certified EK before it sends any secret.
+ */
+export type ActivationServiceService = typeof ActivationServiceService;
+export const ActivationServiceService = {
+  /** Activates the credential with the node's TPM and answers with the proof. */
+  activate: {
+    path: "/constellation.atls.v1.ActivationService/Activate" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ActivateRequest): Buffer => Buffer.from(ActivateRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ActivateRequest => ActivateRequest.decode(value),
+    responseSerialize: (value: ActivateResponse): Buffer => Buffer.from(ActivateResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ActivateResponse => ActivateResponse.decode(value),
+  },
+} as const;
+
+export interface ActivationServiceServer extends UntypedServiceImplementation {
+  /** Activates the credential with the node's TPM and answers with the proof. */
+  activate: handleUnaryCall<ActivateRequest, ActivateResponse>;
+}
+
+export interface ActivationServiceClient extends Client {
+  /** Activates the credential with the node's TPM and answers with the proof. */
+  activate(
+    request: ActivateRequest,
+    callback: (error: ServiceError | null, response: ActivateResponse) => void,
+  ): ClientUnaryCall;
+  activate(
+    request: ActivateRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ActivateResponse) => void,
+  ): ClientUnaryCall;
+  activate(
+    request: ActivateRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ActivateResponse) => void,
+  ): ClientUnaryCall;
+}
+
+export const ActivationServiceClient = makeGenericClientConstructor(
+  ActivationServiceService,
+  "constellation.atls.v1.ActivationService",
+) as unknown as {
+  new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>): ActivationServiceClient;
+  service: typeof ActivationServiceService;
+  serviceName: string;
 };
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | bigint | undefined;

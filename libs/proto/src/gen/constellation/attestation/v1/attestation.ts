@@ -32,6 +32,31 @@ export interface AttestationDocument {
    * a PCR mismatch, and only when replaying it reproduces the quoted PCR value.
    */
   eventLog: MeasuredEvent[];
+  /**
+   * Who the TPM is: its endorsement key and the certificates that vouch for it. Required by the
+   * rooted variant "tpm2-ek"; absent in "qemu-vtpm" documents, which trust any key.
+   */
+  identity?: TpmIdentity | undefined;
+}
+
+/**
+ * The identity of a TPM. The verifier validates ek_certificate up to a root pinned in the cluster
+ * configuration, checks that ek_public is the TCG default EK with the certificate's key, and then
+ * proves with credential activation that the attestation key lives in the same TPM.
+ */
+export interface TpmIdentity {
+  /**
+   * The endorsement key's public area as the TPM regenerates it from the TCG default template:
+   * a marshalled TPMT_PUBLIC (no TPM2B size prefix).
+   */
+  ekPublic: Buffer;
+  /** The EK certificate as stored in the TPM's NV (index 0x01c00002 for RSA 2048), DER. */
+  ekCertificate: Buffer;
+  /**
+   * Intermediate CA certificates, DER, the EK certificate's issuer first. The root is never sent:
+   * it must be pinned by the verifier.
+   */
+  ekIntermediates: Buffer[];
 }
 
 /** One TPM2_Quote and the PCR values it covers. */
@@ -63,7 +88,14 @@ export interface MeasuredEvent {
 }
 
 function createBaseAttestationDocument(): AttestationDocument {
-  return { variant: "", akPublic: Buffer.alloc(0), quotes: [], userData: Buffer.alloc(0), eventLog: [] };
+  return {
+    variant: "",
+    akPublic: Buffer.alloc(0),
+    quotes: [],
+    userData: Buffer.alloc(0),
+    eventLog: [],
+    identity: undefined,
+  };
 }
 
 export const AttestationDocument: MessageFns<AttestationDocument> = {
@@ -82,6 +114,9 @@ export const AttestationDocument: MessageFns<AttestationDocument> = {
     }
     for (const v of message.eventLog) {
       MeasuredEvent.encode(v!, writer.uint32(42).fork()).join();
+    }
+    if (message.identity !== undefined) {
+      TpmIdentity.encode(message.identity, writer.uint32(50).fork()).join();
     }
     return writer;
   },
@@ -139,6 +174,14 @@ export const AttestationDocument: MessageFns<AttestationDocument> = {
             message.eventLog.push(MeasuredEvent.decode(reader, reader.uint32()));
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.identity = TpmIdentity.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -161,6 +204,88 @@ export const AttestationDocument: MessageFns<AttestationDocument> = {
     message.quotes = object.quotes?.map((e) => TpmQuote.fromPartial(e)) || [];
     message.userData = object.userData ?? Buffer.alloc(0);
     message.eventLog = object.eventLog?.map((e) => MeasuredEvent.fromPartial(e)) || [];
+    message.identity = (object.identity !== undefined && object.identity !== null)
+      ? TpmIdentity.fromPartial(object.identity)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseTpmIdentity(): TpmIdentity {
+  return { ekPublic: Buffer.alloc(0), ekCertificate: Buffer.alloc(0), ekIntermediates: [] };
+}
+
+export const TpmIdentity: MessageFns<TpmIdentity> = {
+  encode(message: TpmIdentity, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.ekPublic.length !== 0) {
+      writer.uint32(10).bytes(message.ekPublic);
+    }
+    if (message.ekCertificate.length !== 0) {
+      writer.uint32(18).bytes(message.ekCertificate);
+    }
+    for (const v of message.ekIntermediates) {
+      writer.uint32(26).bytes(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TpmIdentity {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTpmIdentity();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.ekPublic = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.ekCertificate = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.ekIntermediates.push(Buffer.from(reader.bytes()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<TpmIdentity>): TpmIdentity {
+    return TpmIdentity.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<TpmIdentity>): TpmIdentity {
+    const message = createBaseTpmIdentity();
+    message.ekPublic = object.ekPublic ?? Buffer.alloc(0);
+    message.ekCertificate = object.ekCertificate ?? Buffer.alloc(0);
+    message.ekIntermediates = object.ekIntermediates?.map((e) => e) || [];
     return message;
   },
 };
