@@ -70,6 +70,34 @@ describe('cluster CA', () => {
     expect(new Date(cert.validFrom).getTime()).toBeLessThan(Date.now() - 3600_000);
   });
 
+  describe('for a registered instance (the attested node asks for more than it is)', () => {
+    const registered = { name: 'worker-1', ips: ['10.42.0.11'] };
+
+    it('refuses another node name', async () => {
+      const csr = await csrWith([{ O: ['system:nodes'] }, { CN: ['system:node:control-plane-0'] }] as never);
+      await expect(ca.issueKubeletCertificate(csr, registered)).rejects.toThrow(
+        'certificate request names node "control-plane-0", but this machine is registered as "worker-1"',
+      );
+    });
+
+    it('refuses IP addresses that are not registered, such as the API service IP', async () => {
+      const csr = await csrWith([{ O: ['system:nodes'] }, { CN: ['system:node:worker-1'] }] as never, [
+        '10.42.0.11',
+        '10.96.0.1',
+      ]);
+      await expect(ca.issueKubeletCertificate(csr, registered)).rejects.toThrow(
+        'asks for IP addresses that are not registered for "worker-1": 10.96.0.1',
+      );
+    });
+
+    it('issues exactly the registered name and IPs, and builds the subject itself (no extra OU)', async () => {
+      const csr = await csrWith([{ O: ['system:nodes'] }, { OU: ['extra'] }, { CN: ['system:node:worker-1'] }] as never);
+      const cert = new X509Certificate((await ca.issueKubeletCertificate(csr, registered)).certificatePem);
+      expect(cert.subject).toBe('O=system:nodes\nCN=system:node:worker-1');
+      expect(cert.subjectAltName).toBe('IP Address:10.42.0.11');
+    });
+  });
+
   it('drops DNS SANs from the request', async () => {
     const issued = await ca.issueKubeletCertificate(
       await csrWith([{ O: ['system:nodes'] }, { CN: ['system:node:w2'] }] as never, ['10.0.0.2'], ['evil.example.com']),

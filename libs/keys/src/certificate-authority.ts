@@ -144,7 +144,17 @@ export class CertificateAuthority {
    * valid node name. IP SANs are copied; DNS SANs are dropped. Valid from 2 h ago for 365 days;
    * digital signature + key encipherment; client and server auth; not a CA.
    */
-  async issueKubeletCertificate(csrDer: Uint8Array, now = new Date()): Promise<IssuedKubeletCertificate> {
+  /**
+   * Issues a kubelet certificate for the key in a verified CSR. With `instance` (the machine as
+   * the platform registered it), the CSR may ask for no other name and no other address, and the
+   * certificate carries exactly the registered name and IPs. Either way the CA builds the
+   * subject itself: nothing else from the CSR's subject (an extra OU, say) reaches the certificate.
+   */
+  async issueKubeletCertificate(
+    csrDer: Uint8Array,
+    instance?: { name: string; ips: readonly string[] },
+    now = new Date(),
+  ): Promise<IssuedKubeletCertificate> {
     if (csrDer.length === 0 || csrDer.length > MAX_CSR_BYTES)
       throw new CsrError(`certificate request must be 1 to ${MAX_CSR_BYTES} bytes`);
     let csr: x509.Pkcs10CertificateRequest;
@@ -176,10 +186,22 @@ export class CertificateAuthority {
       throw new CsrError(`node name "${nodeName}" is not a valid Kubernetes node name`);
     const sanExtension = csr.extensions.find((ext) => ext.type === SUBJECT_ALT_NAME);
     const san = sanExtension === undefined ? undefined : new x509.SubjectAlternativeNameExtension(sanExtension.rawData);
-    const ips = (san?.names.items ?? []).filter((n) => n.type === 'ip').map((n) => n.value);
+    const requestedIps = (san?.names.items ?? []).filter((n) => n.type === 'ip').map((n) => n.value);
+    if (instance !== undefined && nodeName !== instance.name) {
+      throw new CsrError(
+        `certificate request names node "${nodeName}", but this machine is registered as "${instance.name}"`,
+      );
+    }
+    const unregistered = requestedIps.filter((ip) => instance !== undefined && !instance.ips.includes(ip));
+    if (unregistered.length > 0) {
+      throw new CsrError(
+        `certificate request asks for IP addresses that are not registered for "${nodeName}": ${unregistered.join(', ')}`,
+      );
+    }
+    const ips = instance === undefined ? requestedIps : [...instance.ips];
     const cert = await x509.X509CertificateGenerator.create({
       serialNumber: randomSerial(),
-      subject: csr.subjectName,
+      subject: new x509.Name([{ O: ['system:nodes'] }, { CN: [`system:node:${nodeName}`] }]),
       issuer: this.certificate.subjectName,
       notBefore: new Date(now.getTime() - 2 * HOUR),
       notAfter: new Date(now.getTime() + 365 * 24 * HOUR),

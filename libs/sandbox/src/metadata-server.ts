@@ -9,6 +9,11 @@ export interface InstanceInfo {
   role: 'control-plane' | 'worker';
   /** The machine's address in the cluster network. */
   ip: string;
+  /**
+   * Lower-case hex SHA-256 of the DER SubjectPublicKeyInfo of the machine's TPM endorsement key,
+   * recorded when the machine was provisioned. The JoinService finds the instance by it.
+   */
+  ekPublicKeyHash?: string;
 }
 
 export interface MetadataDocument {
@@ -22,7 +27,9 @@ export interface MetadataDocument {
 /**
  * The instance metadata service `mini` runs, shaped like Constellation's QEMU metadata API:
  * GET /self, /peers, /endpoint, /initsecrethash. A machine is identified by its source address;
- * when several share one (loopback mode) by the `X-Constellation-Node` header.
+ * when several share one (loopback mode) by the `X-Constellation-Node` header. Like a cloud's
+ * instance API it is also the instance registry: GET /instances?ek=<hash> returns the machine
+ * whose TPM has that endorsement key, or 404.
  */
 export class MetadataServer {
   private document: MetadataDocument;
@@ -112,6 +119,17 @@ export class MetadataServer {
           return;
         }
         send(res, 200, self);
+        return;
+      }
+      case '/instances': {
+        const ek = new URL(req.url ?? '/', 'http://localhost').searchParams.get('ek') ?? '';
+        if (!/^[0-9a-f]{64}$/.test(ek)) {
+          send(res, 400, { error: 'query parameter ek must be 64 lower-case hex digits (SHA-256 of the EK public key)' });
+          return;
+        }
+        const instance = this.document.instances.find((i) => i.ekPublicKeyHash === ek);
+        if (instance === undefined) send(res, 404, { error: `no instance has an endorsement key with hash ${ek}` });
+        else send(res, 200, instance);
         return;
       }
       case '/peers': {
