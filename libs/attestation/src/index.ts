@@ -3,6 +3,10 @@ export { MAX_DOCUMENT_BYTES, decodeDocument, encodeDocument } from './document.j
 export { DummyIssuer, DummyValidator } from './dummy.js';
 export type { AttestationFailureReason, PcrMismatch } from './errors.js';
 export { AttestationConfigError, AttestationError } from './errors.js';
+export type { KdfHash } from './kdf.js';
+export { kdfa, kdfe } from './kdf.js';
+export type { Credential } from './make-credential.js';
+export { MAX_CREDENTIAL_SECRET_BYTES, makeCredential } from './make-credential.js';
 export type { Issuer } from './issuer.js';
 export type { BootComponent } from './measured-boot.js';
 export { componentDigest, expectedMeasurements, initialPcrValue, measureBoot, replayEvents } from './measured-boot.js';
