@@ -12,6 +12,12 @@ export interface CommandSpec {
    * password: our keys and PCRs have no auth values, and the resource we protect is the quote.
    */
   authHandles?: number;
+  /**
+   * One session handle per authorised handle, in handle order; overrides `authHandles`.
+   * TPM_RS_PW is an empty-password session; any other handle is a policy session whose policy
+   * has already been satisfied (no HMAC, so the auth value field stays empty).
+   */
+  authSessions?: readonly number[];
   parameters?: Buffer;
   /** Handles in the response before the parameters (CreatePrimary returns one). */
   responseHandles?: number;
@@ -25,14 +31,16 @@ export interface CommandResponse {
 /** Builds the command bytes for `spec`. */
 export function marshalCommand(spec: CommandSpec): Buffer {
   const handles = spec.handles ?? [];
-  const auth = spec.authHandles ?? 0;
+  const sessions = spec.authSessions ?? Array.from({ length: spec.authHandles ?? 0 }, () => TPM_RS_PW);
+  const auth = sessions.length;
   const body = new TpmWriter();
   for (const handle of handles) body.u32(handle);
   if (auth > 0) {
     const area = new TpmWriter();
-    for (let i = 0; i < auth; i++) {
-      // TPMS_AUTH_COMMAND: password session, no nonce, continueSession, empty password.
-      area.u32(TPM_RS_PW).sized(Buffer.alloc(0)).u8(0x01).sized(Buffer.alloc(0));
+    for (const session of sessions) {
+      // TPMS_AUTH_COMMAND: no nonce, continueSession (the caller flushes policy sessions
+      // itself, so a failed command never leaks one), empty password or HMAC.
+      area.u32(session).sized(Buffer.alloc(0)).u8(0x01).sized(Buffer.alloc(0));
     }
     const areaBytes = area.toBuffer();
     body.u32(areaBytes.length).bytes(areaBytes);
@@ -62,7 +70,7 @@ export function parseResponse(spec: CommandSpec, response: Buffer): CommandRespo
   if (tag === TPM_ST.SESSIONS) {
     const parameterSize = r.u32('parameterSize');
     const parameters = new TpmReader(r.bytes(parameterSize, 'parameters'), `TPM2_${spec.name} parameters`);
-    // The rest is the authorisation area of our password sessions: nothing to check.
+    // The rest is the authorisation area of our password or unbound policy sessions: no HMAC to check.
     return { handles, parameters };
   }
   if (tag !== TPM_ST.NO_SESSIONS)

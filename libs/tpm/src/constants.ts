@@ -3,12 +3,18 @@
 /** Command codes (TPM_CC). */
 export const TPM_CC = {
   EvictControl: 0x120,
+  NV_DefineSpace: 0x12a,
   CreatePrimary: 0x131,
+  ActivateCredential: 0x147,
+  NV_Read: 0x14e,
+  PolicySecret: 0x151,
   PCR_Event: 0x13c,
   Startup: 0x144,
   Shutdown: 0x145,
   FlushContext: 0x165,
+  NV_ReadPublic: 0x169,
   ReadPublic: 0x173,
+  StartAuthSession: 0x176,
   GetCapability: 0x17a,
   GetRandom: 0x17b,
   PCR_Read: 0x17e,
@@ -42,6 +48,7 @@ export const TPM_ALG = {
 /** ECC curves (TPM_ECC_CURVE). */
 export const TPM_ECC = {
   NIST_P256: 0x0003,
+  NIST_P384: 0x0004,
 } as const;
 
 /** Permanent handles (TPM_RH) and the password session handle. */
@@ -56,6 +63,29 @@ export const TPM_RS_PW = 0x40000009;
 /** Capabilities (TPM_CAP). */
 export const TPM_CAP = {
   PCRS: 0x00000005,
+  TPM_PROPERTIES: 0x00000006,
+} as const;
+
+/** TPM properties (TPM_PT) read with TPM_CAP_TPM_PROPERTIES. */
+export const TPM_PT = {
+  /** Largest NV read or write in one command (TPM_PT_FIXED + 44). */
+  NV_BUFFER_MAX: 0x0000012c,
+} as const;
+
+/** Session types (TPM_SE). */
+export const TPM_SE = {
+  HMAC: 0x00,
+  POLICY: 0x01,
+} as const;
+
+/**
+ * TCG EK Credential Profile NV indexes of EK certificates. swtpm_setup writes RSA-2048 and
+ * P-384; real TPMs usually carry RSA-2048 and often P-256.
+ */
+export const EK_CERT_NV_INDEX = {
+  rsa: 0x01c00002,
+  ecc: 0x01c0000a,
+  'ecc-p384': 0x01c00016,
 } as const;
 
 /** Startup types (TPM_SU). */

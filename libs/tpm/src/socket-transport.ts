@@ -5,9 +5,10 @@ import { TpmTransportError } from './errors.js';
 import { SerialQueue } from './transport.js';
 import type { TpmTransport } from './transport.js';
 
-export interface SocketTransportOptions {
-  host: string;
-  port: number;
+/** Where swtpm serves its command channel: TCP host and port, or a unix domain socket path. */
+export type SocketAddress = { host: string; port: number; path?: never } | { path: string; host?: never; port?: never };
+
+interface ConnectionOptions {
   /** Bound for one command round trip, including connecting. */
   timeoutMs?: number;
   /**
@@ -18,21 +19,29 @@ export interface SocketTransportOptions {
   keepConnection?: boolean;
 }
 
+export type SocketTransportOptions = SocketAddress & ConnectionOptions;
+
 /**
- * swtpm's TCP command channel: raw TPM 2.0 commands and responses with no framing, one
- * connection kept open and reused. swtpm has no resource manager, so callers flush transient
+ * swtpm's command channel over TCP or a unix domain socket (`--server type=unixio`, which only
+ * local users with access to the socket file can reach): raw TPM 2.0 commands and responses
+ * with no framing. swtpm has no resource manager, so callers flush transient
  * handles themselves (Tpm does).
  */
 export class SocketTransport implements TpmTransport {
   readonly description: string;
-  private readonly options: Required<SocketTransportOptions>;
+  private readonly address: SocketAddress;
+  private readonly timeoutMs: number;
+  private readonly keepConnection: boolean;
   private readonly queue = new SerialQueue();
   private socket: Socket | undefined;
   private closed = false;
 
   constructor(options: SocketTransportOptions) {
-    this.options = { timeoutMs: 30_000, keepConnection: false, ...options };
-    this.description = `swtpm at ${options.host}:${options.port}`;
+    this.address = options.path !== undefined ? { path: options.path } : { host: options.host, port: options.port };
+    this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.keepConnection = options.keepConnection ?? false;
+    this.description =
+      options.path !== undefined ? `swtpm at unix socket ${options.path}` : `swtpm at ${options.host}:${options.port}`;
   }
 
   send(command: Buffer): Promise<Buffer> {
@@ -52,11 +61,14 @@ export class SocketTransport implements TpmTransport {
     if (this.closed) throw new TpmTransportError(`${this.description}: transport is closed`);
     if (this.socket !== undefined && !this.socket.destroyed) return this.socket;
     const socket = await new Promise<Socket>((resolve, reject) => {
-      const s = connect({ host: this.options.host, port: this.options.port });
+      const s =
+        this.address.path !== undefined
+          ? connect({ path: this.address.path })
+          : connect({ host: this.address.host, port: this.address.port });
       const timer = setTimeout(() => {
         s.destroy();
-        reject(new TpmTransportError(`${this.description}: connect timed out after ${this.options.timeoutMs} ms`));
-      }, this.options.timeoutMs);
+        reject(new TpmTransportError(`${this.description}: connect timed out after ${this.timeoutMs} ms`));
+      }, this.timeoutMs);
       s.once('connect', () => {
         clearTimeout(timer);
         resolve(s);
@@ -66,7 +78,7 @@ export class SocketTransport implements TpmTransport {
         reject(new TpmTransportError(`${this.description}: ${err.message}`, { cause: err }));
       });
     });
-    socket.setNoDelay(true);
+    if (this.address.path === undefined) socket.setNoDelay(true);
     socket.on('error', () => {
       // Reported to the pending command through 'close'; the next command reconnects.
     });
@@ -79,7 +91,7 @@ export class SocketTransport implements TpmTransport {
     try {
       return await this.exchange(socket, command);
     } finally {
-      if (!this.options.keepConnection) {
+      if (!this.keepConnection) {
         socket.destroy();
         this.socket = undefined;
       }
@@ -119,8 +131,8 @@ export class SocketTransport implements TpmTransport {
         finish(new TpmTransportError(`${this.description}: connection closed during a command`));
       };
       const timer = setTimeout(() => {
-        finish(new TpmTransportError(`${this.description}: no response within ${this.options.timeoutMs} ms`));
-      }, this.options.timeoutMs);
+        finish(new TpmTransportError(`${this.description}: no response within ${this.timeoutMs} ms`));
+      }, this.timeoutMs);
       socket.on('data', onData);
       socket.once('close', onClose);
       socket.write(command);

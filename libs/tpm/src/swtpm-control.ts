@@ -1,5 +1,6 @@
 import { connect } from 'node:net';
 import { TpmTransportError } from './errors.js';
+import type { SocketAddress } from './socket-transport.js';
 
 /** swtpm control-channel commands (swtpm's `ptm` interface). */
 const PTM = {
@@ -12,18 +13,30 @@ const PTM = {
 const INIT_FLAG_DELETE_VOLATILE = 1;
 
 /**
- * swtpm's TCP control channel. Used where a real machine would power-cycle: `reset` makes the
+ * swtpm's control channel, over TCP or a unix domain socket. Used where a real machine would power-cycle: `reset` makes the
  * TPM behave as after a reboot (PCRs back to zero), which the rejoin path and `mini` need.
  */
 export class SwtpmControl {
-  private readonly host: string;
-  private readonly port: number;
+  private readonly address: SocketAddress;
   private readonly timeoutMs: number;
+  private readonly where: string;
 
-  constructor(host: string, port: number, timeoutMs = 10_000) {
-    this.host = host;
-    this.port = port;
-    this.timeoutMs = timeoutMs;
+  /** `new SwtpmControl(host, port)` for TCP, `new SwtpmControl({ path })` for a unix socket. */
+  constructor(address: SocketAddress, timeoutMs?: number);
+  constructor(host: string, port: number, timeoutMs?: number);
+  constructor(target: SocketAddress | string, portOrTimeout?: number, timeoutMs?: number) {
+    if (typeof target === 'string') {
+      if (portOrTimeout === undefined) throw new RangeError('SwtpmControl: a TCP host needs a port');
+      this.address = { host: target, port: portOrTimeout };
+      this.timeoutMs = timeoutMs ?? 10_000;
+    } else {
+      this.address = target;
+      this.timeoutMs = portOrTimeout ?? 10_000;
+    }
+    this.where =
+      this.address.path !== undefined
+        ? `unix socket ${this.address.path}`
+        : `${this.address.host}:${this.address.port}`;
   }
 
   /** Re-initialises the TPM as on power-on; it then needs TPM2_Startup (see Tpm.startup). */
@@ -48,11 +61,14 @@ export class SwtpmControl {
     request.writeUInt32BE(code);
     payload.copy(request, 4);
     return new Promise((resolve, reject) => {
-      const socket = connect({ host: this.host, port: this.port });
+      const socket =
+        this.address.path !== undefined
+          ? connect({ path: this.address.path })
+          : connect({ host: this.address.host, port: this.address.port });
       const fail = (message: string): void => {
         clearTimeout(timer);
         socket.destroy();
-        reject(new TpmTransportError(`swtpm control ${this.host}:${this.port} ${name}: ${message}`));
+        reject(new TpmTransportError(`swtpm control ${this.where} ${name}: ${message}`));
       };
       const timer = setTimeout(() => {
         fail(`no answer within ${this.timeoutMs} ms`);

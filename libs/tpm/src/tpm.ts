@@ -1,14 +1,19 @@
-import { TPM_ALG, TPM_CAP, TPM_CC, TPM_RH, TPM_SU } from './constants.js';
+import { randomBytes } from 'node:crypto';
+import { TPM_ALG, TPM_CAP, TPM_CC, TPM_PT, TPM_RH, TPM_RS_PW, TPM_SE, TPM_SU } from './constants.js';
 import { marshalCommand, parseResponse } from './command.js';
 import type { CommandResponse, CommandSpec } from './command.js';
 import { TpmError, TpmParseError } from './errors.js';
 import { hashAlgorithm, hashAlgorithmId, isKnownHashAlgorithm } from './hash-algorithm.js';
 import type { HashName } from './hash-algorithm.js';
 import { TpmWriter } from './marshal.js';
+import { MAX_NV_READ_BYTES, readNvPublic } from './nv.js';
+import type { NvPublic } from './nv.js';
 import { readPcrSelections, writePcrSelections } from './pcr-selection.js';
 import type { PcrSelection } from './pcr-selection.js';
 import { marshalPublic, parsePublic, publicName } from './public-area.js';
 import type { TpmPublic } from './public-area.js';
+import { ekTemplate } from './templates.js';
+import type { KeyAlgorithm } from './templates.js';
 import { SerialQueue } from './transport.js';
 import type { TpmTransport } from './transport.js';
 
@@ -34,9 +39,29 @@ export interface Digest {
   digest: Buffer;
 }
 
+/** A primary key to create: which hierarchy, from which template. */
+export interface PrimaryKeySpec {
+  hierarchy: Hierarchy;
+  template: TpmPublic;
+}
+
+/** A started auth session. */
+export interface AuthSession {
+  handle: number;
+  nonceTpm: Buffer;
+}
+
 const HIERARCHY_HANDLE: Record<Hierarchy, number> = { owner: TPM_RH.OWNER, endorsement: TPM_RH.ENDORSEMENT };
 const TPM_RC_INITIALIZE = 0x100;
+/** TPM_RC_YIELDED, TPM_RC_TESTING, TPM_RC_RETRY. */
+const RETRY_CODES = new Set([0x908, 0x90a, 0x922]);
+const MAX_RETRIES = 20;
 const MAX_EVENT_BYTES = 1024;
+/** Chunk size when the TPM does not report TPM_PT_NV_BUFFER_MAX; every TPM 2.0 supports it. */
+const DEFAULT_NV_BUFFER = 1024;
+/** TPM2B_ID_OBJECT and TPM2B_ENCRYPTED_SECRET bounds (TPM 2.0 Part 2: sizeof(TPMU_ENCRYPTED_SECRET) etc.). */
+const MAX_CREDENTIAL_BLOB = 2 + 64 + 2 + 64;
+const MAX_ENCRYPTED_SECRET = 512;
 
 /**
  * A TPM 2.0 reached through a transport. Each method is one TPM command, marshalled here.
@@ -47,6 +72,7 @@ const MAX_EVENT_BYTES = 1024;
 export class Tpm {
   readonly transport: TpmTransport;
   private readonly sequences = new SerialQueue();
+  private nvBufferMax: number | undefined;
 
   constructor(transport: TpmTransport) {
     this.transport = transport;
@@ -234,6 +260,186 @@ export class Tpm {
     });
   }
 
+  /** One TPM property (TPM2_GetCapability, TPM_CAP_TPM_PROPERTIES), or undefined when the TPM does not report it. */
+  async getTpmProperty(property: number): Promise<number | undefined> {
+    const parameters = new TpmWriter().u32(TPM_CAP.TPM_PROPERTIES).u32(property).u32(1).toBuffer();
+    const { parameters: r } = await this.execute({ name: 'GetCapability', code: TPM_CC.GetCapability, parameters });
+    r.u8('moreData');
+    const capability = r.u32('capability');
+    if (capability !== TPM_CAP.TPM_PROPERTIES)
+      throw new TpmParseError(`TPM2_GetCapability returned capability ${capability}`);
+    const count = r.u32('tpmProperty.count');
+    for (let i = 0; i < count; i++) {
+      const tag = r.u32(`tpmProperty[${i}].property`);
+      const value = r.u32(`tpmProperty[${i}].value`);
+      if (tag === property) return value;
+    }
+    return undefined;
+  }
+
+  /** TPM2_NV_ReadPublic: the index's public area and name (no authorisation needed). */
+  async nvReadPublic(index: number): Promise<NvPublic> {
+    const { parameters: r } = await this.execute({
+      name: 'NV_ReadPublic',
+      code: TPM_CC.NV_ReadPublic,
+      handles: [index],
+    });
+    const pub = readNvPublic(r);
+    if (pub.nvIndex !== index) {
+      throw new TpmParseError(`TPM2_NV_ReadPublic of 0x${index.toString(16)} described 0x${pub.nvIndex.toString(16)}`);
+    }
+    return pub;
+  }
+
+  /**
+   * The whole content of an NV index (TPM2_NV_Read in chunks of at most TPM_PT_NV_BUFFER_MAX),
+   * authorised by the index itself with an empty password. Indexes larger than `maxBytes`
+   * are refused before anything is read.
+   */
+  async nvRead(index: number, maxBytes = MAX_NV_READ_BYTES): Promise<Buffer> {
+    const { dataSize } = await this.nvReadPublic(index);
+    if (dataSize > maxBytes) {
+      throw new TpmParseError(`NV index 0x${index.toString(16)} holds ${dataSize} bytes, at most ${maxBytes} allowed`);
+    }
+    const chunk = await this.nvChunkSize();
+    const out = Buffer.alloc(dataSize);
+    for (let offset = 0; offset < dataSize;) {
+      const size = Math.min(chunk, dataSize - offset);
+      const { parameters: r } = await this.execute({
+        name: 'NV_Read',
+        code: TPM_CC.NV_Read,
+        handles: [index, index],
+        authHandles: 1,
+        parameters: new TpmWriter().u16(size).u16(offset).toBuffer(),
+      });
+      const data = r.sized('data', size);
+      if (data.length !== size) {
+        throw new TpmParseError(`TPM2_NV_Read returned ${data.length} bytes at offset ${offset}, asked for ${size}`);
+      }
+      data.copy(out, offset);
+      offset += size;
+    }
+    return out;
+  }
+
+  /**
+   * TPM2_StartAuthSession for an unbound, unsalted policy session with SHA-256 and no
+   * parameter encryption. The caller must flush it.
+   */
+  async startAuthSession(): Promise<AuthSession> {
+    const parameters = new TpmWriter()
+      .sized(randomBytes(32)) // nonceCaller
+      .sized(Buffer.alloc(0)) // encryptedSalt: none, tpmKey is TPM_RH_NULL
+      .u8(TPM_SE.POLICY)
+      .u16(TPM_ALG.NULL) // symmetric
+      .u16(TPM_ALG.SHA256)
+      .toBuffer();
+    const { handles, parameters: r } = await this.execute({
+      name: 'StartAuthSession',
+      code: TPM_CC.StartAuthSession,
+      handles: [TPM_RH.NULL, TPM_RH.NULL],
+      parameters,
+      responseHandles: 1,
+    });
+    const nonceTpm = r.sized('nonceTPM', 64);
+    return { handle: handles[0] ?? 0, nonceTpm };
+  }
+
+  /**
+   * TPM2_PolicySecret: extends `session`'s policy with PolicySecret(authEntity), authorised with
+   * an empty password on `authEntity`. With TPM_RH_ENDORSEMENT this satisfies the TCG EK policy.
+   */
+  async policySecret(session: AuthSession | number, authEntity: number = TPM_RH.ENDORSEMENT): Promise<void> {
+    const sessionHandle = typeof session === 'number' ? session : session.handle;
+    const parameters = new TpmWriter()
+      .sized(Buffer.alloc(0)) // nonceTPM: not needed without an expiration
+      .sized(Buffer.alloc(0)) // cpHashA
+      .sized(Buffer.alloc(0)) // policyRef
+      .u32(0) // expiration: none
+      .toBuffer();
+    await this.execute({
+      name: 'PolicySecret',
+      code: TPM_CC.PolicySecret,
+      handles: [authEntity, sessionHandle],
+      authHandles: 1,
+      parameters,
+    });
+  }
+
+  /**
+   * TPM2_ActivateCredential: recovers the secret a verifier bound to the AK's name and the EK.
+   * `credentialBlob` is the content of the TPM2B_ID_OBJECT (integrityHMAC TPM2B || encIdentity)
+   * and `encryptedSecret` the content of the TPM2B_ENCRYPTED_SECRET, both without their
+   * outer size. The EK is authorised by a fresh PolicySecret(TPM_RH_ENDORSEMENT) session,
+   * which is always flushed.
+   */
+  async activateCredential(
+    akHandle: number,
+    ekHandle: number,
+    credentialBlob: Buffer,
+    encryptedSecret: Buffer,
+  ): Promise<Buffer> {
+    if (credentialBlob.length > MAX_CREDENTIAL_BLOB)
+      throw new RangeError(`credential blob of ${credentialBlob.length} bytes exceeds ${MAX_CREDENTIAL_BLOB}`);
+    if (encryptedSecret.length > MAX_ENCRYPTED_SECRET)
+      throw new RangeError(`encrypted secret of ${encryptedSecret.length} bytes exceeds ${MAX_ENCRYPTED_SECRET}`);
+    const session = await this.startAuthSession();
+    return this.finallyFlush([session.handle], async () => {
+      await this.policySecret(session, TPM_RH.ENDORSEMENT);
+      const { parameters: r } = await this.execute({
+        name: 'ActivateCredential',
+        code: TPM_CC.ActivateCredential,
+        handles: [akHandle, ekHandle],
+        authSessions: [TPM_RS_PW, session.handle],
+        parameters: new TpmWriter().sized(credentialBlob).sized(encryptedSecret).toBuffer(),
+      });
+      return r.sized('certInfo', 64);
+    });
+  }
+
+  /** Regenerates the TCG default EK (RSA 2048 or ECC P-256), runs `use` with it and always flushes it. */
+  withEndorsementKey<T>(algorithm: KeyAlgorithm, use: (ek: LoadedKey) => Promise<T>): Promise<T> {
+    return this.withPrimaryKey('endorsement', ekTemplate(algorithm), use);
+  }
+
+  /**
+   * Creates several primary keys, runs `use` with them (in the order of `specs`) and always
+   * flushes all of them. swtpm has three object slots, so at most three at once.
+   */
+  withPrimaryKeys<T>(specs: readonly PrimaryKeySpec[], use: (keys: LoadedKey[]) => Promise<T>): Promise<T> {
+    if (specs.length > 3) throw new RangeError(`${specs.length} primary keys at once exceed the TPM's 3 object slots`);
+    return this.sequences.run(async () => {
+      const keys: LoadedKey[] = [];
+      return this.finallyFlush(
+        () => keys.map((key) => key.handle),
+        async () => {
+          for (const spec of specs) keys.push(await this.createPrimary(spec.hierarchy, spec.template));
+          return use(keys);
+        },
+      );
+    });
+  }
+
+  /**
+   * The attester's side of credential activation in one serialised sequence: creates the AK
+   * (endorsement hierarchy, from `akTemplate`) and the EK, activates the credential, and
+   * flushes both keys and the policy session.
+   */
+  activateCredentialWithKeys(
+    akTemplate: TpmPublic,
+    ekAlgorithm: KeyAlgorithm,
+    credentialBlob: Buffer,
+    encryptedSecret: Buffer,
+  ): Promise<Buffer> {
+    return this.withPrimaryKeys(
+      [
+        { hierarchy: 'endorsement', template: akTemplate },
+        { hierarchy: 'endorsement', template: ekTemplate(ekAlgorithm) },
+      ],
+      ([ak, ek]) => this.activateCredential(ak?.handle ?? 0, ek?.handle ?? 0, credentialBlob, encryptedSecret),
+    );
+  }
+
   /**
    * Creates a primary key, runs `use` with it and always flushes it. Sequences are serialised
    * so concurrent callers never exhaust the TPM's object slots.
@@ -241,16 +447,60 @@ export class Tpm {
   withPrimaryKey<T>(hierarchy: Hierarchy, template: TpmPublic, use: (key: LoadedKey) => Promise<T>): Promise<T> {
     return this.sequences.run(async () => {
       const key = await this.createPrimary(hierarchy, template);
-      try {
-        return await use(key);
-      } finally {
-        await this.flushContext(key.handle);
-      }
+      return this.finallyFlush([key.handle], () => use(key));
     });
   }
 
+  /**
+   * Runs `work`, then flushes `handles` whatever happened. A flush failure is reported only
+   * when `work` succeeded, so it never hides the error that matters.
+   */
+  private async finallyFlush<T>(
+    handles: readonly number[] | (() => readonly number[]),
+    work: () => Promise<T>,
+  ): Promise<T> {
+    let result: T;
+    try {
+      result = await work();
+    } catch (err) {
+      for (const handle of typeof handles === 'function' ? handles() : handles) {
+        await this.flushContext(handle).catch(() => undefined);
+      }
+      throw err;
+    }
+    let flushError: Error | undefined;
+    for (const handle of typeof handles === 'function' ? handles() : handles) {
+      await this.flushContext(handle).catch((err: unknown) => {
+        flushError ??= err instanceof Error ? err : new Error(String(err));
+      });
+    }
+    if (flushError !== undefined) throw flushError;
+    return result;
+  }
+
+  private async nvChunkSize(): Promise<number> {
+    if (this.nvBufferMax === undefined) {
+      const reported = await this.getTpmProperty(TPM_PT.NV_BUFFER_MAX);
+      // Bounded both ways: a zero would loop forever, a huge value overflows our message limit.
+      this.nvBufferMax = Math.min(Math.max(reported ?? DEFAULT_NV_BUFFER, 64), 2048);
+    }
+    return this.nvBufferMax;
+  }
+
+  /**
+   * Sends one command. TPM_RC_RETRY, YIELDED and TESTING mean "send it again" (swtpm answers
+   * RETRY right after NV writes, for example); they are retried a bounded number of times.
+   */
   private async execute(spec: CommandSpec): Promise<CommandResponse> {
-    const response = await this.transport.send(marshalCommand(spec));
-    return parseResponse(spec, response);
+    const command = marshalCommand(spec);
+    for (let attempt = 1; ; attempt++) {
+      const response = await this.transport.send(command);
+      try {
+        return parseResponse(spec, response);
+      } catch (err) {
+        if (!(err instanceof TpmError && RETRY_CODES.has(err.code)) || attempt >= MAX_RETRIES) throw err;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 5 * attempt));
+    }
   }
 }
