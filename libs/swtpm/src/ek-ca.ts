@@ -1,0 +1,190 @@
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { requireProgram, runProgram } from './programs.js';
+
+/** A per-cluster EK CA that swtpm_localca signs EK and platform certificates with. */
+export interface EkCa {
+  /** The CA directory (mode 0700); also swtpm_localca's statedir, where it keeps its lock. */
+  dir: string;
+  /** Self-signed root certificate, PEM: what verifiers pin. */
+  rootCertPath: string;
+  rootKeyPath: string;
+  /** Intermediate certificate (PEM, signed by the root): the issuer of every EK certificate. */
+  intermediateCertPath: string;
+  intermediateKeyPath: string;
+  /** swtpm_localca configuration (statedir, signingkey, issuercert, certserial). */
+  localcaConfigPath: string;
+  /** swtpm_localca options: the platform certificate's manufacturer, model and version. */
+  localcaOptionsPath: string;
+}
+
+export interface EkCaOptions {
+  /** Common-name prefix of the CA certificates. */
+  name?: string;
+  /** Bound for each openssl run. */
+  timeoutMs?: number;
+}
+
+const FILES = {
+  rootCert: 'root.pem',
+  rootKey: 'root.key',
+  intermediateCert: 'intermediate.pem',
+  intermediateKey: 'intermediate.key',
+  serial: 'certserial',
+  config: 'swtpm-localca.conf',
+  options: 'swtpm-localca.options',
+} as const;
+
+/** The paths of the CA in `dir`, whether or not it exists yet. */
+export function ekCaPaths(dir: string): EkCa {
+  const abs = resolve(dir);
+  return {
+    dir: abs,
+    rootCertPath: join(abs, FILES.rootCert),
+    rootKeyPath: join(abs, FILES.rootKey),
+    intermediateCertPath: join(abs, FILES.intermediateCert),
+    intermediateKeyPath: join(abs, FILES.intermediateKey),
+    localcaConfigPath: join(abs, FILES.config),
+    localcaOptionsPath: join(abs, FILES.options),
+  };
+}
+
+/**
+ * Creates a root and an intermediate CA (ECDSA P-384, openssl: fast to generate, and certtool
+ * signs EK certificates with it) in `dir` and the swtpm_localca
+ * configuration that signs with the intermediate. The directory must be empty or missing. We
+ * make the keys ourselves rather than letting swtpm_localca create them on first use, so that
+ * the root is known before any TPM is manufactured and parallel first uses cannot race.
+ */
+export async function createEkCa(dir: string, options: EkCaOptions = {}): Promise<EkCa> {
+  const ca = ekCaPaths(dir);
+  const name = options.name ?? 'Constellation';
+  const timeoutMs = options.timeoutMs ?? 60_000;
+  const openssl = await requireProgram('openssl');
+  await mkdir(ca.dir, { recursive: true, mode: 0o700 });
+  await chmod(ca.dir, 0o700); // mkdir's mode does not apply to an existing directory
+  if ((await readdir(ca.dir)).length > 0) throw new Error(`EK CA directory ${ca.dir} is not empty`);
+  const days = '3650';
+  await runProgram(
+    openssl,
+    [
+      'req',
+      '-x509',
+      '-new',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-384',
+      '-sha384',
+      '-nodes',
+      '-keyout',
+      ca.rootKeyPath,
+      '-out',
+      ca.rootCertPath,
+      '-days',
+      days,
+      '-subj',
+      `/CN=${name} EK root CA`,
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign',
+      '-addext',
+      'subjectKeyIdentifier=hash',
+    ],
+    { timeoutMs },
+  );
+  const csr = join(ca.dir, 'intermediate.csr');
+  const extensions = join(ca.dir, 'intermediate.ext');
+  await runProgram(
+    openssl,
+    [
+      'req',
+      '-new',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-384',
+      '-sha384',
+      '-nodes',
+      '-keyout',
+      ca.intermediateKeyPath,
+      '-out',
+      csr,
+      '-subj',
+      `/CN=${name} EK CA`,
+    ],
+    { timeoutMs },
+  );
+  await writeFile(
+    extensions,
+    [
+      'basicConstraints=critical,CA:TRUE,pathlen:0',
+      'keyUsage=critical,keyCertSign,cRLSign',
+      'subjectKeyIdentifier=hash',
+      'authorityKeyIdentifier=keyid:always',
+      '',
+    ].join('\n'),
+  );
+  await runProgram(
+    openssl,
+    [
+      'x509',
+      '-req',
+      '-in',
+      csr,
+      '-CA',
+      ca.rootCertPath,
+      '-CAkey',
+      ca.rootKeyPath,
+      '-set_serial',
+      `0x${randomBytes(16).toString('hex')}`,
+      '-days',
+      days,
+      '-sha384',
+      '-extfile',
+      extensions,
+      '-out',
+      ca.intermediateCertPath,
+    ],
+    { timeoutMs },
+  );
+  await rm(csr);
+  await rm(extensions);
+  // openssl writes keys with the umask's mode; the 0700 directory already shields them.
+  await chmod(ca.rootKeyPath, 0o600);
+  await chmod(ca.intermediateKeyPath, 0o600);
+  // swtpm_localca takes the next serial from this file under its lock in statedir, so
+  // parallel manufacturing against one CA gets distinct serials.
+  await writeFile(join(ca.dir, FILES.serial), '1', { mode: 0o600 });
+  await writeFile(
+    ca.localcaConfigPath,
+    [
+      `statedir = ${ca.dir}`,
+      `signingkey = ${ca.intermediateKeyPath}`,
+      `issuercert = ${ca.intermediateCertPath}`,
+      `certserial = ${join(ca.dir, FILES.serial)}`,
+      '',
+    ].join('\n'),
+    { mode: 0o600 },
+  );
+  // --create-platform-cert needs all three platform fields.
+  await writeFile(
+    ca.localcaOptionsPath,
+    ['--platform-manufacturer constellation-ts', '--platform-version 1.0', '--platform-model swtpm', ''].join('\n'),
+    { mode: 0o600 },
+  );
+  return ca;
+}
+
+/** The CA in `dir` created earlier by createEkCa; throws when its files are missing. */
+export async function openEkCa(dir: string): Promise<EkCa> {
+  const ca = ekCaPaths(dir);
+  for (const path of [ca.rootCertPath, ca.intermediateCertPath, ca.intermediateKeyPath, ca.localcaConfigPath]) {
+    await stat(path).catch((err: unknown) => {
+      throw new Error(`EK CA in ${ca.dir} is incomplete: ${path} is missing`, { cause: err });
+    });
+  }
+  return ca;
+}
