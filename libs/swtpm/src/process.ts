@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { lstat, mkdir, readFile, rm } from 'node:fs/promises';
 import { connect } from 'node:net';
 import type { NetConnectOpts } from 'node:net';
@@ -108,11 +109,11 @@ export async function startSwtpmProcess(options: SwtpmProcessOptions): Promise<S
     pid = child.pid ?? -1;
   }
   const isAlive = (): boolean => (options.daemon === true ? processExists(pid) : !childState.exited);
-  const childGone = childExit.then(() => removeSockets(endpoints));
-  let daemonGone: Promise<void> | undefined;
-  // A daemon is not our child: its exit is observed by polling, started only when asked for.
+  let gone: Promise<void> | undefined;
+  // A daemon is not our child (its foreground parent exits at once): its exit is observed by
+  // polling, started only when asked for. Sockets are removed only once swtpm is really gone.
   const exited = (): Promise<void> =>
-    options.daemon === true ? (daemonGone ??= pollUntilGone(pid).then(() => removeSockets(endpoints))) : childGone;
+    (gone ??= (options.daemon === true ? pollUntilGone(pid) : childExit).then(() => removeSockets(endpoints)));
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
@@ -223,9 +224,16 @@ function canConnect(address: NetConnectOpts): Promise<boolean> {
 function processExists(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  // A killed daemon whose new parent (PID 1 in a container) does not reap it lingers as a
+  // zombie: it is gone for our purposes.
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
   }
 }
 
