@@ -1,13 +1,22 @@
 export { quoteExtraData } from './binding.js';
 export { MAX_DOCUMENT_BYTES, decodeDocument, encodeDocument } from './document.js';
 export { DummyIssuer, DummyValidator } from './dummy.js';
+export type { EkTpmIdentity, VerifiedEkCertificate, VerifyEkCertificateOptions } from './ek-certificate.js';
+export {
+  MAX_EK_CERTIFICATE_BYTES,
+  MAX_EK_INTERMEDIATES,
+  MAX_EK_INTERMEDIATE_CANDIDATES,
+  pemCertificatesToDer,
+  verifyEkCertificate,
+} from './ek-certificate.js';
+export { checkEkPublic, ekPublicKeyHash } from './ek-public.js';
 export type { AttestationFailureReason, PcrMismatch } from './errors.js';
 export { AttestationConfigError, AttestationError } from './errors.js';
+export type { Issuer } from './issuer.js';
 export type { KdfHash } from './kdf.js';
 export { kdfa, kdfe } from './kdf.js';
 export type { Credential } from './make-credential.js';
 export { MAX_CREDENTIAL_SECRET_BYTES, makeCredential } from './make-credential.js';
-export type { Issuer } from './issuer.js';
 export type { BootComponent } from './measured-boot.js';
 export { componentDigest, expectedMeasurements, initialPcrValue, measureBoot, replayEvents } from './measured-boot.js';
 export type { Measurement, Measurements } from './measurements.js';

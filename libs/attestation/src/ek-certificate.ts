@@ -1,0 +1,321 @@
+import 'reflect-metadata';
+import { X509Certificate as NodeX509Certificate, webcrypto } from 'node:crypto';
+import * as x509 from '@peculiar/x509';
+import { AttestationError } from './errors.js';
+
+// @peculiar/x509 needs a WebCrypto provider and a Reflect polyfill (as in @constellation/keys'
+// x509-provider, which that package does not export). The provider is global to the library.
+x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+
+export { x509 };
+
+/** EK certificates and CA certificates are a few KiB at most; anything bigger is refused unparsed. */
+export const MAX_EK_CERTIFICATE_BYTES = 8 * 1024;
+/** Longest chain of intermediates accepted between an EK certificate and a pinned root. */
+export const MAX_EK_INTERMEDIATES = 4;
+/**
+ * Most candidate intermediates accepted in one call (the node's own plus configured ones); each
+ * is parsed, and only those named as an issuer cost a signature check.
+ */
+export const MAX_EK_INTERMEDIATE_CANDIDATES = 16;
+
+export interface VerifyEkCertificateOptions {
+  /** The EK certificate, DER (as read from the TPM's NV index). */
+  certificate: Uint8Array;
+  /** Intermediate CA certificates, DER, in any order; unused ones are ignored. */
+  intermediates: readonly Uint8Array[];
+  /** Pinned root certificates, DER (see pemCertificatesToDer). */
+  roots: readonly Uint8Array[];
+  /** Time at which every certificate of the path must be valid; now by default. */
+  now?: Date;
+}
+
+/** TPM identity from the EK certificate's subjectAltName directoryName (TCG EK Credential Profile). */
+export interface EkTpmIdentity {
+  manufacturer?: string;
+  model?: string;
+  version?: string;
+}
+
+export interface VerifiedEkCertificate {
+  subject: string;
+  issuer: string;
+  serialNumber: string;
+  notBefore: Date;
+  notAfter: Date;
+  /** DER SubjectPublicKeyInfo of the EK. */
+  spki: Buffer;
+  /** Subjects from the EK certificate to the pinned root. */
+  path: string[];
+  tpm: EkTpmIdentity;
+}
+
+const OID = {
+  basicConstraints: '2.5.29.19',
+  keyUsage: '2.5.29.15',
+  extKeyUsage: '2.5.29.37',
+  subjectAltName: '2.5.29.17',
+  subjectDirectoryAttributes: '2.5.29.9',
+  certificatePolicies: '2.5.29.32',
+  anyExtendedKeyUsage: '2.5.29.37.0',
+  ekCertificate: '2.23.133.8.1',
+  tpmManufacturer: '2.23.133.2.1',
+  tpmModel: '2.23.133.2.2',
+  tpmVersion: '2.23.133.2.3',
+} as const;
+
+/**
+ * Critical extensions this validator understands. Anything else critical is refused (RFC 5280
+ * §4.2). certificatePolicies is accepted because no policy constraints are processed;
+ * subjectDirectoryAttributes carries the TPM specification attributes.
+ */
+const KNOWN_CRITICAL = new Set<string>([
+  OID.basicConstraints,
+  OID.keyUsage,
+  OID.extKeyUsage,
+  OID.subjectAltName,
+  OID.subjectDirectoryAttributes,
+  OID.certificatePolicies,
+]);
+
+type Role = 'EK certificate' | 'intermediate CA certificate' | 'pinned root certificate';
+
+interface Parsed {
+  readonly cert: x509.X509Certificate;
+  readonly der: Buffer;
+  readonly role: Role;
+  // Decoded on parse, so malformed content fails there with one message.
+  readonly notBefore: Date;
+  readonly notAfter: Date;
+  readonly extensions: readonly x509.Extension[];
+}
+
+function fail(message: string): never {
+  throw new AttestationError('ek-certificate', message);
+}
+
+/** A certificate's subject for messages; EK certificates may have an empty one. */
+function label(cert: x509.X509Certificate): string {
+  return cert.subject === '' ? `(empty subject, serial ${cert.serialNumber})` : `"${cert.subject}"`;
+}
+
+function parse(der: Uint8Array, role: Role, what: string): Parsed {
+  if (der.length > MAX_EK_CERTIFICATE_BYTES) {
+    fail(`${what} is ${der.length} bytes, more than the ${MAX_EK_CERTIFICATE_BYTES} allowed`);
+  }
+  if (der.length === 0) fail(`${what} is empty`);
+  const bytes = Buffer.from(der);
+  let parsed: Parsed;
+  try {
+    const cert = new x509.X509Certificate(bytes);
+    if (cert.publicKey.rawData.byteLength === 0) throw new Error('empty subjectPublicKeyInfo');
+    parsed = {
+      cert,
+      der: bytes,
+      role,
+      notBefore: cert.notBefore,
+      notAfter: cert.notAfter,
+      extensions: cert.extensions,
+    };
+  } catch (err) {
+    fail(`${what} is not a well-formed DER X.509 certificate (${err instanceof Error ? err.message : String(err)})`);
+  }
+  checkNoTrailingBytes(bytes, what);
+  return parsed;
+}
+
+/**
+ * @peculiar/x509 ignores bytes after the certificate (NV indexes are often larger than the
+ * certificate they hold). Refuse them, so exactly one encoding of the certificate is accepted:
+ * OpenSSL's re-encoding is a prefix of the input exactly when the input has trailing bytes.
+ */
+function checkNoTrailingBytes(bytes: Buffer, what: string): void {
+  let raw: Buffer;
+  try {
+    raw = new NodeX509Certificate(bytes).raw;
+  } catch {
+    return; // OpenSSL's view differs (non-DER quirks); @peculiar/x509 has accepted the certificate
+  }
+  if (raw.length < bytes.length && bytes.subarray(0, raw.length).equals(raw)) {
+    fail(`${what} is followed by ${bytes.length - raw.length} bytes that are not part of the certificate`);
+  }
+}
+
+async function signedBy(child: x509.X509Certificate, issuer: x509.X509Certificate): Promise<boolean> {
+  try {
+    return await child.verify({ publicKey: issuer.publicKey, signatureOnly: true });
+  } catch {
+    return false; // unsupported or mismatched algorithms: the signature does not verify
+  }
+}
+
+/**
+ * Walks from the EK certificate to a pinned root. Issuers are found by name and accepted only
+ * when the signature verifies with their key, so a root is matched by its key, not its name.
+ */
+async function buildPath(leaf: Parsed, intermediates: Parsed[], roots: Parsed[], now: Date): Promise<Parsed[]> {
+  const validNow = (c: Parsed): boolean => c.notBefore <= now && now <= c.notAfter;
+  const path = [leaf];
+  // An individually pinned EK certificate is its own path.
+  if (roots.some((root) => root.der.equals(leaf.der))) return path;
+  const unused = [...intermediates];
+  for (;;) {
+    const current = path[path.length - 1] as Parsed;
+    const issuerName = current.cert.issuer;
+    // Roots first; then, of renewed issuers sharing name and key, one that is valid now.
+    const byName = [...roots, ...unused.filter(validNow), ...unused.filter((c) => !validNow(c))].filter(
+      (c) => c.cert.subject === issuerName,
+    );
+    let found: Parsed | undefined;
+    for (const candidate of byName) {
+      if (await signedBy(current.cert, candidate.cert)) {
+        found = candidate;
+        break;
+      }
+    }
+    if (found === undefined) {
+      const first = byName[0];
+      if (first !== undefined) {
+        fail(`signature of ${label(current.cert)} does not verify with ${first.role} ${label(first.cert)}`);
+      }
+      fail(
+        `${current.role} ${label(current.cert)} does not chain to a pinned root (issuer "${issuerName}" is neither a pinned root nor a supplied intermediate)`,
+      );
+    }
+    if (found.role !== 'pinned root certificate' && path.length > MAX_EK_INTERMEDIATES) {
+      fail(
+        `EK certificate path needs more than ${MAX_EK_INTERMEDIATES} intermediate certificates to reach a pinned root`,
+      );
+    }
+    path.push(found);
+    if (found.role === 'pinned root certificate') return path;
+    unused.splice(unused.indexOf(found), 1);
+  }
+}
+
+function checkValidity(entry: Parsed, now: Date): void {
+  const { cert, role, notBefore, notAfter } = entry;
+  if (now.getTime() < notBefore.getTime()) {
+    fail(`${role} ${label(cert)} is not valid before ${notBefore.toISOString()} (now ${now.toISOString()})`);
+  }
+  if (now.getTime() > notAfter.getTime()) {
+    fail(`${role} ${label(cert)} expired on ${notAfter.toISOString()} (now ${now.toISOString()})`);
+  }
+}
+
+function checkCriticalExtensions(entry: Parsed): void {
+  for (const ext of entry.extensions) {
+    if (ext.critical && !KNOWN_CRITICAL.has(ext.type)) {
+      fail(`${entry.role} ${label(entry.cert)} has an unrecognised critical extension ${ext.type}`);
+    }
+  }
+}
+
+/** `issuer` signs `intermediatesBelow` CA certificates and then the EK certificate. */
+function checkIssuer(entry: Parsed, subject: Parsed, intermediatesBelow: number): void {
+  const { cert, role } = entry;
+  const bc = cert.getExtension(x509.BasicConstraintsExtension);
+  if (bc === null || !bc.ca) {
+    fail(
+      `${role} ${label(cert)} is not a CA (basicConstraints ${bc === null ? 'missing' : 'cA=false'}) but issued ${label(subject.cert)}`,
+    );
+  }
+  if (bc.pathLength !== undefined && intermediatesBelow > bc.pathLength) {
+    fail(
+      `${role} ${label(cert)} allows ${bc.pathLength} intermediate CA(s) below it (pathLenConstraint), the path has ${intermediatesBelow}`,
+    );
+  }
+  const ku = cert.getExtension(x509.KeyUsagesExtension);
+  if (ku !== null && (ku.usages & x509.KeyUsageFlags.keyCertSign) === 0) {
+    fail(`${role} ${label(cert)} keyUsage lacks keyCertSign but issued ${label(subject.cert)}`);
+  }
+}
+
+/** EK certificates often have no EKU; when present it must allow the EK purpose. */
+function checkLeafUsage(entry: Parsed): void {
+  const eku = entry.cert.getExtension(x509.ExtendedKeyUsageExtension);
+  if (eku === null) return;
+  const usages = eku.usages.map(String);
+  if (!usages.includes(OID.ekCertificate) && !usages.includes(OID.anyExtendedKeyUsage)) {
+    fail(
+      `EK certificate ${label(entry.cert)} extendedKeyUsage [${usages.join(', ')}] lacks the EK certificate purpose ${OID.ekCertificate}`,
+    );
+  }
+}
+
+function tpmIdentity(cert: x509.X509Certificate): EkTpmIdentity {
+  const identity: EkTpmIdentity = {};
+  const san = cert.getExtension(x509.SubjectAlternativeNameExtension);
+  for (const item of san?.names.items ?? []) {
+    if (item.type !== 'dn') continue;
+    const name = new x509.Name(item.value);
+    const [manufacturer] = name.getField(OID.tpmManufacturer);
+    const [model] = name.getField(OID.tpmModel);
+    const [version] = name.getField(OID.tpmVersion);
+    if (manufacturer !== undefined) identity.manufacturer = manufacturer;
+    if (model !== undefined) identity.model = model;
+    if (version !== undefined) identity.version = version;
+  }
+  return identity;
+}
+
+/**
+ * Validates an EK certificate path to one of the pinned roots (an RFC 5280 subset: signatures,
+ * validity at `now` of every certificate, CA basicConstraints with pathLenConstraint, keyCertSign,
+ * unknown critical extensions), tolerating the usual EK certificate quirks: an empty subject, a
+ * critical subjectAltName holding only a directoryName, keyUsage keyEncipherment only, no EKU.
+ * Throws AttestationError('ek-certificate') naming the certificate and the reason.
+ */
+export async function verifyEkCertificate(options: VerifyEkCertificateOptions): Promise<VerifiedEkCertificate> {
+  // Cheap refusals first: nothing is parsed or verified for them.
+  if (options.roots.length === 0) fail('no pinned roots are configured for EK certificates');
+  if (options.intermediates.length > MAX_EK_INTERMEDIATE_CANDIDATES) {
+    fail(
+      `${options.intermediates.length} intermediate certificates supplied, at most ${MAX_EK_INTERMEDIATE_CANDIDATES} allowed`,
+    );
+  }
+  const now = options.now ?? new Date();
+  const leaf = parse(options.certificate, 'EK certificate', 'EK certificate');
+  const intermediates = options.intermediates.map((der, i) =>
+    parse(der, 'intermediate CA certificate', `intermediate certificate ${i + 1}`),
+  );
+  const roots = options.roots.map((der, i) =>
+    parse(der, 'pinned root certificate', `pinned root certificate ${i + 1}`),
+  );
+
+  const path = await buildPath(leaf, intermediates, roots, now);
+  for (const entry of path) checkValidity(entry, now);
+  for (const entry of path) checkCriticalExtensions(entry);
+  for (let i = 1; i < path.length; i++) checkIssuer(path[i] as Parsed, path[i - 1] as Parsed, i - 1);
+  checkLeafUsage(leaf);
+
+  const cert = leaf.cert;
+  return {
+    subject: cert.subject,
+    issuer: cert.issuer,
+    serialNumber: cert.serialNumber,
+    notBefore: leaf.notBefore,
+    notAfter: leaf.notAfter,
+    spki: Buffer.from(new Uint8Array(cert.publicKey.rawData)), // a copy, not a view into the parsed certificate
+    path: path.map((entry) => entry.cert.subject),
+    tpm: tpmIdentity(cert),
+  };
+}
+
+/** The DER of every CERTIFICATE block in a PEM bundle (other block types are refused). */
+export function pemCertificatesToDer(pem: string): Buffer[] {
+  let blocks: x509.PemStruct[];
+  try {
+    blocks = x509.PemConverter.decodeWithHeaders(pem);
+  } catch (err) {
+    throw new AttestationError(
+      'ek-certificate',
+      `PEM bundle is malformed (${err instanceof Error ? err.message : String(err)})`,
+    );
+  }
+  if (blocks.length === 0) fail('PEM bundle holds no certificates');
+  return blocks.map((block, i) => {
+    if (block.type !== 'CERTIFICATE') fail(`PEM block ${i + 1} is "${block.type}", expected "CERTIFICATE"`);
+    return Buffer.from(block.rawData);
+  });
+}
