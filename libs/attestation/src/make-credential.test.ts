@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { runChecked, runCommand, startSwtpm, tempDirForTest } from '@constellation/testing';
@@ -178,7 +178,12 @@ describe('makeCredential activates in a real TPM (tpm2_activatecredential agains
 
 describe('makeCredential input checks', () => {
   const akName = Buffer.concat([Buffer.from('000b', 'hex'), Buffer.alloc(32, 1)]);
-  const rsaEk = { ...ekTemplate('rsa'), modulus: randomBytes(256) } as TpmPublic;
+  // A real modulus: random bytes would make OAEP fail whenever the top byte is small.
+  const modulus = Buffer.from(
+    generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ format: 'jwk' }).n ?? '',
+    'base64url',
+  );
+  const rsaEk = { ...ekTemplate('rsa'), modulus } as TpmPublic;
 
   function reason(fn: () => unknown): { reason: string; message: string } {
     try {
