@@ -131,7 +131,7 @@ try {
     ['aTLS, dummy attestation (cert per connection)', await attestedRate(new DummyIssuer(), new DummyValidator())],
     [
       'aTLS, qemu-vtpm attestation from swtpm',
-      await attestedRate(new TpmIssuer(tpm), new TpmValidator({ measurements: new Map() })),
+      await attestedRate(new TpmIssuer(tpm), new TpmValidator({ variant: 'qemu-vtpm', measurements: new Map() })),
     ],
   ];
   console.log(

@@ -20,7 +20,7 @@ try {
   const userData = randomBytes(32);
   const extraData = quoteExtraData(userData, nonce);
   const issuer = new TpmIssuer(tpm);
-  const validator = new TpmValidator({ measurements: new Map() });
+  const validator = new TpmValidator({ variant: 'qemu-vtpm', measurements: new Map() });
 
   const ak = await tpm.createPrimary('endorsement', akTemplate('ecc'));
   const ours = [

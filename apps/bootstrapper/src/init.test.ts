@@ -89,7 +89,7 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
     // Ten CLIs connect and verify the node first (a handshake after the winner took the lock would
     // see PCR 15 marked and refuse the node before sending anything), then all call Init at once.
     const clients = Array.from({ length: 10 }, () => {
-      const credentials = new AttestedChannelCredentials([new TpmValidator({ measurements: MEASUREMENTS })]);
+      const credentials = new AttestedChannelCredentials([new TpmValidator({ variant: 'qemu-vtpm', measurements: MEASUREMENTS })]);
       return new InitServiceClient(`127.0.0.1:${node.initPort}`, credentials.credentials, credentials.channelOptions);
     });
     await Promise.all(

@@ -148,7 +148,7 @@ describe('join, rejoin and recovery with the real JoinService', () => {
     const outcome = controlPlane.bootstrapper().run();
     await waitFor(() => controlPlane.recoveryPort > 0, { timeoutMs: 20_000, description: 'the recovery server' });
     const recover = async (masterSecret: Buffer): Promise<RecoverResponse> => {
-      const credentials = new AttestedChannelCredentials([new TpmValidator({ measurements: MEASUREMENTS })]);
+      const credentials = new AttestedChannelCredentials([new TpmValidator({ variant: 'qemu-vtpm', measurements: MEASUREMENTS })]);
       const client = new RecoveryServiceClient(
         `127.0.0.1:${controlPlane.recoveryPort}`,
         credentials.credentials,

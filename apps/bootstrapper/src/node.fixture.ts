@@ -190,7 +190,7 @@ export async function callInit(
   request: InitRequest,
   measurements: Measurements = MEASUREMENTS,
 ): Promise<{ messages: InitResponse[]; error?: grpc.ServiceError; credentials: AttestedChannelCredentials }> {
-  const credentials = new AttestedChannelCredentials([new TpmValidator({ measurements })]);
+  const credentials = new AttestedChannelCredentials([new TpmValidator({ variant: 'qemu-vtpm', measurements })]);
   const client = new InitServiceClient(`127.0.0.1:${port}`, credentials.credentials, {
     ...credentials.channelOptions,
     ...grpcMessageLimits,

@@ -6,6 +6,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { Issuer } from '@constellation/attestation';
 import { noopLogger } from '@constellation/logger';
 import type { Logger } from '@constellation/logger';
+import { addActivationService } from './activation-service.js';
 import { serverNameToNonce } from './nonce-server-name.js';
 import { issueFromPublicRoot } from './public-root.js';
 import { spkiUserData } from './spki-binding.js';
@@ -21,7 +22,8 @@ export interface AttestedTlsServerOptions {
  * arrives in SNI; the server makes a fresh ECDSA P-256 key, an attestation over SHA-256 of its
  * SubjectPublicKeyInfo and that nonce, and a certificate carrying the attestation in an
  * extension (OID of the variant). TLS is terminated here and the connection handed to grpc-js,
- * because grpc-js's own TLS cannot pick a certificate per connection.
+ * because grpc-js's own TLS cannot pick a certificate per connection. With a rooted issuer the
+ * server also serves the ActivationService (see proveServerIdentity).
  */
 export class AttestedTlsServer {
   private readonly tls: TlsServer;
@@ -33,6 +35,8 @@ export class AttestedTlsServer {
     this.log = (options.logger ?? noopLogger).child({ component: 'atls-server' });
     this.injector = grpcServer.createConnectionInjector(grpc.ServerCredentials.createInsecure());
     const issuer = options.issuer;
+    // Rooted issuers also answer credentials, so clients can prove the AK sits beside a certified EK.
+    if (issuer.rooted !== undefined) addActivationService(grpcServer, issuer.rooted);
     this.tls = createServer(
       {
         minVersion: 'TLSv1.3',

@@ -1,4 +1,5 @@
 import type * as grpc from '@grpc/grpc-js';
+import { activationProof } from '@constellation/attestation';
 import type { Issuer } from '@constellation/attestation';
 import type { AttestationChallenge, SealedResponse } from '@constellation/proto';
 import { challengeUserData } from './challenge-binding.js';
@@ -17,21 +18,39 @@ type Stream = grpc.ClientDuplexStream<ChallengeClientMessage, ChallengeServerMes
 export async function requestWithAttestation(stream: Stream, issuer: Issuer, request: Uint8Array): Promise<Buffer> {
   const reader = new StreamReader(stream);
   try {
+    const rooted = issuer.rooted;
     stream.write({
       step: {
         $case: 'hello',
-        value: { attestationVariant: issuer.variant.name, protocolVersion: CHALLENGE_PROTOCOL_VERSION },
+        value: {
+          attestationVariant: issuer.variant.name,
+          protocolVersion: CHALLENGE_PROTOCOL_VERSION,
+          akPublic: rooted?.akPublic ?? Buffer.alloc(0),
+          ...(rooted === undefined ? {} : { identity: rooted.identity }),
+        },
       },
     });
     const challenge = await reader.challenge();
     if (challenge.nonce.length !== 32)
       throw new AtlsError(`service sent a ${challenge.nonce.length}-byte nonce, expected 32`);
+    let proof: Buffer = Buffer.alloc(0);
+    if (rooted !== undefined) {
+      if (challenge.credential === undefined)
+        throw new AtlsError('service sent no credential for the attestation key; it cannot verify this TPM');
+      const secret = await rooted.activate(challenge.credential);
+      proof = activationProof(secret, challenge.nonce, rooted.akName);
+    }
     const key = ephemeralKey();
     const attestation = await issuer.issue(challengeUserData(key.publicKey, request), challenge.nonce);
     stream.write({
       step: {
         $case: 'attested',
-        value: { attestation, ephemeralPublicKey: key.publicKey, request: Buffer.from(request) },
+        value: {
+          attestation,
+          ephemeralPublicKey: key.publicKey,
+          request: Buffer.from(request),
+          activationProof: proof,
+        },
       },
     });
     const sealed = await reader.sealed();

@@ -1,7 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { AttestationError, MAX_DOCUMENT_BYTES } from '@constellation/attestation';
-import type { ValidationResult, Validator } from '@constellation/attestation';
+import type {
+  EkIdentityVerifier,
+  PendingActivation,
+  ValidationResult,
+  Validator,
+  VerifiedTpmIdentity,
+} from '@constellation/attestation';
 import { noopLogger } from '@constellation/logger';
 import type { Logger } from '@constellation/logger';
 import { challengeUserData } from './challenge-binding.js';
@@ -17,8 +23,20 @@ export type ChallengeRejection =
 export interface ChallengeServerOptions {
   /** One validator per accepted variant. */
   validators: readonly Validator[];
-  /** What the attested node asked for, with what its attestation established; returns the plaintext answer. */
-  handle: (request: Buffer, attestation: ValidationResult) => Promise<Buffer>;
+  /**
+   * Proves the identity of nodes that attest with a rooted variant (EK certificate path, then
+   * credential activation). Required when any validator's variant is rooted.
+   */
+  identity?: EkIdentityVerifier;
+  /**
+   * What the attested node asked for, with what its attestation established (and, for rooted
+   * variants, the proven TPM identity); returns the plaintext answer.
+   */
+  handle: (
+    request: Buffer,
+    attestation: ValidationResult,
+    identity: VerifiedTpmIdentity | undefined,
+  ) => Promise<Buffer>;
   /** How long the node has to answer the challenge. */
   challengeTtlMs?: number;
   /** How long the node has to send its hello after opening the stream. */
@@ -39,12 +57,15 @@ type Stream = grpc.ServerDuplexStream<ChallengeClientMessage, ChallengeServerMes
  * a second answer, or an answer for another nonce gets nothing.
  */
 export function serveChallenge(call: Stream, options: ChallengeServerOptions): void {
+  if (options.validators.some((v) => v.variant.rooted) && options.identity === undefined)
+    throw new RangeError('a rooted attestation variant needs an EK identity verifier');
   const log = (options.logger ?? noopLogger).child({ component: 'atls-challenge', peer: call.getPeer() });
   const ttl = options.challengeTtlMs ?? 10_000;
   const maxRequest = options.maxRequestBytes ?? 64 * 1024;
-  let state: 'hello' | 'answer' | 'working' | 'done' = 'hello';
+  let state: 'hello' | 'identity' | 'answer' | 'working' | 'done' = 'hello';
   let nonce: Buffer | undefined;
   let validator: Validator | undefined;
+  let activation: PendingActivation | undefined;
   let challengedAt = 0;
 
   const finish = (code: grpc.status, message: string, reason: ChallengeRejection, metadata?: grpc.Metadata): void => {
@@ -101,14 +122,48 @@ export function serveChallenge(call: Stream, options: ChallengeServerOptions): v
         );
         return;
       }
-      nonce = randomBytes(32);
-      challengedAt = Date.now();
-      state = 'answer';
-      clearTimeout(timer);
-      timer = setTimeout(() => {
-        finish(grpc.status.DEADLINE_EXCEEDED, `no answer to the challenge within ${ttl} ms`, 'expired');
-      }, ttl);
-      call.write({ step: { $case: 'challenge', value: { nonce, expiresInMs: ttl } } });
+      const sendChallenge = (): void => {
+        nonce = randomBytes(32);
+        challengedAt = Date.now();
+        state = 'answer';
+        clearTimeout(timer);
+        timer = setTimeout(() => {
+          finish(grpc.status.DEADLINE_EXCEEDED, `no answer to the challenge within ${ttl} ms`, 'expired');
+        }, ttl);
+        const credential = activation?.credential;
+        call.write({
+          step: {
+            $case: 'challenge',
+            value: { nonce, expiresInMs: ttl, ...(credential === undefined ? {} : { credential }) },
+          },
+        });
+      };
+      if (!validator.variant.rooted || options.identity === undefined) {
+        sendChallenge();
+        return;
+      }
+      // Who the node is comes first: the EK certificate path and a credential for its AK. The
+      // certificate checks are asynchronous, so the stream waits in 'identity' meanwhile.
+      state = 'identity';
+      options.identity.challenge(step.value.identity, step.value.akPublic).then(
+        (pending) => {
+          if (state !== 'identity') return;
+          activation = pending;
+          sendChallenge();
+        },
+        (err: unknown) => {
+          if (err instanceof AttestationError) {
+            finish(grpc.status.PERMISSION_DENIED, `attestation rejected: ${err.message}`, `attestation:${err.reason}`);
+          } else {
+            log.error('identity verification failed', { err });
+            finish(grpc.status.INTERNAL, 'the node identity could not be checked', 'handler');
+          }
+        },
+      );
+      return;
+    }
+    if (state === 'identity') {
+      finish(grpc.status.INVALID_ARGUMENT, 'unexpected message: the challenge has not been sent yet', 'protocol');
       return;
     }
     if (state !== 'answer' || nonce === undefined || validator === undefined) {
@@ -128,7 +183,7 @@ export function serveChallenge(call: Stream, options: ChallengeServerOptions): v
       );
       return;
     }
-    const { attestation, ephemeralPublicKey, request } = step.value;
+    const { attestation, ephemeralPublicKey, request, activationProof } = step.value;
     if (attestation.length > MAX_DOCUMENT_BYTES || request.length > maxRequest) {
       finish(
         grpc.status.INVALID_ARGUMENT,
@@ -140,8 +195,18 @@ export function serveChallenge(call: Stream, options: ChallengeServerOptions): v
     state = 'working'; // the nonce is consumed from here on
     clearTimeout(timer);
     let result: ValidationResult;
+    let identity: VerifiedTpmIdentity | undefined;
     try {
       result = validator.validate(attestation, nonce, challengeUserData(ephemeralPublicKey, request));
+      if (activation !== undefined) {
+        if (result.attestationKeyName !== activation.akName.toString('hex')) {
+          throw new AttestationError(
+            'identity',
+            'the quotes are signed by another attestation key than the one the hello announced',
+          );
+        }
+        identity = activation.prove(activationProof, nonce);
+      }
     } catch (err) {
       state = 'answer';
       if (err instanceof AttestationError) {
@@ -161,7 +226,7 @@ export function serveChallenge(call: Stream, options: ChallengeServerOptions): v
       });
     }
     const currentNonce = nonce;
-    options.handle(Buffer.from(request), result).then(
+    options.handle(Buffer.from(request), result, identity).then(
       (answer) => {
         if (state === 'done') return;
         let sealed;

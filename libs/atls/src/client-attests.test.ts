@@ -46,7 +46,7 @@ beforeAll(async () => {
   server.addService(JoinServiceService, {
     issueJoinTicket: (call: grpc.ServerDuplexStream<IssueJoinTicketRequest, IssueJoinTicketResponse>) => {
       serveChallenge(call, {
-        validators: [new TpmValidator({ measurements: () => measurements })],
+        validators: [new TpmValidator({ variant: 'qemu-vtpm', measurements: () => measurements })],
         challengeTtlMs: 1_000,
         maxRequestBytes: 4096,
         onRejected: (reason) => rejections.push(reason),
@@ -127,7 +127,12 @@ async function manual(
   return failure;
 }
 
-const hello = { step: { $case: 'hello' as const, value: { attestationVariant: 'qemu-vtpm', protocolVersion: 1 } } };
+const hello = {
+  step: {
+    $case: 'hello' as const,
+    value: { attestationVariant: 'qemu-vtpm', protocolVersion: 1, akPublic: Buffer.alloc(0) },
+  },
+};
 
 /** A correct answer to `nonce` for `requestBytes`, with a fresh ephemeral key. */
 async function answer(
@@ -136,7 +141,15 @@ async function answer(
 ): Promise<{ attested: AttestedRequest; key: ReturnType<typeof ephemeralKey> }> {
   const key = ephemeralKey();
   const attestation = await issuer.issue(challengeUserData(key.publicKey, requestBytes), nonce);
-  return { attested: { attestation, ephemeralPublicKey: key.publicKey, request: requestBytes }, key };
+  return {
+    attested: {
+      attestation,
+      ephemeralPublicKey: key.publicKey,
+      request: requestBytes,
+      activationProof: Buffer.alloc(0),
+    },
+    key,
+  };
 }
 
 function reset(): void {
@@ -274,7 +287,12 @@ describe('client-attests challenge (node to JoinService) over real TLS with a re
       stream.write({
         step: {
           $case: 'attested',
-          value: { attestation: Buffer.alloc(0), ephemeralPublicKey: Buffer.alloc(0), request: request() },
+          value: {
+            attestation: Buffer.alloc(0),
+            ephemeralPublicKey: Buffer.alloc(0),
+            request: request(),
+            activationProof: Buffer.alloc(0),
+          },
         },
       });
       await next();
@@ -284,7 +302,9 @@ describe('client-attests challenge (node to JoinService) over real TLS with a re
       details: 'the first message must be a hello announcing the attestation variant',
     });
     const dummy = await manual(async (stream, next) => {
-      stream.write({ step: { $case: 'hello', value: { attestationVariant: 'dummy', protocolVersion: 1 } } });
+      stream.write({
+        step: { $case: 'hello', value: { attestationVariant: 'dummy', protocolVersion: 1, akPublic: Buffer.alloc(0) } },
+      });
       await next();
     });
     expect(dummy).toMatchObject({
@@ -292,7 +312,12 @@ describe('client-attests challenge (node to JoinService) over real TLS with a re
       details: 'attestation variant "dummy" is not accepted; this service accepts: qemu-vtpm',
     });
     const version = await manual(async (stream, next) => {
-      stream.write({ step: { $case: 'hello', value: { attestationVariant: 'qemu-vtpm', protocolVersion: 7 } } });
+      stream.write({
+        step: {
+          $case: 'hello',
+          value: { attestationVariant: 'qemu-vtpm', protocolVersion: 7, akPublic: Buffer.alloc(0) },
+        },
+      });
       await next();
     });
     expect(version?.code).toBe(grpc.status.FAILED_PRECONDITION);
@@ -316,7 +341,12 @@ describe('client-attests challenge (node to JoinService) over real TLS with a re
       stream.write({
         step: {
           $case: 'attested',
-          value: { attestation: randomBytes(300), ephemeralPublicKey: ephemeralKey().publicKey, request: request() },
+          value: {
+            attestation: randomBytes(300),
+            ephemeralPublicKey: ephemeralKey().publicKey,
+            request: request(),
+            activationProof: Buffer.alloc(0),
+          },
         },
       });
       await next();

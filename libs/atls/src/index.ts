@@ -1,3 +1,4 @@
+export { addActivationService, proveServerIdentity } from './activation-service.js';
 export { AttestedChannelCredentials, attestationFailure } from './attested-channel.js';
 export type { AttestedTlsServerOptions } from './attested-tls-server.js';
 export { AttestedTlsServer } from './attested-tls-server.js';

@@ -26,8 +26,12 @@ import { spkiUserData } from './spki-binding.js';
 const components: BootComponent[] = [
   { pcr: 9, description: 'bootstrapper bundle', digest: componentDigest('bundle v1') },
 ];
-const goodValidator = new TpmValidator({ measurements: expectedMeasurements(components, [9, 15]) });
+const goodValidator = new TpmValidator({
+  variant: 'qemu-vtpm',
+  measurements: expectedMeasurements(components, [9, 15]),
+});
 const wrongValidator = new TpmValidator({
+  variant: 'qemu-vtpm',
   measurements: expectedMeasurements([{ ...components[0]!, digest: componentDigest('bundle v2') }], [9, 15]),
 });
 

@@ -40,7 +40,14 @@ export class DummyValidator implements Validator {
       if (expectedUserData !== undefined && !Buffer.from(expectedUserData).equals(userData)) {
         throw new AttestationError('user-data', 'attested user data does not match what this connection expects');
       }
-      return { variant: this.variant, userData, pcrs: new Map(), warnings: [], attestationKeyName: '' };
+      return {
+        variant: this.variant,
+        userData,
+        pcrs: new Map(),
+        warnings: [],
+        attestationKeyName: '',
+        akPublic: Buffer.alloc(0),
+      };
     }
   }
 }

@@ -1,3 +1,5 @@
+export { activationProof, checkActivationProof } from './activation-proof.js';
+export { checkAttestationKey } from './attestation-key.js';
 export { quoteExtraData } from './binding.js';
 export { MAX_DOCUMENT_BYTES, decodeDocument, encodeDocument } from './document.js';
 export { DummyIssuer, DummyValidator } from './dummy.js';
@@ -12,7 +14,9 @@ export {
 export { checkEkPublic, ekPublicKeyHash } from './ek-public.js';
 export type { AttestationFailureReason, PcrMismatch } from './errors.js';
 export { AttestationConfigError, AttestationError } from './errors.js';
-export type { Issuer } from './issuer.js';
+export type { EkIdentityPolicy, PendingActivation, VerifiedTpmIdentity } from './ek-identity.js';
+export { EkIdentityVerifier } from './ek-identity.js';
+export type { Issuer, RootedIdentity } from './issuer.js';
 export type { KdfHash } from './kdf.js';
 export { kdfa, kdfe } from './kdf.js';
 export type { Credential } from './make-credential.js';
@@ -27,4 +31,4 @@ export type { TpmValidatorOptions } from './tpm-validator.js';
 export { TpmValidator } from './tpm-validator.js';
 export type { ValidationResult, Validator } from './validator.js';
 export type { Variant, VariantName } from './variant.js';
-export { VARIANTS, variantByName, variantByOid } from './variant.js';
+export { VARIANTS, unrootedVariantWarning, variantByName, variantByOid } from './variant.js';

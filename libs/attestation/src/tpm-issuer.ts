@@ -1,9 +1,10 @@
-import type { MeasuredEvent } from '@constellation/proto';
-import { PCR_COUNT, akTemplate, parseQuoteInfo, pcrCompositeDigest } from '@constellation/tpm';
+import type { Credential, MeasuredEvent } from '@constellation/proto';
+import { PCR_COUNT, akTemplate, parseQuoteInfo, pcrCompositeDigest, readEkCertificate } from '@constellation/tpm';
 import type { KeyAlgorithm, Tpm } from '@constellation/tpm';
 import { quoteExtraData } from './binding.js';
 import { encodeDocument } from './document.js';
-import type { Issuer } from './issuer.js';
+import { AttestationConfigError } from './errors.js';
+import type { Issuer, RootedIdentity } from './issuer.js';
 import { variantByName } from './variant.js';
 import type { Variant } from './variant.js';
 
@@ -16,22 +17,71 @@ export interface TpmIssuerOptions {
   eventLog?: () => readonly MeasuredEvent[];
 }
 
+export interface RootedTpmIssuerOptions extends TpmIssuerOptions {
+  /** Intermediate CA certificates (DER) sent with the EK certificate, the EK's issuer first. */
+  ekIntermediates?: readonly Uint8Array[];
+}
+
 const ALL_PCRS = [...Array(PCR_COUNT).keys()];
 const MAX_ATTEMPTS = 3;
 
-/** Issues `qemu-vtpm` documents from a TPM: one SHA-256 quote over the chosen PCRs. */
+/**
+ * Issues TPM quote documents: one SHA-256 quote over the chosen PCRs. `TpmIssuer.rooted()` makes
+ * a `tpm2-ek` issuer that also carries the TPM's EK certificate and answers credentials;
+ * `new TpmIssuer()` makes the unrooted `qemu-vtpm` issuer kept for compatibility.
+ */
 export class TpmIssuer implements Issuer {
-  readonly variant: Variant = variantByName('qemu-vtpm');
+  readonly variant: Variant;
+  readonly rooted?: RootedIdentity;
   private readonly tpm: Tpm;
   private readonly akAlgorithm: KeyAlgorithm;
   private readonly pcrs: number[];
   private readonly eventLog: () => readonly MeasuredEvent[];
 
-  constructor(tpm: Tpm, options: TpmIssuerOptions = {}) {
+  constructor(tpm: Tpm, options: TpmIssuerOptions = {}, rooted?: RootedIdentity) {
     this.tpm = tpm;
     this.akAlgorithm = options.akAlgorithm ?? 'ecc';
     this.pcrs = [...new Set(options.pcrs ?? ALL_PCRS)].sort((a, b) => a - b);
     this.eventLog = options.eventLog ?? (() => []);
+    this.variant = variantByName(rooted === undefined ? 'qemu-vtpm' : 'tpm2-ek');
+    if (rooted !== undefined) this.rooted = rooted;
+  }
+
+  /**
+   * A `tpm2-ek` issuer: reads the RSA EK certificate from NV, regenerates the EK and the AK once,
+   * and activates credentials with both. Fails with a clear message on a TPM without an EK
+   * certificate, since such a TPM cannot prove which machine it is.
+   */
+  static async rooted(tpm: Tpm, options: RootedTpmIssuerOptions = {}): Promise<TpmIssuer> {
+    const certificate = await readEkCertificate(tpm, 'rsa');
+    if (certificate === undefined) {
+      throw new AttestationConfigError(
+        `${tpm.transport.description} has no RSA EK certificate (NV index 0x01c00002): the "tpm2-ek" variant needs a TPM manufactured with an endorsement certificate (swtpm_setup --create-ek-cert); the unrooted "qemu-vtpm" variant works without one but proves no identity`,
+      );
+    }
+    const akAlgorithm = options.akAlgorithm ?? 'ecc';
+    const ak = akTemplate(akAlgorithm);
+    const ek = await tpm.withEndorsementKey('rsa', (key) => Promise.resolve(key.publicBytes));
+    const { akPublic, akName } = await tpm.withPrimaryKey('endorsement', ak, (key) =>
+      Promise.resolve({ akPublic: key.publicBytes, akName: key.name }),
+    );
+    const identity: RootedIdentity = {
+      identity: {
+        ekPublic: ek,
+        ekCertificate: certificate,
+        ekIntermediates: (options.ekIntermediates ?? []).map((der) => Buffer.from(der)),
+      },
+      akPublic,
+      akName,
+      activate: (credential: Credential) =>
+        tpm.activateCredentialWithKeys(
+          ak,
+          'rsa',
+          Buffer.from(credential.credentialBlob),
+          Buffer.from(credential.encryptedSecret),
+        ),
+    };
+    return new TpmIssuer(tpm, options, identity);
   }
 
   issue(userData: Uint8Array, nonce: Uint8Array): Promise<Buffer> {
@@ -58,6 +108,7 @@ export class TpmIssuer implements Issuer {
             ],
             userData: Buffer.from(userData),
             eventLog: [...this.eventLog()],
+            ...(this.rooted === undefined ? {} : { identity: this.rooted.identity }),
           });
         }
       }

@@ -40,7 +40,7 @@ beforeAll(async () => {
   await tpm.startup();
   const events = await measureBoot(tpm, components);
   issuer = new TpmIssuer(tpm, { eventLog: () => events });
-  validator = new TpmValidator({ measurements: expectedMeasurements(components, measured) });
+  validator = new TpmValidator({ variant: 'qemu-vtpm', measurements: expectedMeasurements(components, measured) });
 });
 
 afterAll(async () => {
@@ -139,7 +139,7 @@ describe('TpmIssuer and TpmValidator on a real swtpm', () => {
       components[0]!,
       { ...components[1]!, digest: componentDigest('bootstrapper.mjs v2') },
     ];
-    const strict = new TpmValidator({ measurements: expectedMeasurements(tampered, measured) });
+    const strict = new TpmValidator({ variant: 'qemu-vtpm', measurements: expectedMeasurements(tampered, measured) });
     const nonce = randomBytes(32);
     const document = await issuer.issue(Buffer.alloc(0), nonce);
     const err = rejection(() => strict.validate(document, nonce));
@@ -164,7 +164,7 @@ describe('TpmIssuer and TpmValidator on a real swtpm', () => {
       [4, { expected: Buffer.alloc(32, 1), warnOnly: true }],
       [9, { expected: expectedMeasurements(components, [9]).get(9)!.expected, warnOnly: false }],
     ]);
-    const lenient = new TpmValidator({ measurements });
+    const lenient = new TpmValidator({ variant: 'qemu-vtpm', measurements });
     const nonce = randomBytes(32);
     const result = lenient.validate(await issuer.issue(Buffer.alloc(0), nonce), nonce);
     expect(result.warnings.map((w) => w.pcr)).toEqual([4]);
@@ -172,7 +172,7 @@ describe('TpmIssuer and TpmValidator on a real swtpm', () => {
 
   it('picks up new measurements on the next validation when given a function', async () => {
     let current: Measurements = expectedMeasurements(components, measured);
-    const live = new TpmValidator({ measurements: () => current });
+    const live = new TpmValidator({ variant: 'qemu-vtpm', measurements: () => current });
     const nonce = randomBytes(32);
     const document = await issuer.issue(Buffer.alloc(0), nonce);
     expect(live.validate(document, nonce)).toBeDefined();

@@ -2,11 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { AttestationDocument, MeasuredEvent, TpmQuote } from '@constellation/proto';
 import {
   PCR_COUNT,
-  TPM_ALG,
-  TPM_ECC,
-  TPMA_OBJECT,
   TpmParseError,
-  parsePublic,
   parseQuoteInfo,
   parseSignature,
   pcrCompositeDigest,
@@ -14,6 +10,7 @@ import {
   verifySignature,
 } from '@constellation/tpm';
 import type { QuoteInfo, TpmPublic, TpmSignature } from '@constellation/tpm';
+import { checkAttestationKey } from './attestation-key.js';
 import { quoteExtraData } from './binding.js';
 import { decodeDocument } from './document.js';
 import { AttestationError } from './errors.js';
@@ -21,35 +18,37 @@ import type { PcrMismatch } from './errors.js';
 import { replayEvents } from './measured-boot.js';
 import type { Measurements } from './measurements.js';
 import type { ValidationResult, Validator } from './validator.js';
-import { variantByName } from './variant.js';
-import type { Variant } from './variant.js';
+import { unrootedVariantWarning, variantByName } from './variant.js';
+import type { Variant, VariantName } from './variant.js';
 
 export interface TpmValidatorOptions {
   /** Expected PCR values; a function is called per validation, so a reloaded file takes effect at once. */
   measurements: Measurements | (() => Measurements);
+  /**
+   * "tpm2-ek" (the default) requires the document to carry the TPM's identity, which the caller
+   * must then prove with an EkIdentityVerifier and credential activation; "qemu-vtpm" trusts any key.
+   */
+  variant?: Extract<VariantName, 'tpm2-ek' | 'qemu-vtpm'>;
+  /** Told on every validation under an unrooted variant that its evidence proves no identity. */
+  warn?: (message: string) => void;
 }
 
-/** Attributes every attestation key must have: a TPM-resident key that only signs TPM-made structures. */
-const REQUIRED_AK_ATTRIBUTES =
-  TPMA_OBJECT.fixedTPM |
-  TPMA_OBJECT.fixedParent |
-  TPMA_OBJECT.sensitiveDataOrigin |
-  TPMA_OBJECT.restricted |
-  TPMA_OBJECT.sign;
-
 /**
- * Validates `qemu-vtpm` documents. In order: decode with limits, variant, attestation key
+ * Validates TPM quote documents (`tpm2-ek` and `qemu-vtpm`). In order: decode with limits, variant, attestation key
  * shape, then per quote the signature (before trusting anything it says), the nonce binding,
  * the PCR selection and the PCR digest; finally the measurements. Every failure is an
  * AttestationError whose reason and message say exactly what was wrong.
  */
 export class TpmValidator implements Validator {
-  readonly variant: Variant = variantByName('qemu-vtpm');
+  readonly variant: Variant;
   private readonly measurements: () => Measurements;
+  private readonly warn: (message: string) => void;
 
   constructor(options: TpmValidatorOptions) {
     const m = options.measurements;
     this.measurements = typeof m === 'function' ? m : () => m;
+    this.variant = variantByName(options.variant ?? 'tpm2-ek');
+    this.warn = options.warn ?? (() => undefined);
   }
 
   validate(bytes: Uint8Array, nonce: Uint8Array, expectedUserData?: Uint8Array): ValidationResult {
@@ -57,7 +56,15 @@ export class TpmValidator implements Validator {
     if (doc.variant !== this.variant.name) {
       throw new AttestationError('variant', `attestation variant is "${doc.variant}", expected "${this.variant.name}"`);
     }
+    if (!this.variant.rooted) this.warn(unrootedVariantWarning(this.variant));
     const ak = checkAttestationKey(doc.akPublic);
+    const identity = doc.identity;
+    if (this.variant.rooted && (identity === undefined || identity.ekCertificate.length === 0)) {
+      throw new AttestationError(
+        'ek-certificate',
+        `a "${this.variant.name}" document must carry the TPM's EK certificate; this one carries none`,
+      );
+    }
     const extraData = quoteExtraData(doc.userData, nonce);
     const pcrs = new Map<number, Buffer>();
     for (const [i, quote] of doc.quotes.entries()) {
@@ -77,44 +84,10 @@ export class TpmValidator implements Validator {
       pcrs,
       warnings: mismatches.filter((m) => m.warnOnly),
       attestationKeyName: publicName(ak).toString('hex'),
+      akPublic: Buffer.from(doc.akPublic),
+      ...(this.variant.rooted && identity !== undefined ? { identityClaim: identity } : {}),
     };
   }
-}
-
-function checkAttestationKey(bytes: Uint8Array): TpmPublic {
-  let ak: TpmPublic;
-  try {
-    ak = parsePublic(bytes);
-  } catch (err) {
-    throw new AttestationError(
-      'attestation-key',
-      `attestation key public area is malformed: ${(err as Error).message}`,
-    );
-  }
-  if (
-    (ak.objectAttributes & REQUIRED_AK_ATTRIBUTES) !== REQUIRED_AK_ATTRIBUTES ||
-    (ak.objectAttributes & TPMA_OBJECT.decrypt) !== 0
-  ) {
-    throw new AttestationError(
-      'attestation-key',
-      'attestation key is not a restricted, TPM-resident signing key (fixedTPM, fixedParent, sensitiveDataOrigin, restricted, sign; not decrypt)',
-    );
-  }
-  if (ak.nameAlg !== TPM_ALG.SHA256)
-    throw new AttestationError('weak-hash', 'attestation key name algorithm must be SHA-256');
-  if (ak.type === 'ecc') {
-    if (ak.curve !== TPM_ECC.NIST_P256 || ak.scheme.scheme !== TPM_ALG.ECDSA) {
-      throw new AttestationError('attestation-key', 'ECC attestation key must be NIST P-256 with the ECDSA scheme');
-    }
-  } else if (ak.keyBits < 2048 || (ak.scheme.scheme !== TPM_ALG.RSASSA && ak.scheme.scheme !== TPM_ALG.RSAPSS)) {
-    throw new AttestationError(
-      'attestation-key',
-      'RSA attestation key must have at least 2048 bits and an RSASSA or RSAPSS scheme',
-    );
-  }
-  if (ak.scheme.hash !== TPM_ALG.SHA256)
-    throw new AttestationError('weak-hash', 'attestation key must sign with SHA-256');
-  return ak;
 }
 
 function checkQuote(quote: TpmQuote, index: number, ak: TpmPublic, extraData: Buffer): Map<number, Buffer> {

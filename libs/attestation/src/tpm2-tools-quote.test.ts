@@ -85,7 +85,10 @@ describe('quotes made by tpm2-tools', () => {
         userData,
         eventLog: [],
       });
-      const validator = new TpmValidator({ measurements: expectedMeasurements(components, [4, 9, 15]) });
+      const validator = new TpmValidator({
+        variant: 'qemu-vtpm',
+        measurements: expectedMeasurements(components, [4, 9, 15]),
+      });
       const result = validator.validate(document, nonce, userData);
       expect(result.pcrs.get(9)).toEqual(expectedMeasurements(components, [9]).get(9)?.expected);
       expect(() => validator.validate(document, randomBytes(32))).toThrow(/not bound to this nonce/);

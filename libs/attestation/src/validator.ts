@@ -1,3 +1,4 @@
+import type { TpmIdentity } from '@constellation/proto';
 import type { Variant } from './variant.js';
 import type { PcrMismatch } from './errors.js';
 
@@ -12,6 +13,13 @@ export interface ValidationResult {
   warnings: readonly PcrMismatch[];
   /** TPM name of the attestation key that signed (nameAlg || SHA-256(TPMT_PUBLIC)), hex. */
   attestationKeyName: string;
+  /** The attestation key's public area (marshalled TPMT_PUBLIC) as the document carried it. */
+  akPublic: Buffer;
+  /**
+   * Rooted variants: the TPM identity the document claims. Not yet proven: the caller proves it
+   * with EkIdentityVerifier and credential activation before trusting the peer.
+   */
+  identityClaim?: TpmIdentity;
 }
 
 /** Checks attestation documents of one variant against the current measurements. */

@@ -11,10 +11,10 @@ describe('variants', () => {
 
   it('never hands out the dummy variant to configuration, and lists what is allowed', () => {
     expect(() => variantByName('dummy')).toThrow(
-      'attestation variant "dummy" is for tests only and proves nothing; expected one of: qemu-vtpm',
+      'attestation variant "dummy" is for tests only and proves nothing; expected one of: tpm2-ek, qemu-vtpm',
     );
     expect(() => variantByName('azure-sev-snp')).toThrow(
-      'unknown attestation variant "azure-sev-snp"; expected one of: qemu-vtpm',
+      'unknown attestation variant "azure-sev-snp"; expected one of: tpm2-ek, qemu-vtpm',
     );
     expect(variantByName('dummy', { allowTestOnly: true }).testOnly).toBe(true);
   });

@@ -1,0 +1,77 @@
+import * as grpc from '@grpc/grpc-js';
+import { activationProof } from '@constellation/attestation';
+import type { EkIdentityVerifier, RootedIdentity, VerifiedTpmIdentity } from '@constellation/attestation';
+import { ActivationServiceClient, ActivationServiceService } from '@constellation/proto';
+import type { ActivateRequest, ActivateResponse } from '@constellation/proto';
+import { randomBytes } from 'node:crypto';
+import type { AttestedChannelCredentials } from './attested-channel.js';
+import { AtlsError } from './errors.js';
+
+const NONCE_BYTES = 32;
+
+/**
+ * Serves constellation.atls.v1.ActivationService on a server-attests endpoint: the node's TPM
+ * activates the client's credential and answers with a proof bound to the client's nonce. The
+ * secret itself never leaves the node.
+ */
+export function addActivationService(server: grpc.Server, rooted: RootedIdentity): void {
+  server.addService(ActivationServiceService, {
+    activate: (
+      call: grpc.ServerUnaryCall<ActivateRequest, ActivateResponse>,
+      callback: grpc.sendUnaryData<ActivateResponse>,
+    ) => {
+      const { credential, nonce } = call.request;
+      if (credential === undefined || nonce.length !== NONCE_BYTES) {
+        callback({
+          code: grpc.status.INVALID_ARGUMENT,
+          details: `an activation request needs a credential and a ${NONCE_BYTES}-byte nonce`,
+        });
+        return;
+      }
+      rooted.activate(credential).then(
+        (secret) => {
+          callback(null, { proof: activationProof(secret, nonce, rooted.akName) });
+        },
+        (err: unknown) => {
+          callback({
+            code: grpc.status.PERMISSION_DENIED,
+            details: `this TPM cannot activate the credential: ${(err as Error).message}`,
+          });
+        },
+      );
+    },
+  });
+}
+
+/**
+ * The client's half for server-attests endpoints, run on the attested channel after the TLS
+ * handshake validated the server's quotes and before anything secret is sent: validates the
+ * server's EK certificate path, makes a credential for its AK, and checks the proof that its TPM
+ * activated it. Returns the proven identity; throws AttestationError or AtlsError.
+ */
+export async function proveServerIdentity(
+  channel: grpc.Channel,
+  credentials: AttestedChannelCredentials,
+  verifier: EkIdentityVerifier,
+  deadlineMs = 20_000,
+): Promise<VerifiedTpmIdentity> {
+  const client = new ActivationServiceClient('', grpc.credentials.createInsecure(), { channelOverride: channel });
+  const deadline = Date.now() + deadlineMs;
+  await new Promise<void>((resolve, reject) => {
+    client.waitForReady(deadline, (err) => {
+      if (err) reject(credentials.failure ?? err);
+      else resolve();
+    });
+  });
+  const result = credentials.result;
+  if (result === undefined) throw credentials.failure ?? new AtlsError('the server presented no attestation');
+  const pending = await verifier.challenge(result.identityClaim, result.akPublic);
+  const nonce = randomBytes(NONCE_BYTES);
+  const response = await new Promise<ActivateResponse>((resolve, reject) => {
+    client.activate({ credential: pending.credential, nonce }, new grpc.Metadata(), { deadline }, (err, answer) => {
+      if (err) reject(new AtlsError(`the server did not activate its credential: ${err.details}`, { cause: err }));
+      else resolve(answer);
+    });
+  });
+  return pending.prove(response.proof, nonce);
+}
