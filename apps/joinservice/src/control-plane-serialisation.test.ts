@@ -1,8 +1,8 @@
 import * as grpc from '@grpc/grpc-js';
 import { MemoryLogger } from '@constellation/logger';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SimulatedNode, rpcFailure, startJoinFixture } from './join-service.fixture.js';
-import type { JoinFixture } from './join-service.fixture.js';
+import { rpcFailure, startJoinFixture } from './join-service.fixture.js';
+import type { JoinFixture , SimulatedNode} from './join-service.fixture.js';
 
 let fixture: JoinFixture;
 let a: SimulatedNode;
@@ -11,8 +11,8 @@ let b: SimulatedNode;
 beforeAll(async () => {
   fixture = await startJoinFixture(new MemoryLogger());
   [a, b] = await Promise.all([
-    SimulatedNode.boot('control-plane-a', '10.42.0.11'),
-    SimulatedNode.boot('control-plane-b', '10.42.0.12'),
+    fixture.node('control-plane-a', '10.42.0.11'),
+    fixture.node('control-plane-b', '10.42.0.12'),
   ]);
 });
 
@@ -50,7 +50,7 @@ describe('control-plane joins', () => {
   });
 
   it('lets workers join while a control plane holds the lease', async () => {
-    const worker = await SimulatedNode.boot('worker-9', '10.42.0.19');
+    const worker = await fixture.node('worker-9', '10.42.0.19');
     try {
       await expect(worker.requestJoin(fixture.client)).resolves.toBeDefined();
     } finally {

@@ -6,7 +6,7 @@ import { connect, createServer } from 'node:tls';
 import { performance } from 'node:perf_hooks';
 import { atlsPublicRoot, issueFromPublicRoot } from '@constellation/atls';
 import { MemoryLogger } from '@constellation/logger';
-import { SimulatedNode, startJoinFixture } from './join-service.fixture.js';
+import { startJoinFixture } from './join-service.fixture.js';
 
 const TPMS = Number(process.env['BENCH_TPMS'] ?? 12);
 const JOINS = Number(process.env['BENCH_JOINS'] ?? 240);
@@ -56,9 +56,7 @@ async function mutualTlsRate(total: number, concurrency: number): Promise<number
 
 const fixture = await startJoinFixture(new MemoryLogger());
 const nodes = await Promise.all(
-  Array.from({ length: TPMS }, (_, i) =>
-    SimulatedNode.boot(`bench-${i}`, `10.43.${Math.floor(i / 250)}.${(i % 250) + 1}`),
-  ),
+  Array.from({ length: TPMS }, (_, i) => fixture.node(`bench-${i}`, `10.43.${Math.floor(i / 250)}.${(i % 250) + 1}`)),
 );
 try {
   const latencies: number[] = [];

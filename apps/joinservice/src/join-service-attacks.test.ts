@@ -1,20 +1,21 @@
 import * as grpc from '@grpc/grpc-js';
 import { challengeUserData, ephemeralKey } from '@constellation/atls';
+import { activationProof } from '@constellation/attestation';
 import { createKubeletCsr } from '@constellation/keys';
 import { MemoryLogger } from '@constellation/logger';
 import { JoinTicketRequest } from '@constellation/proto';
 import type { AttestedRequest, IssueJoinTicketRequest, IssueJoinTicketResponse } from '@constellation/proto';
 import { withTimeout } from '@constellation/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SimulatedNode, startJoinFixture } from './join-service.fixture.js';
-import type { JoinFixture } from './join-service.fixture.js';
+import { startJoinFixture } from './join-service.fixture.js';
+import type { JoinFixture , SimulatedNode} from './join-service.fixture.js';
 
 let fixture: JoinFixture;
 let node: SimulatedNode;
 
 beforeAll(async () => {
   fixture = await startJoinFixture(new MemoryLogger());
-  node = await SimulatedNode.boot('worker-7', '10.42.0.7');
+  node = await fixture.node('worker-7', '10.42.0.7');
 });
 
 afterAll(async () => {
@@ -29,10 +30,15 @@ const tokens = (): number =>
 
 type Stream = grpc.ClientDuplexStream<IssueJoinTicketRequest, IssueJoinTicketResponse>;
 
-/** Drives one IssueJoinTicket stream by hand: hello, then `answer(nonce)`; returns the final error, if any. */
+/**
+ * Drives one IssueJoinTicket stream by hand as the genuine node would (hello with its TPM identity,
+ * credential activated by its TPM), then `answer(nonce, proof)`; returns the final error, if any.
+ */
 async function exchange(
-  answer: (nonce: Buffer) => Promise<AttestedRequest>,
+  answer: (nonce: Buffer, proof: Buffer) => Promise<AttestedRequest>,
 ): Promise<{ error?: grpc.ServiceError; sealed: boolean; nonce: Buffer }> {
+  const rooted = node.issuer.rooted;
+  if (rooted === undefined) throw new Error('the node must attest with a rooted variant');
   const stream: Stream = fixture.client.issueJoinTicket({ deadline: Date.now() + 20_000 });
   return withTimeout(
     new Promise((resolve) => {
@@ -40,8 +46,13 @@ async function exchange(
       let nonce = Buffer.alloc(0);
       stream.on('data', (message: IssueJoinTicketResponse) => {
         if (message.step?.$case === 'challenge') {
+          const { credential } = message.step.value;
           nonce = Buffer.from(message.step.value.nonce);
-          void answer(nonce).then((attested) => stream.write({ step: { $case: 'attested', value: attested } }));
+          void (async () => {
+            if (credential === undefined) throw new Error('no credential in the challenge');
+            const proof = activationProof(await rooted.activate(credential), nonce, rooted.akName);
+            stream.write({ step: { $case: 'attested', value: await answer(nonce, proof) } });
+          })();
         } else if (message.step?.$case === 'sealed') sealed = true;
       });
       stream.on('error', (error: grpc.ServiceError) => {
@@ -50,7 +61,17 @@ async function exchange(
       stream.on('end', () => {
         resolve({ sealed, nonce });
       });
-      stream.write({ step: { $case: 'hello', value: { attestationVariant: 'qemu-vtpm', protocolVersion: 1 } } });
+      stream.write({
+        step: {
+          $case: 'hello',
+          value: {
+            attestationVariant: 'tpm2-ek',
+            protocolVersion: 1,
+            identity: rooted.identity,
+            akPublic: rooted.akPublic,
+          },
+        },
+      });
     }),
     30_000,
     'join exchange',
@@ -65,17 +86,17 @@ async function ticketRequest(name: string, ip: string, isControlPlane: boolean):
   );
 }
 
-async function honestAnswer(nonce: Buffer, request: Buffer): Promise<AttestedRequest> {
+async function honestAnswer(nonce: Buffer, proof: Buffer, request: Buffer): Promise<AttestedRequest> {
   const key = ephemeralKey();
   const attestation = await node.issuer.issue(challengeUserData(key.publicKey, request), nonce);
-  return { attestation, ephemeralPublicKey: key.publicKey, request };
+  return { attestation, ephemeralPublicKey: key.publicKey, request, activationProof: proof };
 }
 
 describe('JoinService against replayed and relayed attestations', () => {
   it('gives a replayed attestation nothing, names the reason, and mints no token', async () => {
     const request = await ticketRequest(node.name, node.ip, false);
     let recorded: AttestedRequest | undefined;
-    const first = await exchange(async (nonce) => (recorded = await honestAnswer(nonce, request)));
+    const first = await exchange(async (nonce, proof) => (recorded = await honestAnswer(nonce, proof, request)));
     expect(first.error).toBeUndefined();
     expect(first.sealed).toBe(true);
     const before = tokens();
@@ -92,16 +113,16 @@ describe('JoinService against replayed and relayed attestations', () => {
     const request = await ticketRequest(node.name, node.ip, false);
     const attackerRequest = await ticketRequest('attacker', '10.66.0.1', true);
     const before = tokens();
-    const swappedKey = await exchange(async (nonce) => ({
-      ...(await honestAnswer(nonce, request)),
+    const swappedKey = await exchange(async (nonce, proof) => ({
+      ...(await honestAnswer(nonce, proof, request)),
       ephemeralPublicKey: ephemeralKey().publicKey,
     }));
     expect(swappedKey.error?.code).toBe(grpc.status.PERMISSION_DENIED);
     expect(swappedKey.error?.details).toBe(
       'attestation rejected: attested user data does not match what this connection expects',
     );
-    const swappedRequest = await exchange(async (nonce) => ({
-      ...(await honestAnswer(nonce, request)),
+    const swappedRequest = await exchange(async (nonce, proof) => ({
+      ...(await honestAnswer(nonce, proof, request)),
       request: attackerRequest,
     }));
     expect(swappedRequest.error?.code).toBe(grpc.status.PERMISSION_DENIED);

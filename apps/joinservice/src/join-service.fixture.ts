@@ -1,13 +1,14 @@
 // Test fixture: a JoinService with its mounted files, an API server stand-in, and simulated
 // nodes that each have a real swtpm. Used by the JoinService tests and benchmarks.
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
 import { SERVICE_CHANNEL_OPTIONS, requestWithAttestation, serviceChannelCredentials } from '@constellation/atls';
 import {
   TpmIssuer,
   componentDigest,
+  pemCertificatesToDer,
   expectedMeasurements,
   measureBoot,
   measurementsToFile,
@@ -31,8 +32,10 @@ import {
   RejoinTicket,
   RejoinTicketRequest,
 } from '@constellation/proto';
-import type { MeasuredEvent } from '@constellation/proto';
-import { KubeApiServer } from '@constellation/sandbox';
+import { KubeApiServer, MetadataServer } from '@constellation/sandbox';
+import type { InstanceInfo } from '@constellation/sandbox';
+import { createEkCa } from '@constellation/swtpm';
+import type { EkCa } from '@constellation/swtpm';
 import { createTempDir, startSwtpm } from '@constellation/testing';
 import type { Swtpm, TempDir } from '@constellation/testing';
 import { SocketTransport, Tpm } from '@constellation/tpm';
@@ -59,6 +62,10 @@ export const CLUSTER: ClusterConfig = {
 export interface JoinFixture {
   dir: TempDir;
   api: KubeApiServer;
+  /** The per-cluster EK CA that manufactures every simulated node's TPM. */
+  ekCa: EkCa;
+  /** The platform's instance registry (mini's metadata service). */
+  registry: MetadataServer;
   service: RunningJoinService;
   settings: JoinServiceSettings;
   masterSecret: MasterSecret;
@@ -66,6 +73,15 @@ export interface JoinFixture {
   caCertificatePem: string;
   client: JoinServiceClient;
   writeMeasurements(m: Measurements | string): Promise<void>;
+  /**
+   * Boots a simulated node whose TPM is manufactured by `ekCa`, and registers it (unless
+   * `registered` is false) with its name, IP and role (control-plane when the name says so).
+   */
+  node(
+    name: string,
+    ip: string,
+    options?: { role?: 'control-plane' | 'worker'; boot?: readonly BootComponent[]; registered?: boolean },
+  ): Promise<SimulatedNode>;
   close(): Promise<void>;
 }
 
@@ -101,8 +117,12 @@ export async function writeMountedFiles(
   masterSecret: MasterSecret;
   measurementSalt: Buffer;
   caCertificatePem: string;
+  ekCa: EkCa;
 }> {
   const configDir = join(root, 'config');
+  await mkdir(configDir, { recursive: true });
+  const ekCa = await createEkCa(join(root, 'ek-ca'), { name: 'JoinService test' });
+  await copyFile(ekCa.rootCertPath, join(configDir, 'ekRoots'));
   const pkiDir = join(root, 'pki');
   await mkdir(join(pkiDir, 'etcd'), { recursive: true });
   await mkdir(configDir, { recursive: true });
@@ -124,6 +144,9 @@ export async function writeMountedFiles(
   return {
     settings: {
       attestationConfigPath: join(configDir, 'attestationConfig'),
+      attestationVariant: 'tpm2-ek',
+      ekRootsPath: join(configDir, 'ekRoots'),
+      acceptUnregisteredEks: false,
       measurementSaltPath: join(configDir, 'measurementSalt'),
       masterSecretPath: join(root, 'mastersecret.json'),
       pkiDir,
@@ -138,6 +161,7 @@ export async function writeMountedFiles(
     masterSecret,
     measurementSalt,
     caCertificatePem: certificatePem,
+    ekCa,
   };
 }
 
@@ -156,6 +180,11 @@ export async function startJoinFixture(
     },
   );
   const files = await writeMountedFiles(dir.path, api.url);
+  const registry = await MetadataServer.start({
+    instances: [],
+    endpoint: { host: '10.42.0.2', apiServerPort: 6443, joinServicePort: 30090, initPort: 9000 },
+    initSecretHash: '',
+  });
   const settings: JoinServiceSettings = {
     host: '127.0.0.1',
     port: 0,
@@ -163,6 +192,7 @@ export async function startJoinFixture(
     healthPort: 0,
     metricsPort: 0,
     ...files.settings,
+    instanceRegistryUrl: registry.url,
     ...overrides,
   };
   const service = await startJoinService(settings, logger);
@@ -179,7 +209,22 @@ export async function startJoinFixture(
     masterSecret: files.masterSecret,
     measurementSalt: files.measurementSalt,
     caCertificatePem: files.caCertificatePem,
+    ekCa: files.ekCa,
+    registry,
     client,
+    node: async (name, ip, options = {}) => {
+      const node = await SimulatedNode.boot(name, ip, files.ekCa, options.boot ?? BOOT);
+      if (options.registered !== false) {
+        const instance: InstanceInfo = {
+          name,
+          ip,
+          role: options.role ?? (name.startsWith('control-plane') ? 'control-plane' : 'worker'),
+          ekPublicKeyHash: node.ekPublicKeyHash,
+        };
+        registry.update((doc) => ({ ...doc, instances: [...doc.instances, instance] }));
+      }
+      return node;
+    },
     writeMeasurements: async (m) => {
       await writeFile(
         settings.attestationConfigPath,
@@ -190,33 +235,45 @@ export async function startJoinFixture(
       client.close();
       await service.close();
       await api.close();
+      await registry.close();
       await dir.remove();
     },
   };
 }
 
-/** A simulated node: its own swtpm, measured with `boot`. */
+/** A simulated node: its own swtpm manufactured with an EK certificate, measured with `boot`. */
 export class SimulatedNode {
   readonly name: string;
   readonly ip: string;
-  readonly diskUuid = randomUUID();
+  diskUuid = randomUUID();
   readonly swtpm: Swtpm;
   readonly tpm: Tpm;
-  readonly issuer: TpmIssuer;
+  /** Rooted (`tpm2-ek`) issuer; tests may swap in another to play an attacker. */
+  issuer: TpmIssuer;
+  readonly ekPublicKeyHash: string;
 
-  private constructor(name: string, ip: string, swtpm: Swtpm, tpm: Tpm, events: MeasuredEvent[]) {
+  private constructor(name: string, ip: string, swtpm: Swtpm, tpm: Tpm, issuer: TpmIssuer, ekPublicKeyHash: string) {
     this.name = name;
     this.ip = ip;
     this.swtpm = swtpm;
     this.tpm = tpm;
-    this.issuer = new TpmIssuer(tpm, { eventLog: () => events });
+    this.issuer = issuer;
+    this.ekPublicKeyHash = ekPublicKeyHash;
   }
 
-  static async boot(name: string, ip: string, boot: readonly BootComponent[] = BOOT): Promise<SimulatedNode> {
-    const swtpm = await startSwtpm();
+  static async boot(name: string, ip: string, ca: EkCa, boot: readonly BootComponent[] = BOOT): Promise<SimulatedNode> {
+    const swtpm = await startSwtpm({ manufacture: { ca, vmid: name } });
     const tpm = new Tpm(new SocketTransport({ host: swtpm.host, port: swtpm.port, keepConnection: true }));
     const events = await measureBoot(tpm, boot);
-    return new SimulatedNode(name, ip, swtpm, tpm, events);
+    const intermediates = pemCertificatesToDer(await readFile(ca.intermediateCertPath, 'utf8'));
+    const issuer = await TpmIssuer.rooted(tpm, { eventLog: () => events, ekIntermediates: intermediates });
+    const ekPublicKeyHash = swtpm.manufactured?.ekPublicKeyHash ?? '';
+    return new SimulatedNode(name, ip, swtpm, tpm, issuer, ekPublicKeyHash);
+  }
+
+  /** The same TPM and measurements, attesting with the unrooted `qemu-vtpm` variant. */
+  unrootedIssuer(): TpmIssuer {
+    return new TpmIssuer(this.tpm, { eventLog: () => [] });
   }
 
   async requestJoin(

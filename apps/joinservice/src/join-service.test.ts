@@ -10,8 +10,8 @@ import { MemoryLogger } from '@constellation/logger';
 import { HealthCheckResponse_ServingStatus, HealthClient } from '@constellation/proto';
 import { runChecked, waitFor } from '@constellation/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BOOT, CLUSTER, MEASURED_PCRS, SimulatedNode, rpcFailure, startJoinFixture } from './join-service.fixture.js';
-import type { JoinFixture } from './join-service.fixture.js';
+import { BOOT, CLUSTER, MEASURED_PCRS, rpcFailure, startJoinFixture } from './join-service.fixture.js';
+import type { JoinFixture , SimulatedNode} from './join-service.fixture.js';
 
 const logger = new MemoryLogger();
 let fixture: JoinFixture;
@@ -20,7 +20,7 @@ const nodes: SimulatedNode[] = [];
 
 beforeAll(async () => {
   fixture = await startJoinFixture(logger);
-  worker = await SimulatedNode.boot('worker-1', '10.42.0.3');
+  worker = await fixture.node('worker-1', '10.42.0.3');
   nodes.push(worker);
 });
 
@@ -101,10 +101,9 @@ describe('JoinService with real swtpm nodes and the API stand-in', () => {
   });
 
   it('refuses a node with a modified bootstrapper, naming the PCR, and leaves no token behind', async () => {
-    const tampered = await SimulatedNode.boot('worker-evil', '10.42.0.66', [
-      BOOT[0]!,
-      { ...BOOT[1]!, digest: componentDigest('bootstrapper bundle v1 + backdoor') },
-    ]);
+    const tampered = await fixture.node('worker-evil', '10.42.0.66', {
+      boot: [BOOT[0]!, { ...BOOT[1]!, digest: componentDigest('bootstrapper bundle v1 + backdoor') }],
+    });
     nodes.push(tampered);
     const tokens = tokenSecrets();
     const failure = await rpcFailure(tampered.requestJoin(fixture.client));
@@ -137,7 +136,7 @@ describe('JoinService with real swtpm nodes and the API stand-in', () => {
   });
 
   it('sends the shared PKI to control-plane nodes only', async () => {
-    const cp = await SimulatedNode.boot('control-plane-2', '10.42.0.10');
+    const cp = await fixture.node('control-plane-2', '10.42.0.10');
     nodes.push(cp);
     const { ticket } = await cp.requestJoin(fixture.client, { controlPlane: true });
     expect(ticket.controlPlaneFiles.map((f) => f.name).sort()).toEqual([

@@ -5,7 +5,8 @@ import * as grpc from '@grpc/grpc-js';
 import * as k8s from '@kubernetes/client-node';
 import { StatusError, serveChallenge, serviceServerCredentials } from '@constellation/atls';
 import type { ChallengeRejection } from '@constellation/atls';
-import { TpmValidator } from '@constellation/attestation';
+import { EkIdentityVerifier, TpmValidator, pemCertificatesToDer } from '@constellation/attestation';
+import type { ValidationResult, VerifiedTpmIdentity } from '@constellation/attestation';
 import { masterSecretFromJson } from '@constellation/keys';
 import type { Logger } from '@constellation/logger';
 import {
@@ -25,9 +26,13 @@ import type {
 } from '@constellation/proto';
 import { ClusterPki } from './cluster-pki.js';
 import { ControlPlaneLease } from './control-plane-lease.js';
+import { DiskBindings } from './disk-binding.js';
+import { HttpInstanceRegistry } from './instance-registry.js';
+import type { InstanceRegistry } from './instance-registry.js';
 import { MeasurementsSource } from './measurements-source.js';
 import { JoinMetrics } from './metrics.js';
 import { TicketService } from './ticket-service.js';
+import type { AdmittedNode } from './ticket-service.js';
 
 /** Everything the JoinService needs, parsed and validated by the program before it starts. */
 export interface JoinServiceSettings {
@@ -39,6 +44,22 @@ export interface JoinServiceSettings {
   healthPort: number;
   /** Measurements file (ConfigMap join-config, key attestationConfig). */
   attestationConfigPath: string;
+  /**
+   * "tpm2-ek" (EK certificate to a pinned root, credential activation, instance registry) or the
+   * unrooted "qemu-vtpm", which trusts any attestation key and is accepted only when named.
+   */
+  attestationVariant: 'tpm2-ek' | 'qemu-vtpm';
+  /** PEM file of the pinned EK CA roots (join-config key ekRoots); required for "tpm2-ek". */
+  ekRootsPath?: string;
+  /** PEM file of EK CA intermediates the service knows (join-config key ekIntermediates); optional. */
+  ekIntermediatesPath?: string;
+  /** The platform's instance registry (cloud API; mini's metadata service). */
+  instanceRegistryUrl?: string;
+  /**
+   * Bare metal without a registry: admit any node whose EK chains to the roots, taking its name
+   * and addresses from its own request. Off by default; exclusive with instanceRegistryUrl.
+   */
+  acceptUnregisteredEks: boolean;
   /** 32 raw bytes (ConfigMap join-config, key measurementSalt). */
   measurementSaltPath: string;
   /** Master secret JSON (Secret constellation-mastersecret). */
@@ -102,7 +123,40 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
     },
   });
   await measurements.start();
-  const validator = new TpmValidator({ measurements: () => measurements.current() });
+  const validator = new TpmValidator({
+    variant: settings.attestationVariant,
+    measurements: () => measurements.current(),
+    warn: (message) => {
+      logger.warn(message);
+    },
+  });
+  const identity = settings.attestationVariant === 'tpm2-ek' ? await loadIdentityVerifier(settings) : undefined;
+  const registry = instanceRegistry(settings);
+  /** Everything a ticket grants is decided from who the node is, never from what it asks for. */
+  const admit = async (result: ValidationResult, proven: VerifiedTpmIdentity | undefined): Promise<AdmittedNode> => {
+    if (proven === undefined) return { machineId: `ak-${result.attestationKeyName}` };
+    if (registry === undefined) return { machineId: proven.ekPublicKeyHash };
+    let instance;
+    try {
+      instance = await registry.byEndorsementKey(proven.ekPublicKeyHash);
+    } catch (err) {
+      throw new StatusError(
+        grpc.status.UNAVAILABLE,
+        `the instance registry is not reachable: ${(err as Error).message}`,
+        {
+          'retry-after-ms': '2000',
+        },
+      );
+    }
+    if (instance === undefined) {
+      metrics.attestationFailures.inc({ reason: 'unregistered-ek' });
+      throw new StatusError(
+        grpc.status.PERMISSION_DENIED,
+        `endorsement key sha256:${proven.ekPublicKeyHash} is not registered: the platform knows no machine with this TPM`,
+      );
+    }
+    return { machineId: proven.ekPublicKeyHash, instance };
+  };
   const pki = await ClusterPki.load(settings.pkiDir);
   const tickets = new TicketService({
     core,
@@ -111,6 +165,7 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
     measurementSalt,
     apiServerEndpoint: settings.apiServerEndpoint,
     lease: new ControlPlaneLease({ coordination, core, holdMs: settings.controlPlaneHoldMs }),
+    disks: new DiskBindings({ core }),
     tokenTtlMs: settings.tokenTtlMs,
     logger,
   });
@@ -138,6 +193,7 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
     issueJoinTicket: (call: grpc.ServerDuplexStream<IssueJoinTicketRequest, IssueJoinTicketResponse>) => {
       serveChallenge(call, {
         validators: [validator],
+        ...(identity === undefined ? {} : { identity }),
         challengeTtlMs: settings.challengeTtlMs,
         maxRequestBytes: MAX_REQUEST_BYTES,
         logger,
@@ -145,7 +201,7 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
           onRejected(reason);
           if (reason !== 'handler') metrics.joins.inc({ kind: 'join', role: 'unknown', outcome: 'rejected' });
         },
-        handle: async (bytes) => {
+        handle: async (bytes, result, proven) => {
           let request: JoinTicketRequest;
           try {
             request = JoinTicketRequest.decode(bytes);
@@ -155,7 +211,7 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
           const role = request.isControlPlane ? 'control-plane' : 'worker';
           const stop = metrics.ticketLatency.startTimer({ kind: 'join' });
           try {
-            const ticket = await limited(() => tickets.joinTicket(request));
+            const ticket = await limited(async () => tickets.joinTicket(request, await admit(result, proven)));
             metrics.joins.inc({ kind: 'join', role, outcome: 'issued' });
             return Buffer.from(JoinTicket.encode(ticket).finish());
           } catch (err) {
@@ -170,26 +226,25 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
     issueRejoinTicket: (call: grpc.ServerDuplexStream<IssueRejoinTicketRequest, IssueRejoinTicketResponse>) => {
       serveChallenge(call, {
         validators: [validator],
+        ...(identity === undefined ? {} : { identity }),
         challengeTtlMs: settings.challengeTtlMs,
         maxRequestBytes: MAX_REQUEST_BYTES,
         logger,
         onRejected,
-        handle: (bytes) => {
+        handle: async (bytes, result, proven) => {
           let request: RejoinTicketRequest;
           try {
             request = RejoinTicketRequest.decode(bytes);
           } catch {
-            return Promise.reject(
-              new StatusError(grpc.status.INVALID_ARGUMENT, 'request is not a RejoinTicketRequest'),
-            );
+            throw new StatusError(grpc.status.INVALID_ARGUMENT, 'request is not a RejoinTicketRequest');
           }
           try {
-            const ticket = tickets.rejoinTicket(request);
+            const ticket = await tickets.rejoinTicket(request, await admit(result, proven));
             metrics.joins.inc({ kind: 'rejoin', role: 'unknown', outcome: 'issued' });
-            return Promise.resolve(Buffer.from(RejoinTicket.encode(ticket).finish()));
+            return Buffer.from(RejoinTicket.encode(ticket).finish());
           } catch (err) {
             metrics.joins.inc({ kind: 'rejoin', role: 'unknown', outcome: outcomeOf(err) });
-            return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+            throw err;
           }
         },
       });
@@ -249,6 +304,30 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
       });
     },
   };
+}
+
+async function loadIdentityVerifier(settings: JoinServiceSettings): Promise<EkIdentityVerifier> {
+  if (settings.ekRootsPath === undefined)
+    throw new Error('attestation variant "tpm2-ek" needs the pinned EK CA roots (join-config key ekRoots)');
+  const roots = pemCertificatesToDer(await readFile(settings.ekRootsPath, 'utf8'));
+  if (roots.length === 0)
+    throw new Error(`${settings.ekRootsPath}: no PEM certificate found; the EK roots must not be empty`);
+  const intermediates =
+    settings.ekIntermediatesPath === undefined
+      ? []
+      : pemCertificatesToDer(await readFile(settings.ekIntermediatesPath, 'utf8'));
+  return new EkIdentityVerifier({ roots, intermediates });
+}
+
+function instanceRegistry(settings: JoinServiceSettings): InstanceRegistry | undefined {
+  if (settings.attestationVariant !== 'tpm2-ek') return undefined;
+  if (settings.instanceRegistryUrl !== undefined && settings.acceptUnregisteredEks)
+    throw new Error('an instance registry and accepting unregistered EKs exclude each other');
+  if (settings.instanceRegistryUrl !== undefined) return new HttpInstanceRegistry(settings.instanceRegistryUrl);
+  if (settings.acceptUnregisteredEks) return undefined;
+  throw new Error(
+    'attestation variant "tpm2-ek" needs an instance registry (--instance-registry-url) to bind tickets to machines; on bare metal without one, pass --accept-unregistered-eks',
+  );
 }
 
 function bind(server: grpc.Server, address: string, credentials: grpc.ServerCredentials): Promise<number> {

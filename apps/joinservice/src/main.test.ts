@@ -37,6 +37,20 @@ describe('constellation-joinservice entry point', () => {
     const api = await KubeApiServer.start();
     try {
       const { settings } = await writeMountedFiles(dir, api.url);
+      const common = [
+        `--config-dir=${dir}/config`,
+        `--master-secret-file=${settings.masterSecretPath}`,
+        `--pki-dir=${settings.pkiDir}`,
+        `--kubeconfig=${settings.kubeconfigPath ?? ''}`,
+        '--api-server-endpoint=10.42.0.2:6443',
+      ];
+      // tpm2-ek binds tickets to registered machines: without a registry (or the explicit bare-metal
+      // switch) the service refuses to start rather than trust what nodes ask for.
+      const unbound = await run('--port=0', '--metrics-port=0', '--health-port=0', ...common);
+      expect(unbound.code).toBe(1);
+      expect(unbound.stderr + unbound.stdout.toString()).toContain(
+        'attestation variant "tpm2-ek" needs an instance registry (--instance-registry-url)',
+      );
       const child = spawn(
         process.execPath,
         [
@@ -54,6 +68,7 @@ describe('constellation-joinservice entry point', () => {
           `--pki-dir=${settings.pkiDir}`,
           `--kubeconfig=${settings.kubeconfigPath ?? ''}`,
           '--api-server-endpoint=10.42.0.2:6443',
+          '--instance-registry-url=http://127.0.0.1:9/',
         ],
         { cwd: repoRoot(), stdio: ['ignore', 'pipe', 'pipe'] },
       );

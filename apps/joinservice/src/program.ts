@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { Command, InvalidArgumentError } from '@commander-js/extra-typings';
@@ -14,12 +15,28 @@ function parseEndpoint(value: string): string {
   return value;
 }
 
-function parseVariant(value: string): string {
+function parseVariant(value: string): 'tpm2-ek' | 'qemu-vtpm' {
+  let name: string;
   try {
-    return variantByName(value).name;
+    name = variantByName(value).name;
   } catch (err) {
     throw new InvalidArgumentError((err as Error).message);
   }
+  if (name !== 'tpm2-ek' && name !== 'qemu-vtpm')
+    throw new InvalidArgumentError(`the JoinService validates "tpm2-ek" or "qemu-vtpm", not "${name}"`);
+  return name;
+}
+
+function parseUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new InvalidArgumentError(`expected an http:// or https:// URL, got "${value}"`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new InvalidArgumentError(`expected an http:// or https:// URL, got "${value}"`);
+  return value;
 }
 
 /** The JoinService's command line, matching what the DaemonSet in deploy/ passes. */
@@ -49,7 +66,7 @@ export function createProgram(): Command {
     )
     .option(
       '--config-dir <dir>',
-      'mounted join-config: files attestationConfig (measurements) and measurementSalt',
+      'mounted join-config: files attestationConfig (measurements), measurementSalt, ekRoots (PEM, pinned EK CA roots) and optionally ekIntermediates (PEM)',
       '/var/config',
     )
     .option(
@@ -68,7 +85,22 @@ export function createProgram(): Command {
       'endpoint joining nodes use to reach the API server',
       parseEndpoint,
     )
-    .option('--attestation-variant <variant>', 'attestation variant nodes must present', parseVariant, 'qemu-vtpm')
+    .option(
+      '--attestation-variant <variant>',
+      'attestation variant nodes must present: tpm2-ek (EK certificate, credential activation, instance registry) or qemu-vtpm (unrooted: trusts any key, logs a warning on every validation)',
+      parseVariant,
+      'tpm2-ek' as const,
+    )
+    .option(
+      '--instance-registry-url <url>',
+      "the platform's instance registry (GET <url>/instances?ek=<sha256>): every ticket is bound to the registered name, role and addresses",
+      parseUrl,
+    )
+    .option(
+      '--accept-unregistered-eks',
+      'bare metal without a registry: admit any node whose EK certificate chains to the pinned roots, with the name and addresses it asks for',
+      false,
+    )
     .option(
       '--token-ttl-seconds <seconds>',
       'lifetime of each bootstrap token',
@@ -106,6 +138,13 @@ export function createProgram(): Command {
           metricsPort: options.metricsPort,
           healthPort: options.healthPort,
           attestationConfigPath: join(options.configDir, 'attestationConfig'),
+          attestationVariant: options.attestationVariant,
+          ekRootsPath: join(options.configDir, 'ekRoots'),
+          ...(existsSync(join(options.configDir, 'ekIntermediates'))
+            ? { ekIntermediatesPath: join(options.configDir, 'ekIntermediates') }
+            : {}),
+          ...(options.instanceRegistryUrl === undefined ? {} : { instanceRegistryUrl: options.instanceRegistryUrl }),
+          acceptUnregisteredEks: options.acceptUnregisteredEks,
           measurementSaltPath: join(options.configDir, 'measurementSalt'),
           masterSecretPath: options.masterSecretFile,
           pkiDir: options.pkiDir,

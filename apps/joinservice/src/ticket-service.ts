@@ -8,6 +8,18 @@ import type { Logger } from '@constellation/logger';
 import type { JoinTicket, JoinTicketRequest, RejoinTicket, RejoinTicketRequest } from '@constellation/proto';
 import type { ClusterPki } from './cluster-pki.js';
 import type { ControlPlaneLease } from './control-plane-lease.js';
+import type { DiskBindings } from './disk-binding.js';
+import type { RegisteredInstance } from './instance-registry.js';
+
+/**
+ * Who the JoinService is talking to, as far as attestation established it. `machineId` names the
+ * TPM (the EK hash for rooted variants); `instance` is the platform's record of the machine, and
+ * absent only where no registry exists (bare metal, an explicit configuration switch).
+ */
+export interface AdmittedNode {
+  machineId: string;
+  instance?: RegisteredInstance;
+}
 
 export interface TicketServiceOptions {
   core: CoreV1Api;
@@ -17,6 +29,7 @@ export interface TicketServiceOptions {
   /** host:port nodes join through (the API server or its load balancer). */
   apiServerEndpoint: string;
   lease: ControlPlaneLease;
+  disks: DiskBindings;
   /** Bootstrap tokens live this long (15 minutes by default). */
   tokenTtlMs: number;
   logger: Logger;
@@ -44,12 +57,22 @@ export class TicketService {
     this.options = options;
   }
 
-  async joinTicket(request: JoinTicketRequest): Promise<JoinTicket> {
-    const { pki, masterSecret, core, lease, logger } = this.options;
+  async joinTicket(request: JoinTicketRequest, node: AdmittedNode): Promise<JoinTicket> {
+    const { pki, masterSecret, core, lease, logger, disks } = this.options;
     checkDiskUuid(request.diskUuid);
+    const registered = node.instance;
+    if (registered !== undefined && (registered.role === 'control-plane') !== request.isControlPlane) {
+      throw new StatusError(
+        grpc.status.PERMISSION_DENIED,
+        `machine "${registered.name}" is registered as ${registered.role === 'control-plane' ? 'a control-plane node' : 'a worker'} but asked to join as ${request.isControlPlane ? 'a control-plane node' : 'a worker'}`,
+      );
+    }
     let issued;
     try {
-      issued = await pki.ca.issueKubeletCertificate(request.certificateRequest);
+      issued = await pki.ca.issueKubeletCertificate(
+        request.certificateRequest,
+        registered === undefined ? undefined : { name: registered.name, ips: registered.ips },
+      );
     } catch (err) {
       if (err instanceof CsrError)
         throw new StatusError(grpc.status.INVALID_ARGUMENT, `kubelet certificate request refused: ${err.message}`);
@@ -66,6 +89,7 @@ export class TicketService {
         `cluster configuration is not available yet: ${(err as Error).message}`,
       );
     }
+    await disks.bind(request.diskUuid, node.machineId, issued.nodeName);
     if (request.isControlPlane) await lease.acquire(issued.nodeName);
     try {
       const controlPlaneFiles = request.isControlPlane ? await pki.controlPlaneFiles() : [];
@@ -99,10 +123,11 @@ export class TicketService {
     }
   }
 
-  rejoinTicket(request: RejoinTicketRequest): RejoinTicket {
+  async rejoinTicket(request: RejoinTicketRequest, node: AdmittedNode): Promise<RejoinTicket> {
     checkDiskUuid(request.diskUuid);
-    const { masterSecret } = this.options;
-    this.options.logger.info('rejoin ticket issued', { diskUuid: request.diskUuid });
+    const { masterSecret, disks } = this.options;
+    await disks.check(request.diskUuid, node.machineId);
+    this.options.logger.info('rejoin ticket issued', { diskUuid: request.diskUuid, node: node.instance?.name });
     return {
       stateDiskKey: deriveStateDiskKey(masterSecret.key, masterSecret.salt, request.diskUuid),
       measurementSecret: deriveMeasurementSecret(masterSecret.key, masterSecret.salt),

@@ -71,11 +71,12 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  for (const m of [a, b, foreign]) {
+  const started: (Machine | undefined)[] = [a, b, foreign];
+  for (const m of started) {
     await m?.tpm.close();
     await m?.swtpm.stop();
   }
-  await scratch?.remove();
+  await (scratch as TempDir | undefined)?.remove();
 });
 
 function rooted(m: Machine): NonNullable<TpmIssuer['rooted']> {

@@ -91,7 +91,11 @@ describe('cluster CA', () => {
     });
 
     it('issues exactly the registered name and IPs, and builds the subject itself (no extra OU)', async () => {
-      const csr = await csrWith([{ O: ['system:nodes'] }, { OU: ['extra'] }, { CN: ['system:node:worker-1'] }] as never);
+      const csr = await csrWith([
+        { O: ['system:nodes'] },
+        { OU: ['extra'] },
+        { CN: ['system:node:worker-1'] },
+      ] as never);
       const cert = new X509Certificate((await ca.issueKubeletCertificate(csr, registered)).certificatePem);
       expect(cert.subject).toBe('O=system:nodes\nCN=system:node:worker-1');
       expect(cert.subjectAltName).toBe('IP Address:10.42.0.11');

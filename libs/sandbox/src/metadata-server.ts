@@ -124,7 +124,9 @@ export class MetadataServer {
       case '/instances': {
         const ek = new URL(req.url ?? '/', 'http://localhost').searchParams.get('ek') ?? '';
         if (!/^[0-9a-f]{64}$/.test(ek)) {
-          send(res, 400, { error: 'query parameter ek must be 64 lower-case hex digits (SHA-256 of the EK public key)' });
+          send(res, 400, {
+            error: 'query parameter ek must be 64 lower-case hex digits (SHA-256 of the EK public key)',
+          });
           return;
         }
         const instance = this.document.instances.find((i) => i.ekPublicKeyHash === ek);

@@ -8,9 +8,11 @@ export {
   TPM_CC,
   TPM_ECC,
   TPM_PT,
+  TPM_GENERATED_VALUE,
   TPM_RH,
   TPM_RS_PW,
   TPM_SE,
+  TPM_ST,
   TPMA_OBJECT,
 } from './constants.js';
 export { DeviceTransport } from './device-transport.js';
