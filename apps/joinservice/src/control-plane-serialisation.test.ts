@@ -2,7 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import { MemoryLogger } from '@constellation/logger';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rpcFailure, startJoinFixture } from './join-service.fixture.js';
-import type { JoinFixture , SimulatedNode} from './join-service.fixture.js';
+import type { JoinFixture, SimulatedNode } from './join-service.fixture.js';
 
 let fixture: JoinFixture;
 let a: SimulatedNode;

@@ -45,7 +45,7 @@ export class HttpInstanceRegistry implements InstanceRegistry {
     });
     if (response.status === 404) return undefined;
     if (!response.ok) throw new Error(`${this.description} answered HTTP ${response.status}`);
-    const body = (await response.json());
+    const body = await response.json();
     const parsed = instanceSchema.safeParse(body);
     if (!parsed.success) throw new Error(`${this.description} sent a malformed instance: ${parsed.error.message}`);
     if (parsed.data.ekPublicKeyHash !== ekPublicKeyHash)

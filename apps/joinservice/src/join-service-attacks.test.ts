@@ -8,7 +8,7 @@ import type { AttestedRequest, IssueJoinTicketRequest, IssueJoinTicketResponse }
 import { withTimeout } from '@constellation/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startJoinFixture } from './join-service.fixture.js';
-import type { JoinFixture , SimulatedNode} from './join-service.fixture.js';
+import type { JoinFixture, SimulatedNode } from './join-service.fixture.js';
 
 let fixture: JoinFixture;
 let node: SimulatedNode;

@@ -11,7 +11,7 @@ import { HealthCheckResponse_ServingStatus, HealthClient } from '@constellation/
 import { runChecked, waitFor } from '@constellation/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BOOT, CLUSTER, MEASURED_PCRS, rpcFailure, startJoinFixture } from './join-service.fixture.js';
-import type { JoinFixture , SimulatedNode} from './join-service.fixture.js';
+import type { JoinFixture, SimulatedNode } from './join-service.fixture.js';
 
 const logger = new MemoryLogger();
 let fixture: JoinFixture;

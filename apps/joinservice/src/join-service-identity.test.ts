@@ -1,0 +1,188 @@
+import { X509Certificate, randomBytes, randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { expectedMeasurements } from '@constellation/attestation';
+import { SoftwareAttester } from '@constellation/attestation/testing';
+import { createKubeletCsr, deriveStateDiskKey } from '@constellation/keys';
+import { MemoryLogger } from '@constellation/logger';
+import { createEkCa } from '@constellation/swtpm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BOOT, MEASURED_PCRS, SimulatedNode, rpcFailure, startJoinFixture } from './join-service.fixture.js';
+import type { JoinFixture } from './join-service.fixture.js';
+
+// Attackers 1 and 2 of the threat model against the JoinService, over real gRPC, with swtpm TPMs
+// manufactured with EK certificates and an instance registry that knows each machine.
+let fixture: JoinFixture;
+let worker: SimulatedNode;
+let other: SimulatedNode;
+const nodes: SimulatedNode[] = [];
+
+const SECRETS = { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true } as const;
+const tokenCount = (): number =>
+  fixture.api.store.list(SECRETS, 'kube-system').items.filter((s) => s['type'] === 'bootstrap.kubernetes.io/token')
+    .length;
+
+beforeAll(async () => {
+  fixture = await startJoinFixture(new MemoryLogger());
+  [worker, other] = await Promise.all([fixture.node('worker-1', '10.42.0.11'), fixture.node('worker-2', '10.42.0.12')]);
+  nodes.push(worker, other);
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all(nodes.map((n) => n.stop()));
+  await fixture.close();
+});
+
+describe('attacker without a TPM', () => {
+  it('a software attester with the right PCR values gets nothing: the unrooted variant is not accepted', async () => {
+    const before = tokenCount();
+    const attacker = Object.assign(Object.create(worker) as SimulatedNode, {
+      issuer: new SoftwareAttester({ claims: expectedMeasurements(BOOT, MEASURED_PCRS) }),
+    });
+    const failure = await rpcFailure(attacker.requestJoin(fixture.client));
+    expect(failure).toMatchObject({
+      code: grpc.status.PERMISSION_DENIED,
+      details: 'attestation variant "qemu-vtpm" is not accepted; this service accepts: tpm2-ek',
+    });
+    expect(tokenCount()).toBe(before);
+  });
+
+  it("a software attester posing with a genuine node's EK certificate fails credential activation", async () => {
+    const before = tokenCount();
+    const attacker = Object.assign(Object.create(worker) as SimulatedNode, {
+      issuer: new SoftwareAttester({
+        claims: expectedMeasurements(BOOT, MEASURED_PCRS),
+        stolenIdentity: worker.issuer.rooted?.identity,
+      }),
+    });
+    const failure = await rpcFailure(attacker.requestJoin(fixture.client));
+    expect(failure).toMatchObject({
+      code: grpc.status.PERMISSION_DENIED,
+      details:
+        'attestation rejected: credential activation failed: the attestation key does not live in the TPM that holds the certified endorsement key',
+    });
+    expect(tokenCount()).toBe(before);
+  });
+});
+
+describe('machines the cluster does not know', () => {
+  it('refuses a TPM whose EK certificate comes from another CA', async () => {
+    const otherCa = await createEkCa(join(fixture.dir.path, 'other-vendor'), { name: 'Other vendor' });
+    const stranger = await SimulatedNode.boot('worker-9', '10.42.0.19', otherCa);
+    nodes.push(stranger);
+    const failure = await rpcFailure(stranger.requestJoin(fixture.client));
+    expect(failure.code).toBe(grpc.status.PERMISSION_DENIED);
+    expect(failure.details).toMatch(/^attestation rejected: .*does not chain to a pinned root/);
+  });
+
+  it('refuses a genuine, certified TPM that the instance registry does not know', async () => {
+    const unregistered = await fixture.node('worker-8', '10.42.0.18', { registered: false });
+    nodes.push(unregistered);
+    const before = tokenCount();
+    const failure = await rpcFailure(unregistered.requestJoin(fixture.client));
+    expect(failure).toMatchObject({
+      code: grpc.status.PERMISSION_DENIED,
+      details: `endorsement key sha256:${unregistered.ekPublicKeyHash} is not registered: the platform knows no machine with this TPM`,
+    });
+    expect(tokenCount()).toBe(before);
+  });
+
+  it('refuses the AK of one TPM presented with the EK certificate of another', async () => {
+    const rooted = worker.issuer.rooted;
+    const otherRooted = other.issuer.rooted;
+    if (rooted === undefined || otherRooted === undefined) throw new Error('nodes must be rooted');
+    // worker-1's owner claims worker-2's identity (public), but signs with worker-1's TPM.
+    const mixed = Object.create(worker.issuer) as typeof worker.issuer;
+    let tpmRefused: unknown;
+    Object.defineProperty(mixed, 'rooted', {
+      value: {
+        ...rooted,
+        identity: otherRooted.identity,
+        // worker-1's TPM cannot open a credential made for worker-2's EK; answer with a guess.
+        activate: (credential: Parameters<typeof rooted.activate>[0]) =>
+          rooted.activate(credential).catch((err: unknown) => {
+            tpmRefused = err;
+            return randomBytes(32);
+          }),
+      },
+    });
+    const attacker = Object.assign(Object.create(worker) as SimulatedNode, { issuer: mixed });
+    const failure = await rpcFailure(attacker.requestJoin(fixture.client));
+    expect(String(tpmRefused)).toMatch(/ActivateCredential/);
+    expect(failure).toMatchObject({
+      code: grpc.status.PERMISSION_DENIED,
+      details:
+        'attestation rejected: credential activation failed: the attestation key does not live in the TPM that holds the certified endorsement key',
+    });
+  });
+});
+
+describe('a genuine, attested worker asking for more than it is (attacker 2)', () => {
+  it('gets a kubelet certificate with exactly its registered name and IP', async () => {
+    const { ticket } = await worker.requestJoin(fixture.client);
+    const cert = new X509Certificate(ticket.kubeletCert);
+    expect(cert.subject).toBe('O=system:nodes\nCN=system:node:worker-1');
+    expect(cert.subjectAltName).toBe('IP Address:10.42.0.11');
+  });
+
+  it('is refused the control-plane role, and nothing is handed out', async () => {
+    const before = tokenCount();
+    const failure = await rpcFailure(worker.requestJoin(fixture.client, { controlPlane: true }));
+    expect(failure).toMatchObject({
+      code: grpc.status.PERMISSION_DENIED,
+      details: 'machine "worker-1" is registered as a worker but asked to join as a control-plane node',
+    });
+    expect(tokenCount()).toBe(before);
+    expect(
+      fixture.api.store.list(
+        { group: 'coordination.k8s.io', version: 'v1', resource: 'leases', kind: 'Lease', namespaced: true },
+        'kube-system',
+      ).items,
+    ).toEqual([]);
+  });
+
+  it("is refused another node's name and extra IPs such as the API service IP", async () => {
+    const asOther = (await createKubeletCsr('worker-2', ['10.42.0.12'])).csrDer;
+    expect(await rpcFailure(worker.requestJoin(fixture.client, { csrDer: asOther }))).toMatchObject({
+      code: grpc.status.INVALID_ARGUMENT,
+      details:
+        'kubelet certificate request refused: certificate request names node "worker-2", but this machine is registered as "worker-1"',
+    });
+    const extraIps = (await createKubeletCsr('worker-1', ['10.42.0.11', '10.96.0.1'])).csrDer;
+    expect(await rpcFailure(worker.requestJoin(fixture.client, { csrDer: extraIps }))).toMatchObject({
+      code: grpc.status.INVALID_ARGUMENT,
+      details:
+        'kubelet certificate request refused: certificate request asks for IP addresses that are not registered for "worker-1": 10.96.0.1',
+    });
+  });
+
+  it("is refused another node's disk, at join and at rejoin", async () => {
+    await other.requestJoin(fixture.client);
+    const ownDisk = worker.diskUuid;
+    worker.diskUuid = other.diskUuid;
+    try {
+      const before = tokenCount();
+      expect(await rpcFailure(worker.requestJoin(fixture.client))).toMatchObject({
+        code: grpc.status.PERMISSION_DENIED,
+        details: `state disk ${other.diskUuid} belongs to another node (recorded with a different endorsement key)`,
+      });
+      expect(tokenCount()).toBe(before);
+      expect(await rpcFailure(worker.requestRejoin(fixture.client))).toMatchObject({
+        code: grpc.status.PERMISSION_DENIED,
+        details: `state disk ${other.diskUuid} belongs to another node (recorded with a different endorsement key)`,
+      });
+      worker.diskUuid = randomUUID();
+      expect(await rpcFailure(worker.requestRejoin(fixture.client))).toMatchObject({
+        code: grpc.status.PERMISSION_DENIED,
+        details: `no node ever joined this cluster with state disk ${worker.diskUuid}; a rejoin ticket is only given for the disk recorded at join`,
+      });
+    } finally {
+      worker.diskUuid = ownDisk;
+    }
+    // Its own disk, recorded at its join, still rejoins.
+    const ticket = await worker.requestRejoin(fixture.client);
+    expect(ticket.stateDiskKey).toEqual(
+      deriveStateDiskKey(fixture.masterSecret.key, fixture.masterSecret.salt, worker.diskUuid),
+    );
+  });
+});
