@@ -37,7 +37,7 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
   it('initialises the cluster: progress for every step, PCR 15 marked, disk re-keyed, working kubeconfig', async () => {
     const { node, outcome } = await freshNode();
     const request = initRequest();
-    const { messages, error } = await callInit(node.initPort, request);
+    const { messages, error } = await callInit(node, request);
     expect(error).toBeUndefined();
     const steps = messages.flatMap((m) =>
       m.kind?.$case === 'progress' && m.kind.value.state === StepState.STEP_STATE_SUCCEEDED ? [m.kind.value.step] : [],
@@ -89,7 +89,7 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
     // Ten CLIs connect and verify the node first (a handshake after the winner took the lock would
     // see PCR 15 marked and refuse the node before sending anything), then all call Init at once.
     const clients = Array.from({ length: 10 }, () => {
-      const credentials = new AttestedChannelCredentials([new TpmValidator({ variant: 'qemu-vtpm', measurements: MEASUREMENTS })]);
+      const credentials = new AttestedChannelCredentials([new TpmValidator({ measurements: MEASUREMENTS })]);
       return new InitServiceClient(`127.0.0.1:${node.initPort}`, credentials.credentials, credentials.channelOptions);
     });
     await Promise.all(
@@ -133,12 +133,12 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
 
   it('refuses a wrong init secret with no progress and no logs, and stays ready for the right one', async () => {
     const { node, outcome } = await freshNode();
-    const wrong = await callInit(node.initPort, initRequest({ initSecret: Buffer.from('guess') }));
+    const wrong = await callInit(node, initRequest({ initSecret: Buffer.from('guess') }));
     expect(wrong.error).toMatchObject({ code: grpc.status.PERMISSION_DENIED, details: 'wrong init secret' });
     expect(wrong.messages).toEqual([]);
     expect(node.context.lock.heldBy).toBeUndefined();
     expect((await node.context.tpm.pcrRead('sha256', [15])).get(15)).toEqual(Buffer.alloc(32));
-    expect((await callInit(node.initPort, initRequest())).error).toBeUndefined();
+    expect((await callInit(node, initRequest())).error).toBeUndefined();
     expect(await withTimeout(outcome, 10_000, 'outcome')).toBe('initialized');
   });
 
@@ -152,11 +152,11 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
       [{ initSecret: Buffer.alloc(0) }, /init_secret: must be 1 to 256 bytes/],
     ];
     for (const [overrides, message] of cases) {
-      const result = await callInit(node.initPort, initRequest(overrides));
+      const result = await callInit(node, initRequest(overrides));
       expect(result.error?.code).toBe(grpc.status.INVALID_ARGUMENT);
       expect(result.error?.details).toMatch(message);
     }
-    const oversized = await callInit(node.initPort, initRequest({ apiserverCertSans: ['x'.repeat(5 * 1024 * 1024)] }));
+    const oversized = await callInit(node, initRequest({ apiserverCertSans: ['x'.repeat(5 * 1024 * 1024)] }));
     expect(oversized.error?.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
     expect(node.context.lock.heldBy).toBeUndefined();
     expect(await node.context.disk.isInitialized()).toBe(false);
@@ -185,8 +185,9 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
       [BOOT[0]!, { ...BOOT[1]!, digest: componentDigest('other bundle') }],
       [4, 9, 15],
     );
-    const result = await callInit(node.initPort, initRequest(), tampered);
-    expect(result.error?.code).toBe(grpc.status.UNAVAILABLE);
+    const result = await callInit(node, initRequest(), tampered);
+    expect(result.messages).toEqual([]);
+    expect((result.identityError as Error).message).toMatch(/PCR 9: expected/);
     expect(result.credentials.failure?.message).toMatch(/PCR 9: expected/);
     expect(node.context.lock.heldBy).toBeUndefined();
   });
@@ -201,7 +202,7 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
       await rm(dir, { force: true });
     });
     const { node, outcome } = await freshNode({ kubeadm: dir });
-    const { messages, error } = await callInit(node.initPort, initRequest());
+    const { messages, error } = await callInit(node, initRequest());
     expect(error?.code).toBe(grpc.status.INTERNAL);
     const failure = messages.find((m) => m.kind?.$case === 'failure')?.kind;
     if (failure?.$case !== 'failure') throw new Error('no failure message');
@@ -221,12 +222,12 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
     const { cluster, node, outcome } = await freshNode();
     const hash = (await (await fetch(`${cluster.metadata.url}/initsecrethash`)).json()) as { initSecretHash: string };
     cluster.metadata.update((doc) => ({ ...doc, initSecretHash: '' }));
-    const unavailable = await callInit(node.initPort, initRequest());
+    const unavailable = await callInit(node, initRequest());
     expect(unavailable.error?.code).toBe(grpc.status.UNAVAILABLE);
     expect(unavailable.error?.details).toMatch(/cannot check the init secret/);
     expect(node.fatalErrors).toEqual([]);
     cluster.metadata.update((doc) => ({ ...doc, initSecretHash: hash.initSecretHash }));
-    expect((await callInit(node.initPort, initRequest())).error).toBeUndefined();
+    expect((await callInit(node, initRequest())).error).toBeUndefined();
     expect(await withTimeout(outcome, 10_000, 'outcome')).toBe('initialized');
   });
 });

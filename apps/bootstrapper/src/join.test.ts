@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as k8s from '@kubernetes/client-node';
-import { AttestedChannelCredentials } from '@constellation/atls';
+import { AttestedChannelCredentials, proveServerIdentity } from '@constellation/atls';
 import { TpmValidator, measurementsToFile } from '@constellation/attestation';
 import {
   deriveClusterId,
@@ -36,6 +36,7 @@ async function startJoinService(): Promise<void> {
   await mkdir(join(dir, 'config'), { recursive: true });
   await writeFile(join(dir, 'config', 'attestationConfig'), JSON.stringify(measurementsToFile(MEASUREMENTS)));
   await writeFile(join(dir, 'config', 'measurementSalt'), request.measurementSalt);
+  await copyFile(cluster.ekCa.rootCertPath, join(dir, 'config', 'ekRoots'));
   await writeFile(
     join(dir, 'mastersecret.json'),
     masterSecretToJson({ key: request.masterSecret, salt: request.masterSalt }),
@@ -58,6 +59,7 @@ async function startJoinService(): Promise<void> {
       `--pki-dir=${controlPlane.context.paths.kubernetesPki}`,
       `--kubeconfig=${controlPlane.context.paths.adminConf}`,
       `--api-server-endpoint=127.0.0.1:${cluster.apiServerPort}`,
+      `--instance-registry-url=${cluster.metadata.url}`,
     ],
     { cwd: repoRoot(), stdio: ['ignore', 'pipe', 'pipe'] },
   );
@@ -104,7 +106,7 @@ describe('join, rejoin and recovery with the real JoinService', () => {
       timeoutMs: 20_000,
       description: 'both InitServers',
     });
-    const init = await callInit(controlPlane.initPort, request);
+    const init = await callInit(controlPlane, request);
     expect(init.error).toBeUndefined();
     expect(await withTimeout(cpOutcome, 10_000, 'control-plane outcome')).toBe('initialized');
     // The control plane's own JoinClient stopped at the lock: it never joined anything.
@@ -126,8 +128,9 @@ describe('join, rejoin and recovery with the real JoinService', () => {
   });
 
   it('an Init sent to a node that already joined gets nowhere', async () => {
-    const late = await callInit(worker.initPort, initRequest());
-    expect(late.error?.code).toBe(grpc.status.UNAVAILABLE);
+    const late = await callInit(worker, initRequest());
+    expect(late.messages).toEqual([]);
+    expect(late.identityError).toMatchObject({ code: grpc.status.UNAVAILABLE });
     expect(worker.context.lock.heldBy).toBe('join');
   });
 
@@ -148,13 +151,15 @@ describe('join, rejoin and recovery with the real JoinService', () => {
     const outcome = controlPlane.bootstrapper().run();
     await waitFor(() => controlPlane.recoveryPort > 0, { timeoutMs: 20_000, description: 'the recovery server' });
     const recover = async (masterSecret: Buffer): Promise<RecoverResponse> => {
-      const credentials = new AttestedChannelCredentials([new TpmValidator({ variant: 'qemu-vtpm', measurements: MEASUREMENTS })]);
+      const credentials = new AttestedChannelCredentials([new TpmValidator({ measurements: MEASUREMENTS })]);
       const client = new RecoveryServiceClient(
         `127.0.0.1:${controlPlane.recoveryPort}`,
         credentials.credentials,
         credentials.channelOptions,
       );
       try {
+        // The master secret goes only to a node whose TPM proved its EK identity.
+        await proveServerIdentity(client.getChannel(), credentials, cluster.ekVerifier);
         return await new Promise((resolve, reject) => {
           client.recover(
             { masterSecret, masterSalt: request.masterSalt },

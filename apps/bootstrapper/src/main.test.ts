@@ -22,7 +22,9 @@ describe('constellation-bootstrapper entry point', () => {
     expect(unknown.stderr).toContain("unknown option '--frobnicate'");
     const tpm = await run('--tpm', 'tcp://x');
     expect(tpm.code).toBe(2);
-    expect(tpm.stderr).toContain('expected a device path like /dev/tpmrm0 or swtpm:<host>:<port>, got "tcp://x"');
+    expect(tpm.stderr).toContain(
+      'expected a device path like /dev/tpmrm0, swtpm:<socket path> or swtpm:<host>:<port>, got "tcp://x"',
+    );
     const level = await run('--log-level', 'loud');
     expect(level.stderr).toContain('Allowed choices are debug, info, warn, error');
   });

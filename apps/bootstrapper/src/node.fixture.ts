@@ -2,16 +2,18 @@
 // a LUKS2 image file, its own root directory and the kubeadm stand-in on PATH; all share an
 // instance metadata server. The bootstrapper code under test is exactly the product code.
 import { randomBytes } from 'node:crypto';
-import { truncate, writeFile } from 'node:fs/promises';
+import { readFile, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
-import { AttestedChannelCredentials } from '@constellation/atls';
+import { AttestedChannelCredentials, proveServerIdentity } from '@constellation/atls';
 import {
+  EkIdentityVerifier,
   TpmIssuer,
   TpmValidator,
   componentDigest,
   expectedMeasurements,
   measureBoot,
+  pemCertificatesToDer,
 } from '@constellation/attestation';
 import type { BootComponent, Measurements } from '@constellation/attestation';
 import { hashInitSecret } from '@constellation/keys';
@@ -22,6 +24,8 @@ import type { InitRequest, InitResponse } from '@constellation/proto';
 import { MetadataServer, stopApiServer } from '@constellation/sandbox';
 import type { InstanceInfo } from '@constellation/sandbox';
 import { StateDisk } from '@constellation/state-disk';
+import { createEkCa } from '@constellation/swtpm';
+import type { EkCa } from '@constellation/swtpm';
 import { createTempDir, freePort, installTypeScriptCommand, repoRoot, startSwtpm } from '@constellation/testing';
 import type { Swtpm, TempDir } from '@constellation/testing';
 import { SocketTransport, SwtpmControl, Tpm } from '@constellation/tpm';
@@ -42,6 +46,10 @@ export const INIT_SECRET = Buffer.from('mini-init-secret-0123456789');
 export interface Cluster {
   metadata: MetadataServer;
   dir: TempDir;
+  /** The per-cluster EK CA that manufactures every node's TPM. */
+  ekCa: EkCa;
+  /** What the CLI pins: the EK CA's root. */
+  ekVerifier: EkIdentityVerifier;
   apiServerPort: number;
   joinServicePort: number;
   close(): Promise<void>;
@@ -57,9 +65,13 @@ export async function startCluster(instances: InstanceInfo[]): Promise<Cluster> 
     endpoint: { host: controlPlane?.ip ?? '127.0.0.1', apiServerPort, joinServicePort, initPort: 0 },
     initSecretHash: await hashInitSecret(INIT_SECRET, { log2N: 10, r: 8, p: 1 }),
   });
+  const ekCa = await createEkCa(join(dir.path, 'ek-ca'), { name: 'Bootstrapper test' });
+  const roots = pemCertificatesToDer(await readFile(ekCa.rootCertPath, 'utf8'));
   return {
     metadata,
     dir,
+    ekCa,
+    ekVerifier: new EkIdentityVerifier({ roots }),
     apiServerPort,
     joinServicePort,
     close: async () => {
@@ -74,16 +86,25 @@ export class TestNode {
   readonly context: NodeContext;
   readonly swtpm: Swtpm;
   readonly root: string;
+  /** How clients of this node (the CLI) check its TPM identity: the cluster's pinned EK root. */
+  readonly ekVerifier: EkIdentityVerifier;
   kubeletStarts = 0;
   fatalErrors: Error[] = [];
   initPort = 0;
   recoveryPort = 0;
 
-  private constructor(context: NodeContext, logger: MemoryLogger, swtpm: Swtpm, root: string) {
+  private constructor(
+    context: NodeContext,
+    logger: MemoryLogger,
+    swtpm: Swtpm,
+    root: string,
+    ekVerifier: EkIdentityVerifier,
+  ) {
     this.context = context;
     this.logger = logger;
     this.swtpm = swtpm;
     this.root = root;
+    this.ekVerifier = ekVerifier;
   }
 
   static async create(
@@ -92,9 +113,19 @@ export class TestNode {
     options: { boot?: BootComponent[]; kubeadm?: string; apiServerBindPort?: number } = {},
   ): Promise<TestNode> {
     const root = join(cluster.dir.path, name);
-    const swtpm = await startSwtpm({ stateDir: join(root, 'tpm') });
+    const swtpm = await startSwtpm({ stateDir: join(root, 'tpm'), manufacture: { ca: cluster.ekCa, vmid: name } });
     const tpm = new Tpm(new SocketTransport({ host: swtpm.host, port: swtpm.port, keepConnection: true }));
     const events = await measureBoot(tpm, options.boot ?? BOOT);
+    // The platform records the machine's EK when it provisions it.
+    const ekPublicKeyHash = swtpm.manufactured?.ekPublicKeyHash ?? '';
+    cluster.metadata.update((doc) => ({
+      ...doc,
+      instances: doc.instances.map((i) => (i.name === name ? { ...i, ekPublicKeyHash } : i)),
+    }));
+    const issuer = await TpmIssuer.rooted(tpm, {
+      eventLog: () => events,
+      ekIntermediates: pemCertificatesToDer(await readFile(cluster.ekCa.intermediateCertPath, 'utf8')),
+    });
     const image = join(root, 'state.img');
     await writeFile(image, '');
     await truncate(image, 32 * 1024 * 1024);
@@ -111,7 +142,7 @@ export class TestNode {
       {
         paths: nodePaths(root),
         tpm,
-        issuer: new TpmIssuer(tpm, { eventLog: () => events }),
+        issuer,
         disk: new StateDisk({ device: image, kdf: 'fast' }),
         lock: new NodeLock(tpm),
         metadata: new MetadataClient(cluster.metadata.url, name),
@@ -128,6 +159,7 @@ export class TestNode {
       logger,
       swtpm,
       root,
+      cluster.ekVerifier,
     );
     return node;
   }
@@ -184,18 +216,32 @@ export function initRequest(overrides: Partial<InitRequest> = {}): InitRequest {
   };
 }
 
-/** Calls Init over server-attested TLS like the CLI does; collects the stream and its final status. */
+/**
+ * Calls Init over server-attested TLS like the CLI does: the handshake checks the quotes, then the
+ * node proves its EK identity by credential activation, and only then is the request sent.
+ * Collects the stream and its final status.
+ */
 export async function callInit(
-  port: number,
+  node: TestNode,
   request: InitRequest,
   measurements: Measurements = MEASUREMENTS,
-): Promise<{ messages: InitResponse[]; error?: grpc.ServiceError; credentials: AttestedChannelCredentials }> {
-  const credentials = new AttestedChannelCredentials([new TpmValidator({ variant: 'qemu-vtpm', measurements })]);
-  const client = new InitServiceClient(`127.0.0.1:${port}`, credentials.credentials, {
+): Promise<{
+  messages: InitResponse[];
+  error?: grpc.ServiceError;
+  identityError?: unknown;
+  credentials: AttestedChannelCredentials;
+}> {
+  const credentials = new AttestedChannelCredentials([new TpmValidator({ measurements })]);
+  const client = new InitServiceClient(`127.0.0.1:${node.initPort}`, credentials.credentials, {
     ...credentials.channelOptions,
     ...grpcMessageLimits,
   });
   try {
+    try {
+      await proveServerIdentity(client.getChannel(), credentials, node.ekVerifier);
+    } catch (identityError) {
+      return { messages: [], identityError, credentials };
+    }
     return await new Promise((resolve) => {
       const messages: InitResponse[] = [];
       const stream = client.init(request, { deadline: Date.now() + 60_000 });

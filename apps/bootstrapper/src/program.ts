@@ -1,7 +1,10 @@
 import { spawn } from 'node:child_process';
 import * as grpc from '@grpc/grpc-js';
 import { Command, Option } from '@commander-js/extra-typings';
-import { TpmIssuer } from '@constellation/attestation';
+import { readFile } from 'node:fs/promises';
+import { TpmIssuer, pemCertificatesToDer, unrootedVariantWarning } from '@constellation/attestation';
+import type { Issuer } from '@constellation/attestation';
+import type { Logger } from '@constellation/logger';
 import { logLevelOption, parsePort } from '@constellation/command-line';
 import { bridgeGrpcLogs, createWinstonLogger } from '@constellation/logger';
 import { NodeLock } from '@constellation/nodelock';
@@ -30,6 +33,28 @@ function runCommand(command: string): () => Promise<void> {
     });
 }
 
+/** The node's attestation issuer: rooted in the TPM's EK certificate unless configured otherwise. */
+async function createIssuer(
+  tpm: Tpm,
+  variant: 'tpm2-ek' | 'qemu-vtpm',
+  intermediatesFile: string | undefined,
+  logger: Logger,
+): Promise<Issuer> {
+  if (variant === 'qemu-vtpm') {
+    const issuer = new TpmIssuer(tpm);
+    logger.warn(unrootedVariantWarning(issuer.variant));
+    return issuer;
+  }
+  const ekIntermediates =
+    intermediatesFile === undefined ? [] : pemCertificatesToDer(await readFile(intermediatesFile, 'utf8'));
+  const issuer = await TpmIssuer.rooted(tpm, { ekIntermediates });
+  logger.info('attesting with the TPM endorsement key', {
+    variant: issuer.variant.name,
+    akName: issuer.rooted?.akName.toString('hex'),
+  });
+  return issuer;
+}
+
 /** The bootstrapper's command line. Configuration is parsed here once and passed down typed. */
 export function createProgram(): Command {
   const program = new Command('constellation-bootstrapper')
@@ -44,9 +69,21 @@ export function createProgram(): Command {
     .option('--root <dir>', 'root directory for every file the bootstrapper reads and writes', '/')
     .option(
       '--tpm <address>',
-      'the TPM: a device path, or swtpm:<host>:<port>',
+      'the TPM: a device path, swtpm:<unix socket path>, or swtpm:<host>:<port>',
       parseTpmAddress,
       parseTpmAddress('/dev/tpmrm0'),
+    )
+    .addOption(
+      new Option(
+        '--attestation-variant <variant>',
+        "how the node attests: tpm2-ek (the TPM's EK certificate, credential activation, quotes) or qemu-vtpm (quotes only: proves no identity)",
+      )
+        .choices(['tpm2-ek', 'qemu-vtpm'] as const)
+        .default('tpm2-ek' as const),
+    )
+    .option(
+      '--ek-intermediates <file>',
+      "PEM file of the EK CA's intermediate certificates, sent with the TPM's EK certificate (tpm2-ek)",
     )
     .option('--state-disk <device>', 'LUKS2 state disk: block device or image file', '/dev/disk/by-partlabel/state')
     .addOption(
@@ -104,11 +141,12 @@ export function createProgram(): Command {
       bridgeGrpcLogs(grpc, logger, options.logLevel === 'debug');
       logger.info('bootstrapper starting', { version: VERSION, root: options.root, tpm: options.tpm.kind });
       const tpm = new Tpm(tpmTransport(options.tpm));
+      const issuer = await createIssuer(tpm, options.attestationVariant, options.ekIntermediates, logger);
       const bootstrapper = new Bootstrapper(
         {
           paths: nodePaths(options.root),
           tpm,
-          issuer: new TpmIssuer(tpm),
+          issuer,
           disk: new StateDisk({ device: options.stateDisk, kdf: options.diskKdf }),
           lock: new NodeLock(tpm),
           metadata: new MetadataClient(options.metadataUrl, options.nodeName),
@@ -155,7 +193,7 @@ export function createProgram(): Command {
         await tpm.close();
         return;
       }
-      const endpoint = await serveVerifyEndpoint(new TpmIssuer(tpm), options.initHost, options.verifyPort, logger);
+      const endpoint = await serveVerifyEndpoint(issuer, options.initHost, options.verifyPort, logger);
       await new Promise<void>((resolve) => {
         process.once('SIGTERM', () => {
           resolve();

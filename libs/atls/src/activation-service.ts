@@ -9,6 +9,32 @@ import { AtlsError } from './errors.js';
 
 const NONCE_BYTES = 32;
 
+type Channel = ReturnType<grpc.Client['getChannel']>;
+
+/**
+ * Connects `channel` and resolves once it is READY. A refused attestation fails at once with the
+ * reason, instead of grpc-js retrying the handshake until the deadline.
+ */
+async function connected(channel: Channel, credentials: AttestedChannelCredentials, deadline: number): Promise<void> {
+  for (;;) {
+    const state = channel.getConnectivityState(true);
+    if (state === grpc.connectivityState.READY) return;
+    if (credentials.failure !== undefined) throw credentials.failure;
+    if (state === grpc.connectivityState.TRANSIENT_FAILURE || state === grpc.connectivityState.SHUTDOWN) {
+      // Nothing listens, or the connection broke: retryable, like any UNAVAILABLE call.
+      throw Object.assign(new AtlsError('the node is not reachable (no connection could be established)'), {
+        code: grpc.status.UNAVAILABLE,
+      });
+    }
+    await new Promise<void>((resolve, reject) => {
+      channel.watchConnectivityState(state, deadline, (err) => {
+        if (err) reject(credentials.failure ?? new AtlsError(`could not connect: ${err.message}`));
+        else resolve();
+      });
+    });
+  }
+}
+
 /**
  * Serves constellation.atls.v1.ActivationService on a server-attests endpoint: the node's TPM
  * activates the client's credential and answers with a proof bound to the client's nonce. The
@@ -50,19 +76,14 @@ export function addActivationService(server: grpc.Server, rooted: RootedIdentity
  * activated it. Returns the proven identity; throws AttestationError or AtlsError.
  */
 export async function proveServerIdentity(
-  channel: grpc.Channel,
+  channel: Channel,
   credentials: AttestedChannelCredentials,
   verifier: EkIdentityVerifier,
   deadlineMs = 20_000,
 ): Promise<VerifiedTpmIdentity> {
   const client = new ActivationServiceClient('', grpc.credentials.createInsecure(), { channelOverride: channel });
   const deadline = Date.now() + deadlineMs;
-  await new Promise<void>((resolve, reject) => {
-    client.waitForReady(deadline, (err) => {
-      if (err) reject(credentials.failure ?? err);
-      else resolve();
-    });
-  });
+  await connected(channel, credentials, deadline);
   const result = credentials.result;
   if (result === undefined) throw credentials.failure ?? new AtlsError('the server presented no attestation');
   const pending = await verifier.challenge(result.identityClaim, result.akPublic);
