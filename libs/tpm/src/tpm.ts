@@ -62,6 +62,8 @@ const DEFAULT_NV_BUFFER = 1024;
 /** TPM2B_ID_OBJECT and TPM2B_ENCRYPTED_SECRET bounds (TPM 2.0 Part 2: sizeof(TPMU_ENCRYPTED_SECRET) etc.). */
 const MAX_CREDENTIAL_BLOB = 2 + 64 + 2 + 64;
 const MAX_ENCRYPTED_SECRET = 512;
+/** Persistent handle of the RSA 2048 EK (TCG TPM v2.0 Provisioning Guidance, TCG EK Credential Profile). */
+const RSA_EK_PERSISTENT_HANDLE = 0x81010001;
 
 /**
  * A TPM 2.0 reached through a transport. Each method is one TPM command, marshalled here.
@@ -73,6 +75,10 @@ export class Tpm {
   readonly transport: TpmTransport;
   private readonly sequences = new SerialQueue();
   private nvBufferMax: number | undefined;
+  /** The RSA EK at its persistent handle, once this client persisted or found it there. */
+  private residentRsaEk: { handle: number; publicBytes: Buffer } | undefined;
+  /** Set when the TPM would not keep the RSA EK at its persistent handle: regenerate it each time. */
+  private rsaEkNotPersistable = false;
 
   constructor(transport: TpmTransport) {
     this.transport = transport;
@@ -421,23 +427,86 @@ export class Tpm {
   }
 
   /**
-   * The attester's side of credential activation in one serialised sequence: creates the AK
-   * (endorsement hierarchy, from `akTemplate`) and the EK, activates the credential, and
-   * flushes both keys and the policy session.
+   * The attester's side of credential activation, serialised with every other key sequence:
+   * creates the AK (endorsement hierarchy, from `akTemplate`), uses the EK, activates the
+   * credential, and flushes every transient object and the policy session.
+   *
+   * The RSA EK is regenerated (CreatePrimary, tens of milliseconds of RSA key generation) only
+   * until it is resident. After the first activation, the TCG's conventional handle 0x81010001
+   * is used from then on if it holds exactly the EK just regenerated (swtpm_setup puts it there
+   * when it manufactures a TPM); when the handle is empty, the EK is persisted there with
+   * EvictControl first (as go-tpm-tools does). A handle holding another key is never touched,
+   * and a TPM that refuses to persist (owner authorisation set, no NV room) keeps regenerating.
+   * Should a later activation with the resident EK fail and the handle no longer hold that EK
+   * (TPM2_Clear, another client), it is retried with a regenerated one. A persistent object
+   * takes no transient object slot between commands.
    */
-  activateCredentialWithKeys(
+  async activateCredentialWithKeys(
     akTemplate: TpmPublic,
     ekAlgorithm: KeyAlgorithm,
     credentialBlob: Buffer,
     encryptedSecret: Buffer,
   ): Promise<Buffer> {
+    const activate = (ak: LoadedKey, ekHandle: number): Promise<Buffer> =>
+      this.activateCredential(ak.handle, ekHandle, credentialBlob, encryptedSecret);
+    const resident = ekAlgorithm === 'rsa' ? this.residentRsaEk : undefined;
+    if (resident !== undefined) {
+      try {
+        return await this.withPrimaryKey('endorsement', akTemplate, (ak) => activate(ak, resident.handle));
+      } catch (err) {
+        // A bad credential fails the same way with a regenerated EK; only a vanished or replaced
+        // persistent EK (TPM2_Clear, another client) is worth another try.
+        if (!(err instanceof TpmError)) throw err;
+        if (await this.sequences.run(() => this.holdsPublic(resident.handle, resident.publicBytes))) throw err;
+        this.residentRsaEk = undefined;
+      }
+    }
     return this.withPrimaryKeys(
       [
         { hierarchy: 'endorsement', template: akTemplate },
         { hierarchy: 'endorsement', template: ekTemplate(ekAlgorithm) },
       ],
-      ([ak, ek]) => this.activateCredential(ak?.handle ?? 0, ek?.handle ?? 0, credentialBlob, encryptedSecret),
+      async ([ak, ek]) => {
+        if (ak === undefined || ek === undefined) throw new Error('withPrimaryKeys returned fewer keys than asked for');
+        const secret = await activate(ak, ek.handle);
+        if (ekAlgorithm === 'rsa' && !this.rsaEkNotPersistable) await this.makeRsaEkResident(ek);
+        return secret;
+      },
     );
+  }
+
+  /**
+   * Persists the freshly created RSA EK `ek` at RSA_EK_PERSISTENT_HANDLE, unless that handle is
+   * taken; uses the handle from then on if it holds exactly `ek`. Runs inside a sequence.
+   */
+  private async makeRsaEkResident(ek: LoadedKey): Promise<void> {
+    if (!(await this.holdsPublic(RSA_EK_PERSISTENT_HANDLE, undefined))) {
+      try {
+        await this.evictControl(ek.handle, RSA_EK_PERSISTENT_HANDLE);
+      } catch (err) {
+        if (!(err instanceof TpmError)) throw err;
+        // Refused (owner authorisation, NV space, or another client was quicker): checked below.
+      }
+    }
+    if (await this.holdsPublic(RSA_EK_PERSISTENT_HANDLE, ek.publicBytes)) {
+      this.residentRsaEk = { handle: RSA_EK_PERSISTENT_HANDLE, publicBytes: ek.publicBytes };
+    } else {
+      this.rsaEkNotPersistable = true;
+    }
+  }
+
+  /**
+   * Whether persistent `handle` holds an object (with exactly `publicBytes` when given). Any
+   * TPM error, such as TPM_RC_HANDLE for an empty handle, counts as no.
+   */
+  private async holdsPublic(handle: number, publicBytes: Buffer | undefined): Promise<boolean> {
+    try {
+      const key = await this.readPublic(handle);
+      return publicBytes === undefined || key.publicBytes.equals(publicBytes);
+    } catch (err) {
+      if (err instanceof TpmError) return false;
+      throw err;
+    }
   }
 
   /**
