@@ -15,7 +15,6 @@ import {
   quoteExtraData,
 } from '@constellation/attestation';
 // Resolved through the workspace; tools/package.json should declare "@constellation/swtpm": "*".
-// eslint-disable-next-line import-x/no-extraneous-dependencies
 import { createEkCa } from '@constellation/swtpm';
 import { createTempDir, runChecked, startSwtpm } from '@constellation/testing';
 import { SocketTransport, Tpm, akTemplate, ekTemplate, parsePublic, publicKeyObject } from '@constellation/tpm';

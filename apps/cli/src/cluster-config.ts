@@ -3,8 +3,8 @@ import { isIP } from 'node:net';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import { UsageError } from '@constellation/command-line';
-import { parseMeasurements } from '@constellation/attestation';
-import type { Measurements } from '@constellation/attestation';
+import { parseMeasurements, pemCertificatesToDer } from '@constellation/attestation';
+import type { AttestationPolicy, Measurements } from '@constellation/attestation';
 
 /** `constellation-conf.yaml`: what cluster to create and what its nodes must measure. */
 export interface ClusterConfig {
@@ -14,7 +14,28 @@ export interface ClusterConfig {
   initEndpoint: string;
   apiServerCertSans: string[];
   serviceCidr: string;
-  attestation: { variant: 'qemu-vtpm'; measurements: Measurements };
+  attestation: ClusterAttestation;
+}
+
+/**
+ * What nodes must prove: with "tpm2-ek" (the default) the TPM's EK certificate must chain to
+ * `ekRoots` (PEM, pinned here) and the quotes must match `measurements`; "qemu-vtpm" checks the
+ * quotes only and proves no machine identity.
+ */
+export type ClusterAttestation =
+  | { variant: 'tpm2-ek'; measurements: Measurements; ekRoots: string; ekIntermediates: string }
+  | { variant: 'qemu-vtpm'; measurements: Measurements };
+
+/** The verifier policy this configuration pins. */
+export function attestationPolicy(attestation: ClusterAttestation, measurements?: Measurements): AttestationPolicy {
+  const m = measurements ?? attestation.measurements;
+  if (attestation.variant === 'qemu-vtpm') return { variant: 'qemu-vtpm', measurements: m };
+  return {
+    variant: 'tpm2-ek',
+    measurements: m,
+    ekRoots: pemCertificatesToDer(attestation.ekRoots),
+    ekIntermediates: pemCertificatesToDer(attestation.ekIntermediates),
+  };
 }
 
 const schema = z.strictObject({
@@ -33,8 +54,29 @@ const schema = z.strictObject({
     .string()
     .regex(/^[0-9a-fA-F.:]+\/\d{1,3}$/, 'must be a CIDR like 10.96.0.0/12')
     .default('10.96.0.0/12'),
-  attestation: z.strictObject({ variant: z.literal('qemu-vtpm'), measurements: z.record(z.string(), z.unknown()) }),
+  attestation: z.discriminatedUnion('variant', [
+    z.strictObject({
+      variant: z.literal('tpm2-ek'),
+      ekCertificateAuthorities: z.strictObject({
+        roots: z.string().refine(isPemBundle, 'must hold at least one PEM certificate (the EK CA roots to pin)'),
+        intermediates: z
+          .string()
+          .refine((s) => s.trim() === '' || isPemBundle(s), 'must hold PEM certificates, or be empty')
+          .default(''),
+      }),
+      measurements: z.record(z.string(), z.unknown()),
+    }),
+    z.strictObject({ variant: z.literal('qemu-vtpm'), measurements: z.record(z.string(), z.unknown()) }),
+  ]),
 });
+
+function isPemBundle(text: string): boolean {
+  try {
+    return pemCertificatesToDer(text).length > 0;
+  } catch {
+    return false;
+  }
+}
 
 /** Loads and validates the config; every error names the field and what was expected. */
 export async function loadClusterConfig(path: string): Promise<ClusterConfig> {
@@ -65,8 +107,27 @@ export async function loadClusterConfig(path: string): Promise<ClusterConfig> {
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
-  return { ...parsed.data, attestation: { variant: 'qemu-vtpm', measurements } };
+  const attestation = parsed.data.attestation;
+  return {
+    ...parsed.data,
+    attestation:
+      attestation.variant === 'qemu-vtpm'
+        ? { variant: 'qemu-vtpm', measurements }
+        : {
+            variant: 'tpm2-ek',
+            measurements,
+            ekRoots: attestation.ekCertificateAuthorities.roots,
+            ekIntermediates: attestation.ekCertificateAuthorities.intermediates,
+          },
+  };
 }
+
+const indentBlock = (pem: string, indent: string): string =>
+  pem
+    .trim()
+    .split('\n')
+    .map((line) => `${indent}${line}`)
+    .join('\n');
 
 /** A commented config to edit, with `measurements` filled in (mini computes them from what it measured). */
 export function configYaml(config: ClusterConfig): string {
@@ -92,10 +153,31 @@ export function configYaml(config: ClusterConfig): string {
     '# What every node must prove before it gets anything. A node whose PCR differs from an',
     '# enforced value is refused, and the error names the PCR with expected and actual values.',
     'attestation:',
-    '  variant: qemu-vtpm',
+    ...attestationYaml(config.attestation),
     '  # PCR index -> expected SHA-256 value. PCR 15 must be zero until the node joins a cluster.',
     '  # warnOnly: true reports a mismatch without refusing the node.',
     `  measurements:${measurements === '' ? ' {}' : `\n${measurements}`}`,
     '',
   ].join('\n');
+}
+
+function attestationYaml(attestation: ClusterAttestation): string[] {
+  if (attestation.variant === 'qemu-vtpm') {
+    return [
+      '  # qemu-vtpm checks PCR values only and trusts any attestation key: anyone who knows the',
+      '  # expected values passes it without a TPM. Use tpm2-ek wherever TPMs have EK certificates.',
+      '  variant: qemu-vtpm',
+    ];
+  }
+  const block = (pem: string): string => (pem.trim() === '' ? ' ""' : ` |\n${indentBlock(pem, '      ')}`);
+  return [
+    "  # tpm2-ek: each node's TPM proves who it is with its endorsement key (EK) certificate, which",
+    '  # must chain to one of these pinned roots, and credential activation ties its quotes to it.',
+    '  variant: tpm2-ek',
+    '  ekCertificateAuthorities:',
+    "    # PEM root certificates of the EK CAs (your TPM vendor's, or your platform's).",
+    `    roots:${block(attestation.ekRoots)}`,
+    '    # PEM intermediates that TPMs do not send themselves (optional).',
+    `    intermediates:${block(attestation.ekIntermediates)}`,
+  ];
 }

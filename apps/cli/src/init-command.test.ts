@@ -1,10 +1,18 @@
 import { spawn } from 'node:child_process';
-import { truncate, writeFile } from 'node:fs/promises';
+import { readFile, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { componentDigest, expectedMeasurements, measureBoot } from '@constellation/attestation';
 import { hashInitSecret } from '@constellation/keys';
 import { MetadataServer } from '@constellation/sandbox';
-import { buildBundles, repoRoot, startSwtpm, tempDirForTest, waitFor, withTimeout } from '@constellation/testing';
+import {
+  buildBundles,
+  repoRoot,
+  startSwtpm,
+  tempDirForTest,
+  useTestEkCa,
+  waitFor,
+  withTimeout,
+} from '@constellation/testing';
 import { SocketTransport, Tpm } from '@constellation/tpm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { configYaml } from './cluster-config.js';
@@ -14,6 +22,7 @@ import { workspaceFiles, writeWorkspaceFile } from './workspace.js';
 const root = repoRoot();
 const bundle = join(root, 'apps/bootstrapper/dist/bootstrapper.mjs');
 const BOOT = [{ pcr: 9, description: 'bootstrapper bundle', digest: componentDigest('bundle v1') }];
+const ekCa = useTestEkCa();
 
 beforeAll(async () => {
   await buildBundles(['@constellation/bootstrapper'], 240_000);
@@ -22,7 +31,7 @@ beforeAll(async () => {
 describe('constellation init', () => {
   it('refuses a node whose measurements differ from the config before sending any secret', async () => {
     const dir = await tempDirForTest();
-    const swtpm = await startSwtpm();
+    const swtpm = await startSwtpm({ manufacture: { ca: ekCa(), vmid: 'cp' } });
     const tpm = new Tpm(new SocketTransport({ host: swtpm.host, port: swtpm.port }));
     await measureBoot(tpm, BOOT);
     await tpm.close();
@@ -68,7 +77,12 @@ describe('constellation init', () => {
           initEndpoint: `127.0.0.1:${listening}`,
           apiServerCertSans: [],
           serviceCidr: '10.96.0.0/12',
-          attestation: { variant: 'qemu-vtpm', measurements: wrong },
+          attestation: {
+            variant: 'tpm2-ek',
+            measurements: wrong,
+            ekRoots: await readFile(ekCa().rootCertPath, 'utf8'),
+            ekIntermediates: await readFile(ekCa().intermediateCertPath, 'utf8'),
+          },
         }),
         false,
       );

@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { access, readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
-import { TpmValidator } from '@constellation/attestation';
-import { AttestedChannelCredentials } from '@constellation/atls';
+import type { AttestedChannelCredentials } from '@constellation/atls';
 import { UsageError } from '@constellation/command-line';
 import { generateMasterSecret, masterSecretToJson } from '@constellation/keys';
-import { InitServiceClient, InitStep, StepState, grpcMessageLimits } from '@constellation/proto';
+import { InitServiceClient, InitStep, StepState } from '@constellation/proto';
 import type { InitFailure, InitResponse, InitSuccess } from '@constellation/proto';
+import { AttestationRefusedError, connectAttested } from './attested-connection.js';
 import { loadClusterConfig } from './cluster-config.js';
 import { writeClusterState } from './cluster-state.js';
 import { workspaceFiles, writeWorkspaceFile } from './workspace.js';
@@ -76,15 +76,33 @@ export async function runInit(options: InitCommandOptions): Promise<InitResult> 
 
   const attempts = options.attempts ?? 5;
   for (let attempt = 1; ; attempt++) {
-    const credentials = new AttestedChannelCredentials([
-      new TpmValidator({ measurements: config.attestation.measurements }),
-    ]);
-    const client = new InitServiceClient(config.initEndpoint, credentials.credentials, {
-      ...credentials.channelOptions,
-      ...grpcMessageLimits,
-    });
+    options.print(`dialing ${config.initEndpoint} over attested TLS (attempt ${attempt})`);
+    let connection;
     try {
-      options.print(`dialing ${config.initEndpoint} over attested TLS (attempt ${attempt})`);
+      connection = await connectAttested(InitServiceClient, config.initEndpoint, config.attestation, {
+        warn: options.print,
+      });
+    } catch (err) {
+      if (err instanceof AttestationRefusedError) {
+        throw new Error(
+          `the node at ${config.initEndpoint} failed attestation, nothing was sent to it: ${err.message}`,
+          {
+            cause: err,
+          },
+        );
+      }
+      if ((err as { code?: number }).code !== grpc.status.UNAVAILABLE || attempt >= attempts) throw err;
+      options.print(`node not reachable yet (${(err as Error).message}); retrying`);
+      await new Promise((resolve) => setTimeout(resolve, options.retryDelayMs ?? 2_000));
+      continue;
+    }
+    const { client, credentials, identity } = connection;
+    if (identity !== undefined) {
+      options.print(
+        `node identity proven: TPM endorsement key sha256:${identity.ekPublicKeyHash}, certified by ${identity.certificatePath.slice(1).join(' <- ')}`,
+      );
+    }
+    try {
       const messages = await stream(
         client,
         {

@@ -66,6 +66,31 @@ describe('constellation mini', () => {
       expect(joinLog).toMatch(/PCR 9: expected [0-9a-f]{64}, actual [0-9a-f]{64}/);
       expect(joinLog).not.toMatch(/"token":"[a-z0-9]{6}\.[a-z0-9]{16}"/);
 
+      // Every honest worker was admitted under tpm2-ek with exactly the EK the platform registered.
+      const issued = joinLog
+        .split('\n')
+        .filter((l) => l.includes('"message":"join ticket issued"'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+      for (const node of state.nodes.filter((n) => n.role === 'worker' && !n.tampered)) {
+        expect(node.ekPublicKeyHash).toMatch(/^[0-9a-f]{64}$/);
+        expect(issued.find((e) => e['node'] === node.name)?.['machine']).toBe(node.ekPublicKeyHash);
+      }
+      expect(up.stderr).toMatch(/init: node identity proven: TPM endorsement key sha256:[0-9a-f]{64}/);
+
+      // No node can reach another node's TPM: swtpm listens on owner-only unix sockets in each
+      // node's directory and on no TCP or UDP port at all (before, anyone on the bridge could reset
+      // or clone a TPM through its TCP control port).
+      const { stat } = await import('node:fs/promises');
+      for (const node of state.nodes) {
+        for (const socket of [node.tpmSocket, `${node.tpmSocket}.ctrl`]) {
+          const info = await stat(socket);
+          expect(info.isSocket()).toBe(true);
+          expect(info.mode & 0o777).toBe(0o600);
+        }
+      }
+      const listening = await runCommand('ss', ['-H', '-tulpn'], { timeoutMs: 10_000 });
+      expect(listening.stdout.toString()).not.toContain('swtpm');
+
       // A second mini up does not break the running cluster.
       const again = await constellation(workspace, 'mini', 'up');
       expect(again.code).toBe(2);

@@ -65,12 +65,16 @@ export function createProgram(): Command {
         apiServerCertSans: [],
         serviceCidr: '10.96.0.0/12',
         attestation: {
-          variant: 'qemu-vtpm',
+          variant: 'tpm2-ek',
           measurements: new Map([[15, { expected: Buffer.alloc(32), warnOnly: false }]]),
+          ekRoots: '',
+          ekIntermediates: '',
         },
       });
       await writeWorkspaceFile(path, yaml, false);
-      print(`wrote ${path}; add your node image's measurements under attestation.measurements`);
+      print(
+        `wrote ${path}; add your node image's measurements under attestation.measurements and your TPMs' EK CA root under attestation.ekCertificateAuthorities.roots`,
+      );
     });
 
   program
@@ -105,7 +109,9 @@ export function createProgram(): Command {
       const report = await verifyNode(workspace(), options.node);
       if (options.output === 'json') process.stdout.write(`${JSON.stringify(report)}\n`);
       else {
-        process.stdout.write(`node ${report.node}, attestation key ${report.attestationKey}\n`);
+        process.stdout.write(
+          `node ${report.node}, attestation key ${report.attestationKey}${report.endorsementKey === undefined ? ' (unrooted: no TPM identity proven)' : `, TPM endorsement key sha256:${report.endorsementKey} (proven by credential activation)`}\n`,
+        );
         for (const p of report.pcrs) {
           process.stdout.write(
             `PCR ${String(p.pcr).padStart(2)}  ${p.matches ? 'ok      ' : 'MISMATCH'}  expected ${p.expected}\n                actual   ${p.actual}\n`,

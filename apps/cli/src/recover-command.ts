@@ -1,11 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
-import { TpmValidator } from '@constellation/attestation';
-import { AttestedChannelCredentials } from '@constellation/atls';
 import { UsageError } from '@constellation/command-line';
 import { masterSecretFromJson } from '@constellation/keys';
 import { RecoveryServiceClient } from '@constellation/proto';
 import type { RecoverResponse } from '@constellation/proto';
+import { AttestationRefusedError, connectAttested } from './attested-connection.js';
 import { loadClusterConfig } from './cluster-config.js';
 import { readClusterState } from './cluster-state.js';
 import { workspaceFiles } from './workspace.js';
@@ -31,10 +30,14 @@ export async function recoverNode(
   }
   const masterSecret = masterSecretFromJson(secretText, files.masterSecret);
   const target = endpoint.includes(':') ? endpoint : `${endpoint}:9999`;
-  const credentials = new AttestedChannelCredentials([
-    new TpmValidator({ measurements: config.attestation.measurements }),
-  ]);
-  const client = new RecoveryServiceClient(target, credentials.credentials, credentials.channelOptions);
+  let client: RecoveryServiceClient;
+  try {
+    ({ client } = await connectAttested(RecoveryServiceClient, target, config.attestation));
+  } catch (err) {
+    if (err instanceof AttestationRefusedError)
+      throw new Error(`${target} failed attestation, the master secret was not sent: ${err.message}`, { cause: err });
+    throw new Error(`recovery of ${target} failed: ${(err as Error).message}`, { cause: err });
+  }
   let answer: RecoverResponse;
   try {
     answer = await new Promise<RecoverResponse>((resolve, reject) => {
@@ -49,10 +52,6 @@ export async function recoverNode(
       );
     });
   } catch (err) {
-    if (credentials.failure !== undefined)
-      throw new Error(`${target} failed attestation, the master secret was not sent: ${credentials.failure.message}`, {
-        cause: err,
-      });
     throw new Error(`recovery of ${target} failed: ${(err as Error).message}`, { cause: err });
   } finally {
     client.close();

@@ -1,10 +1,9 @@
 import * as grpc from '@grpc/grpc-js';
-import { TpmValidator } from '@constellation/attestation';
 import type { Measurements } from '@constellation/attestation';
-import { AttestedChannelCredentials } from '@constellation/atls';
 import { UsageError } from '@constellation/command-line';
 import { markedPcr15 } from '@constellation/keys';
 import { HealthClient } from '@constellation/proto';
+import { connectAttested } from './attested-connection.js';
 import { loadClusterConfig } from './cluster-config.js';
 import { readClusterState } from './cluster-state.js';
 import { workspaceFiles } from './workspace.js';
@@ -23,7 +22,7 @@ export interface PcrReport {
 export async function verifyNode(
   workspace: string,
   node: string,
-): Promise<{ node: string; pcrs: PcrReport[]; attestationKey: string }> {
+): Promise<{ node: string; pcrs: PcrReport[]; attestationKey: string; endorsementKey?: string }> {
   const files = workspaceFiles(workspace);
   const config = await loadClusterConfig(files.config);
   const endpoint = node.includes(':') ? node : `${node}:30081`;
@@ -34,8 +33,14 @@ export async function verifyNode(
     expected.set(15, { expected: markedPcr15(Buffer.from(state.clusterId, 'hex')), warnOnly: false });
   // Every PCR as warnOnly so the validator reports all of them instead of stopping at the first.
   const reportOnly: Measurements = new Map([...expected].map(([pcr, m]) => [pcr, { ...m, warnOnly: true }]));
-  const credentials = new AttestedChannelCredentials([new TpmValidator({ measurements: reportOnly })]);
-  const client = new HealthClient(endpoint, credentials.credentials, credentials.channelOptions);
+  let connection;
+  try {
+    // With tpm2-ek the node must also prove its TPM identity before it is reported as verified.
+    connection = await connectAttested(HealthClient, endpoint, config.attestation, { measurements: reportOnly });
+  } catch (err) {
+    throw new Error(`could not attest ${endpoint}: ${(err as Error).message}`, { cause: err });
+  }
+  const { client, credentials, identity } = connection;
   try {
     await new Promise<void>((resolve, reject) => {
       client.check({ service: '' }, new grpc.Metadata(), { deadline: Date.now() + 20_000 }, (err) => {
@@ -54,5 +59,10 @@ export async function verifyNode(
     const actual = result.pcrs.get(pcr)?.toString('hex') ?? '(not quoted)';
     return { pcr, expected: m.expected.toString('hex'), actual, matches: actual === m.expected.toString('hex') };
   });
-  return { node: endpoint, pcrs, attestationKey: result.attestationKeyName };
+  return {
+    node: endpoint,
+    pcrs,
+    attestationKey: result.attestationKeyName,
+    ...(identity === undefined ? {} : { endorsementKey: identity.ekPublicKeyHash }),
+  };
 }

@@ -5,8 +5,13 @@ import * as grpc from '@grpc/grpc-js';
 import * as k8s from '@kubernetes/client-node';
 import { StatusError, serveChallenge, serviceServerCredentials } from '@constellation/atls';
 import type { ChallengeRejection } from '@constellation/atls';
-import { EkIdentityVerifier, TpmValidator, pemCertificatesToDer } from '@constellation/attestation';
-import type { ValidationResult, VerifiedTpmIdentity } from '@constellation/attestation';
+import { createAttestationVerifier, pemCertificatesToDer } from '@constellation/attestation';
+import type {
+  AttestationPolicy,
+  Measurements,
+  ValidationResult,
+  VerifiedTpmIdentity,
+} from '@constellation/attestation';
 import { masterSecretFromJson } from '@constellation/keys';
 import type { Logger } from '@constellation/logger';
 import {
@@ -123,14 +128,12 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
     },
   });
   await measurements.start();
-  const validator = new TpmValidator({
-    variant: settings.attestationVariant,
-    measurements: () => measurements.current(),
-    warn: (message) => {
+  const { validator, identity } = createAttestationVerifier(
+    await attestationPolicy(settings, measurements),
+    (message) => {
       logger.warn(message);
     },
-  });
-  const identity = settings.attestationVariant === 'tpm2-ek' ? await loadIdentityVerifier(settings) : undefined;
+  );
   const registry = instanceRegistry(settings);
   /** Everything a ticket grants is decided from who the node is, never from what it asks for. */
   const admit = async (result: ValidationResult, proven: VerifiedTpmIdentity | undefined): Promise<AdmittedNode> => {
@@ -306,17 +309,26 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
   };
 }
 
-async function loadIdentityVerifier(settings: JoinServiceSettings): Promise<EkIdentityVerifier> {
+async function attestationPolicy(
+  settings: JoinServiceSettings,
+  measurements: MeasurementsSource,
+): Promise<AttestationPolicy> {
+  const current = (): Measurements => measurements.current();
+  if (settings.attestationVariant === 'qemu-vtpm') return { variant: 'qemu-vtpm', measurements: current };
   if (settings.ekRootsPath === undefined)
     throw new Error('attestation variant "tpm2-ek" needs the pinned EK CA roots (join-config key ekRoots)');
-  const roots = pemCertificatesToDer(await readFile(settings.ekRootsPath, 'utf8'));
-  if (roots.length === 0)
-    throw new Error(`${settings.ekRootsPath}: no PEM certificate found; the EK roots must not be empty`);
-  const intermediates =
-    settings.ekIntermediatesPath === undefined
-      ? []
-      : pemCertificatesToDer(await readFile(settings.ekIntermediatesPath, 'utf8'));
-  return new EkIdentityVerifier({ roots, intermediates });
+  const readPem = async (path: string): Promise<Buffer[]> => {
+    try {
+      return pemCertificatesToDer(await readFile(path, 'utf8'));
+    } catch (err) {
+      throw new Error(`${path}: ${(err as Error).message}`, { cause: err });
+    }
+  };
+  const ekRoots = await readPem(settings.ekRootsPath);
+  if (ekRoots.length === 0)
+    throw new Error(`${settings.ekRootsPath}: no PEM certificate found; the pinned EK roots must not be empty`);
+  const ekIntermediates = settings.ekIntermediatesPath === undefined ? [] : await readPem(settings.ekIntermediatesPath);
+  return { variant: 'tpm2-ek', measurements: current, ekRoots, ekIntermediates };
 }
 
 function instanceRegistry(settings: JoinServiceSettings): InstanceRegistry | undefined {

@@ -79,7 +79,7 @@ export class TicketService {
       throw err;
     }
     const role = request.isControlPlane ? 'control-plane' : 'worker';
-    const log = logger.child({ node: issued.nodeName, role, diskUuid: request.diskUuid });
+    const log = logger.child({ node: issued.nodeName, role, diskUuid: request.diskUuid, machine: node.machineId });
     let cluster;
     try {
       cluster = await readClusterConfig(core);

@@ -1,5 +1,7 @@
 export { activationProof, checkActivationProof } from './activation-proof.js';
 export { checkAttestationKey } from './attestation-key.js';
+export type { AttestationPolicy, AttestationVerifier } from './attestation-policy.js';
+export { createAttestationVerifier } from './attestation-policy.js';
 export { quoteExtraData } from './binding.js';
 export { MAX_DOCUMENT_BYTES, decodeDocument, encodeDocument } from './document.js';
 export { DummyIssuer, DummyValidator } from './dummy.js';

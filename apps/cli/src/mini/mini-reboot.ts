@@ -30,8 +30,8 @@ export async function miniReboot(
     print('JoinService stopped (full control-plane shutdown)');
   }
   await stopProcess(node.bootstrapperPid);
-  await new SwtpmControl(state.network.hostIp, node.tpmPort + 1).reset();
-  const tpm = new Tpm(new SocketTransport({ host: state.network.hostIp, port: node.tpmPort }));
+  await new SwtpmControl({ path: `${node.tpmSocket}.ctrl` }).reset();
+  const tpm = new Tpm(new SocketTransport({ path: node.tpmSocket }));
   try {
     await tpm.startup();
     const bundle = node.tampered ? join(node.dir, 'bin', 'bootstrapper.mjs') : (await findArtifacts()).bootstrapper;

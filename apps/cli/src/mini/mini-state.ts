@@ -8,8 +8,11 @@ export interface MiniNode {
   role: 'control-plane' | 'worker';
   ip: string;
   dir: string;
-  tpmPort: number;
+  /** swtpm's data channel (unix socket, mode 0600, in the node's directory); control at `<tpmSocket>.ctrl`. */
+  tpmSocket: string;
   swtpmPid: number;
+  /** SHA-256 of the TPM's EK public key, as registered with the metadata service. */
+  ekPublicKeyHash: string;
   bootstrapperPid: number;
   initPort: number;
   recoveryPort: number;

@@ -6,6 +6,8 @@ import { componentDigest, expectedMeasurements, measureBoot, measurementsToFile 
 import type { BootComponent } from '@constellation/attestation';
 import { UsageError } from '@constellation/command-line';
 import { hashInitSecret } from '@constellation/keys';
+import { createEkCa, manufactureTpm, startSwtpmProcess } from '@constellation/swtpm';
+import type { EkCa } from '@constellation/swtpm';
 import { SocketTransport, Tpm } from '@constellation/tpm';
 import { configYaml } from '../cluster-config.js';
 import { readClusterState } from '../cluster-state.js';
@@ -19,9 +21,8 @@ import type { MiniNode, MiniState } from './mini-state.js';
 import { lastJoinRefusal } from './join-refusal.js';
 import { createNetwork, inNode } from './network.js';
 import type { MiniNetwork } from './network.js';
-import { freeLoopbackPort, freeLoopbackPortPair } from './ports.js';
+import { freeLoopbackPort } from './ports.js';
 import { MINI_OS, publishSignedComponents, signManifest } from './signed-components.js';
-import { startSwtpmDaemon } from './swtpm-daemon.js';
 
 export interface MiniUpOptions {
   workspace: string;
@@ -139,11 +140,24 @@ async function bringUp(
   const files = workspaceFiles(options.workspace);
   const controlPlane = instances[0];
   if (controlPlane === undefined) throw new UsageError('--control-planes must be at least 1');
+  // Like a cloud: one EK CA per cluster (its keys stay in the workspace, never on a node), every
+  // TPM manufactured with an EK certificate from it, and each machine's EK recorded in the registry.
+  const ekCa = await createEkCa(join(dir, 'ek-ca'), { name: 'constellation mini' });
+  const manufactured = await Promise.all(
+    instances.map((instance) =>
+      manufactureTpm({ stateDir: join(dir, instance.name, 'tpm'), vmid: instance.name, ca: ekCa }),
+    ),
+  );
+  const registered = instances.map((instance, i) => ({
+    ...instance,
+    ekPublicKeyHash: manufactured[i]?.ekPublicKeyHash ?? '',
+  }));
+  options.print(`${instances.length} TPMs manufactured with EK certificates from the cluster's EK CA`);
   const documentFile = join(dir, 'metadata.json');
   await writeFile(
     documentFile,
     JSON.stringify({
-      instances,
+      instances: registered,
       endpoint: { host: controlPlane.ip, apiServerPort, joinServicePort, initPort: 0 },
       initSecretHash: await hashInitSecret(Buffer.from(initSecret), { log2N: 14, r: 8, p: 1 }),
     }),
@@ -180,7 +194,7 @@ async function bringUp(
       .slice(0, options.tamperedWorkers ?? 0)
       .map((i) => i.name),
   );
-  for (const [index, instance] of instances.entries()) {
+  for (const [index, instance] of registered.entries()) {
     const node = await startNode(
       artifacts,
       dir,
@@ -190,13 +204,13 @@ async function bringUp(
       state.metadataUrl,
       apiServerPort,
       boot,
-      publicKey,
+      { publicKey, ekCa },
       tampered.has(instance.name),
     );
     state.nodes.push(node);
     await writeMiniState(options.workspace, state);
     options.print(
-      `${instance.name}: swtpm, measured boot, LUKS2 disk, bootstrapper started${node.tampered ? ' (bootstrapper bundle MODIFIED)' : ''}`,
+      `${instance.name}: swtpm (EK sha256:${node.ekPublicKeyHash.slice(0, 12)}…, unix socket), measured boot, LUKS2 disk, bootstrapper started${node.tampered ? ' (bootstrapper bundle MODIFIED)' : ''}`,
     );
   }
 
@@ -210,7 +224,12 @@ async function bringUp(
       initEndpoint: `${cp.ip}:${cp.initPort}`,
       apiServerCertSans: [],
       serviceCidr: '10.96.0.0/12',
-      attestation: { variant: 'qemu-vtpm', measurements },
+      attestation: {
+        variant: 'tpm2-ek',
+        measurements,
+        ekRoots: await readFile(ekCa.rootCertPath, 'utf8'),
+        ekIntermediates: await readFile(ekCa.intermediateCertPath, 'utf8'),
+      },
     }),
     false,
   );
@@ -234,6 +253,8 @@ async function bringUp(
     joinServicePort,
     apiServerPort,
     measurements,
+    ekCa,
+    state.metadataUrl,
   );
   await writeMiniState(options.workspace, state);
   options.print(`JoinService serving on ${cp.ip}:${joinServicePort}`);
@@ -282,11 +303,11 @@ async function startNode(
   dir: string,
   network: MiniNetwork,
   index: number,
-  instance: { name: string; role: 'control-plane' | 'worker'; ip: string },
+  instance: { name: string; role: 'control-plane' | 'worker'; ip: string; ekPublicKeyHash: string },
   metadataUrl: string,
   apiServerPort: number,
   boot: BootComponent[],
-  publicKey: string,
+  image: { publicKey: string; ekCa: EkCa },
   tampered: boolean,
 ): Promise<MiniNode> {
   const nodeDir = join(dir, instance.name);
@@ -298,9 +319,17 @@ async function startNode(
     await copyFile(artifacts.bootstrapper, bundle);
     await appendFile(bundle, '\n// modified after the image was measured\n');
   }
-  const tpmPort = await freeLoopbackPortPair(network.hostIp);
-  const swtpmPid = await startSwtpmDaemon(join(nodeDir, 'tpm'), tpmPort, network.hostIp);
-  const tpm = new Tpm(new SocketTransport({ host: network.hostIp, port: tpmPort }));
+  // Unix sockets (mode 0600) in the node's own directory, never TCP: no other node can reset,
+  // save or clone this TPM.
+  const tpmSocket = join(nodeDir, 'tpm', 'swtpm.sock');
+  const swtpm = await startSwtpmProcess({
+    stateDir: join(nodeDir, 'tpm'),
+    dataSocket: tpmSocket,
+    daemon: true,
+    pidFile: join(nodeDir, 'tpm', 'swtpm.pid'),
+    logFile: join(nodeDir, 'tpm', 'swtpm.log'),
+  });
+  const tpm = new Tpm(new SocketTransport({ path: tpmSocket }));
   try {
     await measureBoot(
       tpm,
@@ -314,9 +343,9 @@ async function startNode(
   } finally {
     await tpm.close();
   }
-  const image = join(nodeDir, 'state.img');
-  await writeFile(image, '');
-  await truncate(image, 32 * 1024 * 1024);
+  const disk = join(nodeDir, 'state.img');
+  await writeFile(disk, '');
+  await truncate(disk, 32 * 1024 * 1024);
   // What the node image carries: OS facts and the vendor's pinned signing key.
   await mkdir(join(nodeDir, 'usr', 'lib'), { recursive: true });
   await writeFile(
@@ -324,7 +353,10 @@ async function startNode(
     `NAME="constellation mini"\nVERSION_ID=${MINI_OS.version}\nCOREOS_BOARD=${MINI_OS.board}\n`,
   );
   await mkdir(join(nodeDir, 'etc', 'constellation'), { recursive: true });
-  await writeFile(join(nodeDir, 'etc', 'constellation', 'pubring.asc'), publicKey);
+  await writeFile(join(nodeDir, 'etc', 'constellation', 'pubring.asc'), image.publicKey);
+  // The EK CA's intermediate is public; the node sends it along with its EK certificate.
+  const ekIntermediates = join(nodeDir, 'etc', 'constellation', 'ek-intermediates.pem');
+  await copyFile(image.ekCa.intermediateCertPath, ekIntermediates);
   const namespaced = network.mode === 'namespaces';
   const initPort = namespaced ? 9000 : await freeLoopbackPort();
   const recoveryPort = namespaced ? 9999 : await freeLoopbackPort();
@@ -332,8 +364,10 @@ async function startNode(
   const [program, args] = inNode(network, index, process.execPath, [
     bundle,
     `--root=${nodeDir}`,
-    `--tpm=swtpm:${network.hostIp}:${tpmPort}`,
-    `--state-disk=${image}`,
+    `--tpm=swtpm:${tpmSocket}`,
+    '--attestation-variant=tpm2-ek',
+    `--ek-intermediates=${ekIntermediates}`,
+    `--state-disk=${disk}`,
     '--disk-kdf=fast',
     `--metadata-url=${metadataUrl}`,
     `--node-name=${instance.name}`,
@@ -358,8 +392,8 @@ async function startNode(
   return {
     ...instance,
     dir: nodeDir,
-    tpmPort,
-    swtpmPid,
+    tpmSocket,
+    swtpmPid: swtpm.pid,
     bootstrapperPid,
     initPort,
     recoveryPort,
@@ -380,11 +414,15 @@ async function startJoinService(
   port: number,
   apiServerPort: number,
   measurements: ReturnType<typeof expectedMeasurements>,
+  ekCa: EkCa,
+  registryUrl: string,
 ): Promise<number> {
   const files = workspaceFiles(workspace);
   const config = join(dir, 'joinservice', 'config');
   await mkdir(config, { recursive: true });
   await writeFile(join(config, 'attestationConfig'), JSON.stringify(measurementsToFile(measurements)));
+  await copyFile(ekCa.rootCertPath, join(config, 'ekRoots'));
+  await copyFile(ekCa.intermediateCertPath, join(config, 'ekIntermediates'));
   const state = await readClusterState(files.state);
   if (state === undefined) throw new Error(`init wrote no cluster state at ${files.state}`);
   await writeFile(join(config, 'measurementSalt'), Buffer.from(state.measurementSalt, 'base64'));
@@ -402,7 +440,8 @@ async function startJoinService(
     `--pki-dir=${join(cp.dir, 'etc', 'kubernetes', 'pki')}`,
     `--kubeconfig=${files.kubeconfig}`,
     `--api-server-endpoint=${cp.ip}:${apiServerPort}`,
-    '--attestation-variant=qemu-vtpm',
+    '--attestation-variant=tpm2-ek',
+    `--instance-registry-url=${registryUrl}`,
   ]);
   const pid = await spawnDetached(program, args, logFile);
   await waitForText(logFile, '"joinservice serving"', 30_000, 'the JoinService');

@@ -14,23 +14,3 @@ export function freeLoopbackPort(host = '127.0.0.1'): Promise<number> {
     });
   });
 }
-
-/** Two adjacent free ports (swtpm's data and control channel). */
-export async function freeLoopbackPortPair(host = '127.0.0.1'): Promise<number> {
-  for (let i = 0; i < 50; i++) {
-    const port = await freeLoopbackPort(host);
-    const next = await new Promise<boolean>((resolve) => {
-      const server = createServer();
-      server.once('error', () => {
-        resolve(false);
-      });
-      server.listen(port + 1, host, () =>
-        server.close(() => {
-          resolve(true);
-        }),
-      );
-    });
-    if (next && port < 65535) return port;
-  }
-  throw new Error('no two adjacent free ports on 127.0.0.1');
-}

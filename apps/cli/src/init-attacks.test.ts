@@ -1,0 +1,132 @@
+import { readFile } from 'node:fs/promises';
+import * as grpc from '@grpc/grpc-js';
+import { AttestedTlsServer } from '@constellation/atls';
+import { TpmIssuer, componentDigest, expectedMeasurements } from '@constellation/attestation';
+import type { Issuer } from '@constellation/attestation';
+import { SoftwareAttester } from '@constellation/attestation/testing';
+import { HealthStatus, InitServiceService } from '@constellation/proto';
+import type { InitRequest, InitResponse } from '@constellation/proto';
+import { startSwtpm, tempDirForTest, useTestEkCa } from '@constellation/testing';
+import { SocketTransport, Tpm } from '@constellation/tpm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { configYaml } from './cluster-config.js';
+import { runInit } from './init-command.js';
+import { verifyNode } from './verify-command.js';
+import { workspaceFiles, writeWorkspaceFile } from './workspace.js';
+
+// Attacker 1 poses as the first control-plane node: no TPM, the cluster's public measurements,
+// and (in the second case) the public EK certificate of a genuine machine.
+const measurements = expectedMeasurements(
+  [{ pcr: 9, description: 'bootstrapper bundle', digest: componentDigest('bundle v1') }],
+  [9, 15],
+);
+const ekCa = useTestEkCa();
+let genuineTpm: Tpm;
+let stopSwtpm: () => Promise<void>;
+let genuine: TpmIssuer;
+
+beforeAll(async () => {
+  const swtpm = await startSwtpm({ manufacture: { ca: ekCa(), vmid: 'genuine' } });
+  stopSwtpm = () => swtpm.stop();
+  genuineTpm = new Tpm(new SocketTransport({ host: swtpm.host, port: swtpm.port }));
+  genuine = await TpmIssuer.rooted(genuineTpm);
+});
+
+afterAll(async () => {
+  await genuineTpm.close();
+  await stopSwtpm();
+});
+
+/** A fake node: an attested TLS server with the attacker's issuer, recording every Init it gets. */
+async function fakeNode(issuer: Issuer): Promise<{ port: number; received: InitRequest[]; close(): Promise<void> }> {
+  const received: InitRequest[] = [];
+  const server = new grpc.Server();
+  server.addService(InitServiceService, {
+    init: (call: grpc.ServerWritableStream<InitRequest, InitResponse>) => {
+      received.push(call.request);
+      call.end();
+    },
+  });
+  new HealthStatus({ '': 'SERVING' }).addTo(server);
+  const atls = new AttestedTlsServer(server, { issuer });
+  const port = await atls.listen(0, '127.0.0.1');
+  return {
+    port,
+    received,
+    close: async () => {
+      await atls.close(100);
+      server.forceShutdown();
+    },
+  };
+}
+
+async function workspaceFor(port: number): Promise<string> {
+  const workspace = await tempDirForTest();
+  await writeWorkspaceFile(
+    workspaceFiles(workspace).config,
+    configYaml({
+      name: 'c',
+      kubernetesVersion: 'v1.32.9',
+      initEndpoint: `127.0.0.1:${port}`,
+      apiServerCertSans: [],
+      serviceCidr: '10.96.0.0/12',
+      attestation: {
+        variant: 'tpm2-ek',
+        measurements,
+        ekRoots: await readFile(ekCa().rootCertPath, 'utf8'),
+        ekIntermediates: await readFile(ekCa().intermediateCertPath, 'utf8'),
+      },
+    }),
+    false,
+  );
+  await writeWorkspaceFile(workspaceFiles(workspace).initSecret, 'secret', true);
+  return workspace;
+}
+
+describe('constellation init and verify against a fake node with no TPM', () => {
+  it('sends nothing to a software attester that presents the right PCR values', async () => {
+    const node = await fakeNode(new SoftwareAttester({ claims: measurements }));
+    try {
+      const workspace = await workspaceFor(node.port);
+      const err = await runInit({ workspace, print: () => undefined, attempts: 1 }).catch((e: unknown) => e);
+      expect((err as Error).message).toBe(
+        `the node at 127.0.0.1:${node.port} failed attestation, nothing was sent to it: server certificate carries no attestation for an accepted variant: tpm2-ek (1.3.9900.5.100)`,
+      );
+      expect(node.received).toEqual([]);
+    } finally {
+      await node.close();
+    }
+  });
+
+  it("sends nothing to a software attester that presents a genuine machine's EK certificate", async () => {
+    const node = await fakeNode(
+      new SoftwareAttester({ claims: measurements, stolenIdentity: genuine.rooted?.identity }),
+    );
+    try {
+      const workspace = await workspaceFor(node.port);
+      const err = await runInit({ workspace, print: () => undefined, attempts: 1 }).catch((e: unknown) => e);
+      expect((err as Error).message).toBe(
+        `the node at 127.0.0.1:${node.port} failed attestation, nothing was sent to it: credential activation failed: the attestation key does not live in the TPM that holds the certified endorsement key`,
+      );
+      expect(node.received).toEqual([]);
+      // verify does not report it as verified either.
+      await expect(verifyNode(workspace, `127.0.0.1:${node.port}`)).rejects.toThrow(
+        `could not attest 127.0.0.1:${node.port}: credential activation failed: the attestation key does not live in the TPM that holds the certified endorsement key`,
+      );
+    } finally {
+      await node.close();
+    }
+  });
+
+  it('verify reports a genuine node with its proven endorsement key', async () => {
+    const node = await fakeNode(genuine);
+    try {
+      const workspace = await workspaceFor(node.port);
+      const report = await verifyNode(workspace, `127.0.0.1:${node.port}`);
+      expect(report.endorsementKey).toMatch(/^[0-9a-f]{64}$/);
+      expect(report.pcrs.find((p) => p.pcr === 15)?.matches).toBe(true);
+    } finally {
+      await node.close();
+    }
+  });
+});
