@@ -40,10 +40,23 @@ describe('constellation config generate', () => {
   it('writes a commented config that loads, and refuses to overwrite without --force', async () => {
     const { tempDirForTest } = await import('@constellation/testing');
     const { loadClusterConfig } = await import('./cluster-config.js');
+    const { createEkCa } = await import('@constellation/swtpm');
     const workspace = await tempDirForTest();
-    const first = await run('--workspace', workspace, 'config', 'generate');
+    // Without pinned EK roots the config names the field to fill in before init.
+    const bare = await run('--workspace', workspace, 'config', 'generate');
+    expect(bare.code).toBe(0);
+    expect(bare.stderr).toContain("your TPMs' EK CA roots under attestation.ekCertificateAuthorities.roots");
+    await expect(loadClusterConfig(`${workspace}/constellation-conf.yaml`)).rejects.toThrow(
+      'attestation.ekCertificateAuthorities.roots: must hold at least one PEM certificate (the EK CA roots to pin)',
+    );
+    const bogus = await run('--workspace', workspace, 'config', 'generate', '--force', '--ek-roots', '/etc/hostname');
+    expect(bogus.code).toBe(2);
+    expect(bogus.stderr).toContain('--ek-roots: /etc/hostname holds no PEM certificate');
+    const ca = await createEkCa(`${workspace}/ek-ca`);
+    const first = await run('--workspace', workspace, 'config', 'generate', '--force', '--ek-roots', ca.rootCertPath);
     expect(first.code).toBe(0);
     const config = await loadClusterConfig(`${workspace}/constellation-conf.yaml`);
+    expect(config.attestation.variant).toBe('tpm2-ek');
     expect(config.attestation.measurements.get(15)?.expected).toEqual(Buffer.alloc(32));
     const { readFile } = await import('node:fs/promises');
     expect(await readFile(`${workspace}/constellation-conf.yaml`, 'utf8')).toContain('# What every node must prove');

@@ -89,7 +89,7 @@ describe('constellation mini', () => {
         }
       }
       const listening = await runCommand('ss', ['-H', '-tulpn'], { timeoutMs: 10_000 });
-      expect(listening.stdout.toString()).not.toContain('swtpm');
+      for (const node of state.nodes) expect(listening.stdout.toString()).not.toContain(`pid=${node.swtpmPid},`);
 
       // A second mini up does not break the running cluster.
       const again = await constellation(workspace, 'mini', 'up');

@@ -1,5 +1,7 @@
+import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { Command, Option } from '@commander-js/extra-typings';
+import { pemCertificatesToDer } from '@constellation/attestation';
 import { UsageError, parseInteger } from '@constellation/command-line';
 import { configYaml } from './cluster-config.js';
 import { runInit } from './init-command.js';
@@ -47,10 +49,32 @@ export function createProgram(): Command {
     .description('write a commented constellation-conf.yaml with defaults to edit')
     .addHelpText(
       'after',
-      '\nExamples:\n  constellation config generate\n  constellation --workspace ./prod config generate --force\n',
+      '\nExamples:\n  constellation config generate --ek-roots tpm-vendor-ek-root.pem\n  constellation --workspace ./prod config generate --force\n',
     )
     .option('--force', 'overwrite an existing file', false)
+    .option(
+      '--ek-roots <file>',
+      "PEM file of the EK CA roots to pin (your TPM vendor's or platform's); without it, fill in attestation.ekCertificateAuthorities.roots before init",
+    )
+    .option('--ek-intermediates <file>', 'PEM file of EK CA intermediates that TPMs do not send themselves')
     .action(async (options) => {
+      const pem = async (file: string | undefined, option: string): Promise<string> => {
+        if (file === undefined) return '';
+        let text: string;
+        try {
+          text = await readFile(file, 'utf8');
+        } catch {
+          throw new UsageError(`${option}: cannot read ${file}`);
+        }
+        try {
+          if (pemCertificatesToDer(text).length === 0) throw new Error('no certificate');
+        } catch {
+          throw new UsageError(`${option}: ${file} holds no PEM certificate`);
+        }
+        return text;
+      };
+      const ekRoots = await pem(options.ekRoots, '--ek-roots');
+      const ekIntermediates = await pem(options.ekIntermediates, '--ek-intermediates');
       const path = workspaceFiles(workspace()).config;
       const { access } = await import('node:fs/promises');
       const exists = await access(path).then(
@@ -67,13 +91,13 @@ export function createProgram(): Command {
         attestation: {
           variant: 'tpm2-ek',
           measurements: new Map([[15, { expected: Buffer.alloc(32), warnOnly: false }]]),
-          ekRoots: '',
-          ekIntermediates: '',
+          ekRoots,
+          ekIntermediates,
         },
       });
       await writeWorkspaceFile(path, yaml, false);
       print(
-        `wrote ${path}; add your node image's measurements under attestation.measurements and your TPMs' EK CA root under attestation.ekCertificateAuthorities.roots`,
+        `wrote ${path}; add your node image's measurements under attestation.measurements${ekRoots === '' ? " and your TPMs' EK CA roots under attestation.ekCertificateAuthorities.roots" : ''}`,
       );
     });
 
