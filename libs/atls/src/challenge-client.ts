@@ -1,12 +1,35 @@
 import type * as grpc from '@grpc/grpc-js';
-import { activationProof } from '@constellation/attestation';
-import type { Issuer } from '@constellation/attestation';
+import { randomBytes } from 'node:crypto';
+import { AttestationError, activationProof } from '@constellation/attestation';
+import type {
+  AttestationVerifier,
+  Issuer,
+  PendingActivation,
+  ValidationResult,
+  VerifiedTpmIdentity,
+} from '@constellation/attestation';
 import type { AttestationChallenge, SealedResponse } from '@constellation/proto';
 import { challengeUserData } from './challenge-binding.js';
 import { CHALLENGE_PROTOCOL_VERSION } from './challenge-messages.js';
 import type { ChallengeClientMessage, ChallengeServerMessage } from './challenge-messages.js';
 import { AtlsError } from './errors.js';
 import { ephemeralKey, open } from './seal.js';
+import { serviceUserData } from './service-attester.js';
+
+/**
+ * What a node requires of the service before it trusts an answer: the service's host attests
+ * (quotes matching `verifier`'s measurements, EK certificate to its roots, credential activation)
+ * and `admit` accepts the proven machine (for example: registered as a control-plane node).
+ */
+export interface ServiceCheck {
+  verifier: AttestationVerifier;
+  admit(identity: VerifiedTpmIdentity, result: ValidationResult): Promise<void>;
+}
+
+/** The service failed the node's check; the answer was not opened. */
+export class ServiceAttestationError extends Error {
+  override readonly name = 'ServiceAttestationError';
+}
 
 type Stream = grpc.ClientDuplexStream<ChallengeClientMessage, ChallengeServerMessage>;
 
@@ -15,10 +38,16 @@ type Stream = grpc.ClientDuplexStream<ChallengeClientMessage, ChallengeServerMes
  * and the request, and open the sealed answer. Rejects with the service's gRPC error (code and
  * message intact) or an AtlsError. The caller bounds the whole call with a gRPC deadline.
  */
-export async function requestWithAttestation(stream: Stream, issuer: Issuer, request: Uint8Array): Promise<Buffer> {
+export async function requestWithAttestation(
+  stream: Stream,
+  issuer: Issuer,
+  request: Uint8Array,
+  serviceCheck?: ServiceCheck,
+): Promise<Buffer> {
   const reader = new StreamReader(stream);
   try {
     const rooted = issuer.rooted;
+    const serviceNonce = serviceCheck === undefined ? Buffer.alloc(0) : randomBytes(32);
     stream.write({
       step: {
         $case: 'hello',
@@ -26,6 +55,7 @@ export async function requestWithAttestation(stream: Stream, issuer: Issuer, req
           attestationVariant: issuer.variant.name,
           protocolVersion: CHALLENGE_PROTOCOL_VERSION,
           akPublic: rooted?.akPublic ?? Buffer.alloc(0),
+          serviceNonce,
           ...(rooted === undefined ? {} : { identity: rooted.identity }),
         },
       },
@@ -33,6 +63,8 @@ export async function requestWithAttestation(stream: Stream, issuer: Issuer, req
     const challenge = await reader.challenge();
     if (challenge.nonce.length !== 32)
       throw new AtlsError(`service sent a ${challenge.nonce.length}-byte nonce, expected 32`);
+    // The service's host is checked before this node's TPM does anything for it.
+    const service = serviceCheck === undefined ? undefined : await checkService(challenge, serviceNonce, serviceCheck);
     let proof: Buffer = Buffer.alloc(0);
     if (rooted !== undefined) {
       if (challenge.credential === undefined)
@@ -50,14 +82,61 @@ export async function requestWithAttestation(stream: Stream, issuer: Issuer, req
           ephemeralPublicKey: key.publicKey,
           request: Buffer.from(request),
           activationProof: proof,
+          ...(service === undefined ? {} : { serviceCredential: service.pending.credential }),
         },
       },
     });
     const sealed = await reader.sealed();
+    if (service !== undefined && serviceCheck !== undefined) {
+      // Nothing is opened, let alone used, before the service's host proved who it is.
+      if (!sealed.servicePublicKey.equals(challenge.servicePublicKey))
+        throw new ServiceAttestationError('the service sealed its answer with another key than the one it attested');
+      let identity: VerifiedTpmIdentity;
+      try {
+        identity = service.pending.prove(sealed.serviceActivationProof, serviceNonce);
+      } catch (err) {
+        throw new ServiceAttestationError(`the service failed attestation: ${(err as Error).message}`, { cause: err });
+      }
+      try {
+        await serviceCheck.admit(identity, service.result);
+      } catch (err) {
+        throw new ServiceAttestationError(`the service is not trusted: ${(err as Error).message}`, { cause: err });
+      }
+    }
     return open(sealed, key, challenge.nonce);
   } finally {
     stream.end();
     reader.dispose();
+  }
+}
+
+/** Validates the service host's attestation in the challenge and prepares a credential for its AK. */
+async function checkService(
+  challenge: AttestationChallenge,
+  serviceNonce: Buffer,
+  check: ServiceCheck,
+): Promise<{
+  result: ValidationResult;
+  pending: PendingActivation;
+}> {
+  if (challenge.serviceAttestation.length === 0) {
+    throw new ServiceAttestationError(
+      'the service did not attest its host: this node joins only through a JoinService on an attested control-plane node',
+    );
+  }
+  const identity = check.verifier.identity;
+  if (identity === undefined) throw new RangeError('a service check needs a rooted attestation verifier');
+  try {
+    const result = check.verifier.validator.validate(
+      challenge.serviceAttestation,
+      serviceNonce,
+      serviceUserData(challenge.servicePublicKey),
+    );
+    return { result, pending: await identity.challenge(result.identityClaim, result.akPublic) };
+  } catch (err) {
+    if (err instanceof AttestationError)
+      throw new ServiceAttestationError(`the service failed attestation: ${err.message}`, { cause: err });
+    throw err;
   }
 }
 

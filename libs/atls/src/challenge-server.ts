@@ -13,7 +13,9 @@ import type { Logger } from '@constellation/logger';
 import { challengeUserData } from './challenge-binding.js';
 import { CHALLENGE_PROTOCOL_VERSION } from './challenge-messages.js';
 import type { ChallengeClientMessage, ChallengeServerMessage } from './challenge-messages.js';
-import { seal } from './seal.js';
+import { ephemeralKey, seal } from './seal.js';
+import { serviceUserData } from './service-attester.js';
+import type { ServiceAttester } from './service-attester.js';
 import { StatusError } from './status-error.js';
 
 /** Why a challenge exchange ended without an answer; stable strings for metrics. */
@@ -28,6 +30,12 @@ export interface ChallengeServerOptions {
    * credential activation). Required when any validator's variant is rooted.
    */
   identity?: EkIdentityVerifier;
+  /**
+   * Attests the machine this service runs on when a node asks for it (hello.service_nonce), and
+   * answers the node's credential for that machine's AK. Without it, nodes that require an
+   * attested service refuse this one.
+   */
+  serviceAttester?: ServiceAttester;
   /**
    * What the attested node asked for, with what its attestation established (and, for rooted
    * variants, the proven TPM identity); returns the plaintext answer.
@@ -62,7 +70,8 @@ export function serveChallenge(call: Stream, options: ChallengeServerOptions): v
   const log = (options.logger ?? noopLogger).child({ component: 'atls-challenge', peer: call.getPeer() });
   const ttl = options.challengeTtlMs ?? 10_000;
   const maxRequest = options.maxRequestBytes ?? 64 * 1024;
-  let state: 'hello' | 'identity' | 'answer' | 'working' | 'done' = 'hello';
+  let state: 'hello' | 'preparing' | 'answer' | 'working' | 'done' = 'hello';
+  let service: { nonce: Buffer; key: ReturnType<typeof ephemeralKey> } | undefined;
   let nonce: Buffer | undefined;
   let validator: Validator | undefined;
   let activation: PendingActivation | undefined;
@@ -122,34 +131,49 @@ export function serveChallenge(call: Stream, options: ChallengeServerOptions): v
         );
         return;
       }
-      const sendChallenge = (): void => {
-        nonce = randomBytes(32);
-        challengedAt = Date.now();
-        state = 'answer';
-        clearTimeout(timer);
-        timer = setTimeout(() => {
-          finish(grpc.status.DEADLINE_EXCEEDED, `no answer to the challenge within ${ttl} ms`, 'expired');
-        }, ttl);
-        const credential = activation?.credential;
-        call.write({
-          step: {
-            $case: 'challenge',
-            value: { nonce, expiresInMs: ttl, ...(credential === undefined ? {} : { credential }) },
-          },
-        });
-      };
-      if (!validator.variant.rooted || options.identity === undefined) {
-        sendChallenge();
+      const hello = step.value;
+      if (hello.serviceNonce.length !== 0 && hello.serviceNonce.length !== 32) {
+        finish(grpc.status.INVALID_ARGUMENT, 'service_nonce must be empty or 32 bytes', 'protocol');
         return;
       }
-      // Who the node is comes first: the EK certificate path and a credential for its AK. The
-      // certificate checks are asynchronous, so the stream waits in 'identity' meanwhile.
-      state = 'identity';
-      options.identity.challenge(step.value.identity, step.value.akPublic).then(
-        (pending) => {
-          if (state !== 'identity') return;
+      const rootedValidator = validator.variant.rooted && options.identity !== undefined;
+      const attester = hello.serviceNonce.length === 32 ? options.serviceAttester : undefined;
+      // Who the node is comes first (the EK certificate path and a credential for its AK), and,
+      // when asked, an attestation of this service's own host. Both are asynchronous, so the
+      // stream waits in 'preparing' meanwhile.
+      state = 'preparing';
+      const serviceKey = ephemeralKey();
+      Promise.all([
+        rootedValidator ? options.identity?.challenge(hello.identity, hello.akPublic) : undefined,
+        attester?.attest(serviceUserData(serviceKey.publicKey), hello.serviceNonce).catch((err: unknown) => {
+          log.error('could not attest this service for the node', { err, attester: attester.description });
+          return undefined;
+        }),
+      ]).then(
+        ([pending, serviceAttestation]) => {
+          if (state !== 'preparing') return;
           activation = pending;
-          sendChallenge();
+          if (serviceAttestation !== undefined) service = { nonce: Buffer.from(hello.serviceNonce), key: serviceKey };
+          nonce = randomBytes(32);
+          challengedAt = Date.now();
+          state = 'answer';
+          clearTimeout(timer);
+          timer = setTimeout(() => {
+            finish(grpc.status.DEADLINE_EXCEEDED, `no answer to the challenge within ${ttl} ms`, 'expired');
+          }, ttl);
+          const credential = activation?.credential;
+          call.write({
+            step: {
+              $case: 'challenge',
+              value: {
+                nonce,
+                expiresInMs: ttl,
+                serviceAttestation: serviceAttestation ?? Buffer.alloc(0),
+                servicePublicKey: serviceAttestation === undefined ? Buffer.alloc(0) : serviceKey.publicKey,
+                ...(credential === undefined ? {} : { credential }),
+              },
+            },
+          });
         },
         (err: unknown) => {
           if (err instanceof AttestationError) {
@@ -162,7 +186,7 @@ export function serveChallenge(call: Stream, options: ChallengeServerOptions): v
       );
       return;
     }
-    if (state === 'identity') {
+    if (state === 'preparing') {
       finish(grpc.status.INVALID_ARGUMENT, 'unexpected message: the challenge has not been sent yet', 'protocol');
       return;
     }
@@ -183,7 +207,7 @@ export function serveChallenge(call: Stream, options: ChallengeServerOptions): v
       );
       return;
     }
-    const { attestation, ephemeralPublicKey, request, activationProof } = step.value;
+    const { attestation, ephemeralPublicKey, request, activationProof, serviceCredential } = step.value;
     if (attestation.length > MAX_DOCUMENT_BYTES || request.length > maxRequest) {
       finish(
         grpc.status.INVALID_ARGUMENT,
@@ -226,19 +250,32 @@ export function serveChallenge(call: Stream, options: ChallengeServerOptions): v
       });
     }
     const currentNonce = nonce;
+    const currentService = service;
+    const attester = options.serviceAttester;
     options.handle(Buffer.from(request), result, identity).then(
-      (answer) => {
+      async (answer) => {
         if (state === 'done') return;
+        let serviceActivationProof: Buffer = Buffer.alloc(0);
+        if (currentService !== undefined && serviceCredential !== undefined && attester !== undefined) {
+          try {
+            serviceActivationProof = await attester.prove(serviceCredential, currentService.nonce);
+          } catch (err) {
+            log.error("could not prove this service's host identity", { err });
+            state = 'answer';
+            finish(grpc.status.INTERNAL, "the service could not prove its host's TPM identity", 'handler');
+            return;
+          }
+        }
         let sealed;
         try {
-          sealed = seal(answer, ephemeralPublicKey, currentNonce);
+          sealed = seal(answer, ephemeralPublicKey, currentNonce, currentService?.key);
         } catch (err) {
           state = 'answer';
           finish(grpc.status.INVALID_ARGUMENT, (err as Error).message, 'protocol');
           return;
         }
         state = 'done';
-        call.write({ step: { $case: 'sealed', value: sealed } });
+        call.write({ step: { $case: 'sealed', value: { ...sealed, serviceActivationProof } } });
         call.end();
       },
       (err: unknown) => {

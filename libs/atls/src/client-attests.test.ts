@@ -130,7 +130,12 @@ async function manual(
 const hello = {
   step: {
     $case: 'hello' as const,
-    value: { attestationVariant: 'qemu-vtpm', protocolVersion: 1, akPublic: Buffer.alloc(0) },
+    value: {
+      attestationVariant: 'qemu-vtpm',
+      protocolVersion: 1,
+      akPublic: Buffer.alloc(0),
+      serviceNonce: Buffer.alloc(0),
+    },
   },
 };
 
@@ -303,7 +308,15 @@ describe('client-attests challenge (node to JoinService) over real TLS with a re
     });
     const dummy = await manual(async (stream, next) => {
       stream.write({
-        step: { $case: 'hello', value: { attestationVariant: 'dummy', protocolVersion: 1, akPublic: Buffer.alloc(0) } },
+        step: {
+          $case: 'hello',
+          value: {
+            attestationVariant: 'dummy',
+            protocolVersion: 1,
+            akPublic: Buffer.alloc(0),
+            serviceNonce: Buffer.alloc(0),
+          },
+        },
       });
       await next();
     });
@@ -315,7 +328,12 @@ describe('client-attests challenge (node to JoinService) over real TLS with a re
       stream.write({
         step: {
           $case: 'hello',
-          value: { attestationVariant: 'qemu-vtpm', protocolVersion: 7, akPublic: Buffer.alloc(0) },
+          value: {
+            attestationVariant: 'qemu-vtpm',
+            protocolVersion: 7,
+            akPublic: Buffer.alloc(0),
+            serviceNonce: Buffer.alloc(0),
+          },
         },
       });
       await next();

@@ -3,7 +3,8 @@ export { AttestedChannelCredentials, attestationFailure } from './attested-chann
 export type { AttestedTlsServerOptions } from './attested-tls-server.js';
 export { AttestedTlsServer } from './attested-tls-server.js';
 export { challengeUserData } from './challenge-binding.js';
-export { requestWithAttestation } from './challenge-client.js';
+export type { ServiceCheck } from './challenge-client.js';
+export { ServiceAttestationError, requestWithAttestation } from './challenge-client.js';
 export type { ChallengeClientMessage, ChallengeServerMessage } from './challenge-messages.js';
 export { CHALLENGE_PROTOCOL_VERSION } from './challenge-messages.js';
 export type { ChallengeRejection, ChallengeServerOptions } from './challenge-server.js';
@@ -15,5 +16,7 @@ export { NONCE_BYTES, nonceToServerName, serverNameToNonce } from './nonce-serve
 export { ATLS_ROOT_NAME, atlsPublicRoot, issueFromPublicRoot } from './public-root.js';
 export { ephemeralKey, open, seal } from './seal.js';
 export { spkiUserData } from './spki-binding.js';
+export type { ServiceAttester } from './service-attester.js';
+export { AgentAttester, issuerAttester, serveAttestationAgent, serviceUserData } from './service-attester.js';
 export { StatusError } from './status-error.js';
 export { SERVICE_CHANNEL_OPTIONS, serviceChannelCredentials, serviceServerCredentials } from './service-tls.js';

@@ -18,15 +18,20 @@ function sealKey(shared: Buffer, nonce: Uint8Array, nodeKey: Uint8Array, service
 
 /**
  * Encrypts `plaintext` so only the holder of `nodePublicKey`'s private key can read it:
- * ECDH with a fresh service key, HKDF-SHA256 (salt = challenge nonce, info binds both keys),
+ * ECDH with a fresh service key (or the one the service attested), HKDF-SHA256 (salt = challenge nonce, info binds both keys),
  * AES-256-GCM with the nonce as associated data.
  */
-export function seal(plaintext: Uint8Array, nodePublicKey: Uint8Array, nonce: Uint8Array): SealedResponse {
+export function seal(
+  plaintext: Uint8Array,
+  nodePublicKey: Uint8Array,
+  nonce: Uint8Array,
+  serviceKey: { ecdh: ECDH; publicKey: Buffer } = ephemeralKey(),
+): Omit<SealedResponse, 'serviceActivationProof'> {
   if (nodePublicKey.length !== POINT_BYTES || nodePublicKey[0] !== 0x04) {
     throw new AtlsError('ephemeral public key must be an uncompressed P-256 point (65 bytes)');
   }
-  const service = createECDH('prime256v1');
-  const servicePublicKey = service.generateKeys();
+  const service = serviceKey.ecdh;
+  const servicePublicKey = serviceKey.publicKey;
   let shared: Buffer;
   try {
     shared = service.computeSecret(nodePublicKey);
@@ -41,7 +46,11 @@ export function seal(plaintext: Uint8Array, nodePublicKey: Uint8Array, nonce: Ui
 }
 
 /** Decrypts a SealedResponse with the node's ephemeral key; any tampering fails authentication. */
-export function open(sealed: SealedResponse, node: { ecdh: ECDH; publicKey: Buffer }, nonce: Uint8Array): Buffer {
+export function open(
+  sealed: Omit<SealedResponse, 'serviceActivationProof'>,
+  node: { ecdh: ECDH; publicKey: Buffer },
+  nonce: Uint8Array,
+): Buffer {
   if (sealed.iv.length !== 12 || sealed.ciphertext.length < 16 || sealed.servicePublicKey.length !== POINT_BYTES) {
     throw new AtlsError('sealed response is malformed');
   }

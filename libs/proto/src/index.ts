@@ -6,13 +6,17 @@ export {
   ActivateResponse,
   ActivationServiceClient,
   ActivationServiceService,
+  AttestationAgentServiceClient,
+  AttestationAgentServiceService,
   AttestationChallenge,
   AttestationHello,
+  AttestRequest,
+  AttestResponse,
   AttestedRequest,
   Credential,
   SealedResponse,
 } from './gen/constellation/atls/v1/challenge.js';
-export type { ActivationServiceServer } from './gen/constellation/atls/v1/challenge.js';
+export type { ActivationServiceServer, AttestationAgentServiceServer } from './gen/constellation/atls/v1/challenge.js';
 export {
   InitFailure,
   InitLogChunk,

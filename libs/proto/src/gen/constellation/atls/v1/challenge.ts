@@ -39,6 +39,8 @@ export interface AttestationHello {
    * variants; the document in AttestedRequest must carry exactly this key.
    */
   akPublic: Buffer;
+  /** 32 random bytes: the node asks the service to attest its own host for this nonce. */
+  serviceNonce: Buffer;
 }
 
 /** A credential for TPM2_ActivateCredential, made by the verifier with TPM2_MakeCredential. */
@@ -59,7 +61,16 @@ export interface AttestationChallenge {
    */
   expiresInMs: number;
   /** For rooted variants: a credential for the announced AK, encrypted to the announced EK. */
-  credential?: Credential | undefined;
+  credential?:
+    | Credential
+    | undefined;
+  /**
+   * When the hello asked for it: a serialized attestation document of the service's host for
+   * AttestationHello.service_nonce, whose user data binds service_public_key.
+   */
+  serviceAttestation: Buffer;
+  /** The service's ephemeral ECDH P-256 key (uncompressed point) that SealedResponse will use. */
+  servicePublicKey: Buffer;
 }
 
 /** The node's attested request. */
@@ -84,6 +95,8 @@ export interface AttestedRequest {
    * secret that ActivateCredential recovered from AttestationChallenge.credential.
    */
   activationProof: Buffer;
+  /** When the service attested: a credential for the service host's AK, encrypted to its EK. */
+  serviceCredential?: Credential | undefined;
 }
 
 /** The service's answer, readable only by the holder of the ephemeral private key. */
@@ -100,6 +113,11 @@ export interface SealedResponse {
    * constellation.join.v1.JoinTicket); the associated data is the challenge nonce.
    */
   ciphertext: Buffer;
+  /**
+   * When the node sent a service credential: HMAC-SHA256(key = activated secret,
+   * "constellation/atls/activation/v1" || service_nonce || AK name of the service's host).
+   */
+  serviceActivationProof: Buffer;
 }
 
 /** A credential for the AK and EK the server presented in its attested certificate. */
@@ -118,8 +136,28 @@ export interface ActivateResponse {
   proof: Buffer;
 }
 
+/** What to attest. */
+export interface AttestRequest {
+  /** Up to 64 bytes bound into the document (for example SHA-256 of a key). */
+  userData: Buffer;
+  /** The verifier's nonce, 32 bytes. */
+  nonce: Buffer;
+}
+
+/** The attestation. */
+export interface AttestResponse {
+  /** Serialized attestation document of the machine's variant. */
+  attestation: Buffer;
+}
+
 function createBaseAttestationHello(): AttestationHello {
-  return { attestationVariant: "", protocolVersion: 0, identity: undefined, akPublic: Buffer.alloc(0) };
+  return {
+    attestationVariant: "",
+    protocolVersion: 0,
+    identity: undefined,
+    akPublic: Buffer.alloc(0),
+    serviceNonce: Buffer.alloc(0),
+  };
 }
 
 export const AttestationHello: MessageFns<AttestationHello> = {
@@ -135,6 +173,9 @@ export const AttestationHello: MessageFns<AttestationHello> = {
     }
     if (message.akPublic.length !== 0) {
       writer.uint32(34).bytes(message.akPublic);
+    }
+    if (message.serviceNonce.length !== 0) {
+      writer.uint32(42).bytes(message.serviceNonce);
     }
     return writer;
   },
@@ -184,6 +225,14 @@ export const AttestationHello: MessageFns<AttestationHello> = {
             message.akPublic = Buffer.from(reader.bytes());
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.serviceNonce = Buffer.from(reader.bytes());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -207,6 +256,7 @@ export const AttestationHello: MessageFns<AttestationHello> = {
       ? TpmIdentity.fromPartial(object.identity)
       : undefined;
     message.akPublic = object.akPublic ?? Buffer.alloc(0);
+    message.serviceNonce = object.serviceNonce ?? Buffer.alloc(0);
     return message;
   },
 };
@@ -279,7 +329,13 @@ export const Credential: MessageFns<Credential> = {
 };
 
 function createBaseAttestationChallenge(): AttestationChallenge {
-  return { nonce: Buffer.alloc(0), expiresInMs: 0, credential: undefined };
+  return {
+    nonce: Buffer.alloc(0),
+    expiresInMs: 0,
+    credential: undefined,
+    serviceAttestation: Buffer.alloc(0),
+    servicePublicKey: Buffer.alloc(0),
+  };
 }
 
 export const AttestationChallenge: MessageFns<AttestationChallenge> = {
@@ -292,6 +348,12 @@ export const AttestationChallenge: MessageFns<AttestationChallenge> = {
     }
     if (message.credential !== undefined) {
       Credential.encode(message.credential, writer.uint32(26).fork()).join();
+    }
+    if (message.serviceAttestation.length !== 0) {
+      writer.uint32(34).bytes(message.serviceAttestation);
+    }
+    if (message.servicePublicKey.length !== 0) {
+      writer.uint32(42).bytes(message.servicePublicKey);
     }
     return writer;
   },
@@ -333,6 +395,22 @@ export const AttestationChallenge: MessageFns<AttestationChallenge> = {
             message.credential = Credential.decode(reader, reader.uint32());
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.serviceAttestation = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.servicePublicKey = Buffer.from(reader.bytes());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -355,6 +433,8 @@ export const AttestationChallenge: MessageFns<AttestationChallenge> = {
     message.credential = (object.credential !== undefined && object.credential !== null)
       ? Credential.fromPartial(object.credential)
       : undefined;
+    message.serviceAttestation = object.serviceAttestation ?? Buffer.alloc(0);
+    message.servicePublicKey = object.servicePublicKey ?? Buffer.alloc(0);
     return message;
   },
 };
@@ -365,6 +445,7 @@ function createBaseAttestedRequest(): AttestedRequest {
     ephemeralPublicKey: Buffer.alloc(0),
     request: Buffer.alloc(0),
     activationProof: Buffer.alloc(0),
+    serviceCredential: undefined,
   };
 }
 
@@ -381,6 +462,9 @@ export const AttestedRequest: MessageFns<AttestedRequest> = {
     }
     if (message.activationProof.length !== 0) {
       writer.uint32(34).bytes(message.activationProof);
+    }
+    if (message.serviceCredential !== undefined) {
+      Credential.encode(message.serviceCredential, writer.uint32(42).fork()).join();
     }
     return writer;
   },
@@ -430,6 +514,14 @@ export const AttestedRequest: MessageFns<AttestedRequest> = {
             message.activationProof = Buffer.from(reader.bytes());
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.serviceCredential = Credential.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -451,12 +543,20 @@ export const AttestedRequest: MessageFns<AttestedRequest> = {
     message.ephemeralPublicKey = object.ephemeralPublicKey ?? Buffer.alloc(0);
     message.request = object.request ?? Buffer.alloc(0);
     message.activationProof = object.activationProof ?? Buffer.alloc(0);
+    message.serviceCredential = (object.serviceCredential !== undefined && object.serviceCredential !== null)
+      ? Credential.fromPartial(object.serviceCredential)
+      : undefined;
     return message;
   },
 };
 
 function createBaseSealedResponse(): SealedResponse {
-  return { servicePublicKey: Buffer.alloc(0), iv: Buffer.alloc(0), ciphertext: Buffer.alloc(0) };
+  return {
+    servicePublicKey: Buffer.alloc(0),
+    iv: Buffer.alloc(0),
+    ciphertext: Buffer.alloc(0),
+    serviceActivationProof: Buffer.alloc(0),
+  };
 }
 
 export const SealedResponse: MessageFns<SealedResponse> = {
@@ -469,6 +569,9 @@ export const SealedResponse: MessageFns<SealedResponse> = {
     }
     if (message.ciphertext.length !== 0) {
       writer.uint32(26).bytes(message.ciphertext);
+    }
+    if (message.serviceActivationProof.length !== 0) {
+      writer.uint32(34).bytes(message.serviceActivationProof);
     }
     return writer;
   },
@@ -510,6 +613,14 @@ export const SealedResponse: MessageFns<SealedResponse> = {
             message.ciphertext = Buffer.from(reader.bytes());
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.serviceActivationProof = Buffer.from(reader.bytes());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -530,6 +641,7 @@ export const SealedResponse: MessageFns<SealedResponse> = {
     message.servicePublicKey = object.servicePublicKey ?? Buffer.alloc(0);
     message.iv = object.iv ?? Buffer.alloc(0);
     message.ciphertext = object.ciphertext ?? Buffer.alloc(0);
+    message.serviceActivationProof = object.serviceActivationProof ?? Buffer.alloc(0);
     return message;
   },
 };
@@ -658,6 +770,128 @@ export const ActivateResponse: MessageFns<ActivateResponse> = {
   },
 };
 
+function createBaseAttestRequest(): AttestRequest {
+  return { userData: Buffer.alloc(0), nonce: Buffer.alloc(0) };
+}
+
+export const AttestRequest: MessageFns<AttestRequest> = {
+  encode(message: AttestRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.userData.length !== 0) {
+      writer.uint32(10).bytes(message.userData);
+    }
+    if (message.nonce.length !== 0) {
+      writer.uint32(18).bytes(message.nonce);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AttestRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAttestRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.userData = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nonce = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<AttestRequest>): AttestRequest {
+    return AttestRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<AttestRequest>): AttestRequest {
+    const message = createBaseAttestRequest();
+    message.userData = object.userData ?? Buffer.alloc(0);
+    message.nonce = object.nonce ?? Buffer.alloc(0);
+    return message;
+  },
+};
+
+function createBaseAttestResponse(): AttestResponse {
+  return { attestation: Buffer.alloc(0) };
+}
+
+export const AttestResponse: MessageFns<AttestResponse> = {
+  encode(message: AttestResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.attestation.length !== 0) {
+      writer.uint32(10).bytes(message.attestation);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AttestResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAttestResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.attestation = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<AttestResponse>): AttestResponse {
+    return AttestResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<AttestResponse>): AttestResponse {
+    const message = createBaseAttestResponse();
+    message.attestation = object.attestation ?? Buffer.alloc(0);
+    return message;
+  },
+};
+
 /**
  * Served next to every server-attests endpoint (InitServer, RecoveryService, verify endpoint).
  * After the TLS handshake has checked the server's attestation, the client proves the server's
@@ -707,6 +941,62 @@ export const ActivationServiceClient = makeGenericClientConstructor(
 ) as unknown as {
   new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>): ActivationServiceClient;
   service: typeof ActivationServiceService;
+  serviceName: string;
+};
+
+/**
+ * Served by a control-plane node's bootstrapper on a local unix socket (mode 0600), next to an
+ * ActivationService: lets the JoinService on the same machine attest the machine it runs on
+ * without sharing the TPM. Only local processes with access to the socket reach it.
+ */
+export type AttestationAgentServiceService = typeof AttestationAgentServiceService;
+export const AttestationAgentServiceService = {
+  /** Issues an attestation document of this machine for the given user data and nonce. */
+  attest: {
+    path: "/constellation.atls.v1.AttestationAgentService/Attest" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: AttestRequest): Buffer => Buffer.from(AttestRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AttestRequest => AttestRequest.decode(value),
+    responseSerialize: (value: AttestResponse): Buffer => Buffer.from(AttestResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AttestResponse => AttestResponse.decode(value),
+  },
+} as const;
+
+export interface AttestationAgentServiceServer extends UntypedServiceImplementation {
+  /** Issues an attestation document of this machine for the given user data and nonce. */
+  attest: handleUnaryCall<AttestRequest, AttestResponse>;
+}
+
+export interface AttestationAgentServiceClient extends Client {
+  /** Issues an attestation document of this machine for the given user data and nonce. */
+  attest(
+    request: AttestRequest,
+    callback: (error: ServiceError | null, response: AttestResponse) => void,
+  ): ClientUnaryCall;
+  attest(
+    request: AttestRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: AttestResponse) => void,
+  ): ClientUnaryCall;
+  attest(
+    request: AttestRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: AttestResponse) => void,
+  ): ClientUnaryCall;
+}
+
+export const AttestationAgentServiceClient = makeGenericClientConstructor(
+  AttestationAgentServiceService,
+  "constellation.atls.v1.AttestationAgentService",
+) as unknown as {
+  new (
+    address: string,
+    credentials: ChannelCredentials,
+    options?: Partial<ClientOptions>,
+  ): AttestationAgentServiceClient;
+  service: typeof AttestationAgentServiceService;
   serviceName: string;
 };
 
