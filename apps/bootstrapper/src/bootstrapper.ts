@@ -32,7 +32,7 @@ export interface BootstrapperOptions {
  * Past the point of no return every failure marks the state disk for reset and runs the fatal action.
  */
 export class Bootstrapper {
-  private readonly context: NodeContext;
+  readonly context: NodeContext;
   private readonly options: BootstrapperOptions;
 
   constructor(context: NodeContext, options: BootstrapperOptions) {

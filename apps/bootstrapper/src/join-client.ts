@@ -93,6 +93,7 @@ export class JoinClient {
           client.issueJoinTicket({ deadline: Date.now() + this.options.requestTimeoutMs }),
           this.context.issuer,
           request,
+          this.context.joinServiceCheck,
         );
         return { ticket: JoinTicket.decode(plaintext), kubeletKeyPem: csr.keyPem, role: self.role };
       } catch (err) {

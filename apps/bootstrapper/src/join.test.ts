@@ -17,6 +17,7 @@ import { RecoveryServiceClient } from '@constellation/proto';
 import type { RecoverResponse } from '@constellation/proto';
 import { repoRoot, waitFor, withTimeout } from '@constellation/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { serveAgentOnControlPlane } from './attestation-agent.js';
 import { MEASUREMENTS, TestNode, callInit, initRequest, startCluster } from './node.fixture.js';
 import type { Cluster } from './node.fixture.js';
 
@@ -24,6 +25,7 @@ let cluster: Cluster;
 let controlPlane: TestNode;
 let worker: TestNode;
 let joinService: ChildProcess | undefined;
+let agent: { close(): Promise<void> } | undefined;
 const request = initRequest();
 const clusterId = deriveClusterId(
   deriveMeasurementSecret(request.masterSecret, request.masterSalt),
@@ -32,6 +34,8 @@ const clusterId = deriveClusterId(
 
 /** Starts the real JoinService as a process with the DaemonSet's arguments and the mounted files. */
 async function startJoinService(): Promise<void> {
+  // As program.ts does once a control plane is bootstrapped: the agent the JoinService attests through.
+  agent ??= await serveAgentOnControlPlane(controlPlane.context);
   const dir = join(cluster.dir.path, 'joinservice');
   await mkdir(join(dir, 'config'), { recursive: true });
   await writeFile(join(dir, 'config', 'attestationConfig'), JSON.stringify(measurementsToFile(MEASUREMENTS)));
@@ -60,6 +64,7 @@ async function startJoinService(): Promise<void> {
       `--kubeconfig=${controlPlane.context.paths.adminConf}`,
       `--api-server-endpoint=127.0.0.1:${cluster.apiServerPort}`,
       `--instance-registry-url=${cluster.metadata.url}`,
+      `--attestation-agent=${controlPlane.context.paths.attestationAgentSocket}`,
     ],
     { cwd: repoRoot(), stdio: ['ignore', 'pipe', 'pipe'] },
   );
@@ -93,6 +98,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stopJoinService();
+  await agent?.close();
   await worker.stop();
   await controlPlane.stop();
   await cluster.close();
@@ -115,6 +121,10 @@ describe('join, rejoin and recovery with the real JoinService', () => {
 
     await startJoinService();
     expect(await withTimeout(workerOutcome, 60_000, 'worker outcome')).toBe('joined');
+    // The worker used its ticket only after the JoinService proved it runs on the control plane.
+    expect(worker.logger.entries.find((e) => e.message === 'JoinService host proven')?.fields['host']).toBe(
+      'control-plane-0',
+    );
     expect((await worker.context.tpm.pcrRead('sha256', [15])).get(15)).toEqual(markedPcr15(clusterId));
     const uuid = await worker.context.disk.uuid();
     expect(

@@ -1,8 +1,9 @@
-import { runTypeScript } from '@constellation/testing';
+import { runTypeScript, startSwtpm, useTestEkCa } from '@constellation/testing';
 import { describe, expect, it } from 'vitest';
 
 const entry = new URL('./main.ts', import.meta.url).pathname;
 const run = (...args: string[]) => runTypeScript(entry, args, { timeoutMs: 30_000 });
+const ekCa = useTestEkCa();
 
 describe('constellation-bootstrapper entry point', () => {
   it('prints help with its defaults, and its version', async () => {
@@ -30,10 +31,47 @@ describe('constellation-bootstrapper entry point', () => {
   });
 
   it('fails with a clear error and exit code 1 when the TPM cannot be reached, logging JSON', async () => {
-    const result = await run('--tpm', 'swtpm:127.0.0.1:1', '--root', '/nonexistent-root');
+    const result = await run(
+      '--tpm',
+      'swtpm:127.0.0.1:1',
+      '--root',
+      '/nonexistent-root',
+      '--ek-roots',
+      ekCa().rootCertPath,
+    );
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/^error: swtpm at 127\.0\.0\.1:1: connect ECONNREFUSED/);
     const first = JSON.parse(result.stdout.toString().split('\n')[0] ?? '') as Record<string, unknown>;
     expect(first).toMatchObject({ service: 'bootstrapper', message: 'bootstrapper starting', tpm: 'swtpm' });
+  });
+
+  it('refuses tpm2-ek without pinned EK roots, and a TPM without an EK certificate, saying what to do', async () => {
+    const manufactured = await startSwtpm({ manufacture: { ca: ekCa(), vmid: 'node' } });
+    const plain = await startSwtpm();
+    try {
+      const noRoots = await run(
+        '--tpm',
+        `swtpm:${manufactured.host}:${manufactured.port}`,
+        '--root',
+        '/nonexistent-root',
+      );
+      expect(noRoots.code).toBe(2);
+      expect(noRoots.stderr).toContain(
+        "--ek-roots is required with --attestation-variant=tpm2-ek: the node checks the JoinService's TPM identity against the pinned EK CA roots before it uses a join ticket",
+      );
+      const noCertificate = await run(
+        '--tpm',
+        `swtpm:${plain.host}:${plain.port}`,
+        '--root',
+        '/nonexistent-root',
+        '--ek-roots',
+        ekCa().rootCertPath,
+      );
+      expect(noCertificate.code).toBe(1);
+      expect(noCertificate.stderr).toContain('has no RSA EK certificate (NV index 0x01c00002)');
+    } finally {
+      await manufactured.stop();
+      await plain.stop();
+    }
   });
 });

@@ -39,6 +39,16 @@ export class MetadataClient {
     return this.get('/endpoint', endpoint);
   }
 
+  /** The platform's record of the machine whose TPM has this EK, or undefined when it knows none. */
+  async instanceByEndorsementKey(ekPublicKeyHash: string): Promise<Instance | undefined> {
+    try {
+      return await this.get(`/instances?ek=${encodeURIComponent(ekPublicKeyHash)}`, instance);
+    } catch (err) {
+      if (err instanceof Error && err.message.endsWith('HTTP 404')) return undefined;
+      throw err;
+    }
+  }
+
   async initSecretHash(): Promise<string> {
     const { initSecretHash } = await this.get('/initsecrethash', z.object({ initSecretHash: z.string() }));
     if (initSecretHash === '') throw new Error('instance metadata has an empty init-secret hash');

@@ -1,3 +1,4 @@
+import type { ServiceCheck } from '@constellation/atls';
 import type { Issuer } from '@constellation/attestation';
 import type { Logger } from '@constellation/logger';
 import type { NodeLock } from '@constellation/nodelock';
@@ -18,6 +19,11 @@ export interface NodeContext {
   logger: Logger;
   recentLog: RecentLog;
   kubeadm: { program: string; env: NodeJS.ProcessEnv; timeoutMs: number };
+  /**
+   * What the JoinService must prove before the node uses a join ticket (see joinServiceCheck);
+   * undefined only with the unrooted qemu-vtpm variant, which has no identities to check.
+   */
+  joinServiceCheck?: ServiceCheck;
   /** Port this node's API server binds when it becomes a control plane. */
   apiServerBindPort: number;
   /** Kubernetes version when the Init request names none. */

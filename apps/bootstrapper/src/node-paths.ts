@@ -13,6 +13,8 @@ export interface NodePaths {
   adminConf: string;
   /** Where kubeadm configuration files are written before kubeadm runs. */
   kubeadmDir: string;
+  /** Control planes: the local attestation agent for the JoinService on this machine (unix socket, 0600). */
+  attestationAgentSocket: string;
 }
 
 export function nodePaths(root: string): NodePaths {
@@ -25,5 +27,6 @@ export function nodePaths(root: string): NodePaths {
     kubernetesPki: join(root, 'etc', 'kubernetes', 'pki'),
     adminConf: join(root, 'etc', 'kubernetes', 'admin.conf'),
     kubeadmDir: join(root, 'run', 'kubeadm'),
+    attestationAgentSocket: join(root, 'run', 'constellation', 'attestation-agent.sock'),
   };
 }

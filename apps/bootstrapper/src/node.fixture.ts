@@ -32,6 +32,7 @@ import { SocketTransport, SwtpmControl, Tpm } from '@constellation/tpm';
 import { Bootstrapper } from './bootstrapper.js';
 import type { BootstrapOutcome, BootstrapperOptions } from './bootstrapper.js';
 import type { NodeContext } from './node-context.js';
+import { joinServiceCheck } from './join-service-check.js';
 import { MetadataClient } from './metadata-client.js';
 import { nodePaths } from './node-paths.js';
 import { RecentLog } from './recent-log.js';
@@ -138,6 +139,14 @@ export class TestNode {
       ));
     const recentLog = new RecentLog();
     const logger = new MemoryLogger();
+    const metadata = new MetadataClient(cluster.metadata.url, name);
+    const check = await joinServiceCheck({
+      tpm,
+      metadata,
+      ekRoots: pemCertificatesToDer(await readFile(cluster.ekCa.rootCertPath, 'utf8')),
+      measuredPcrs: [4, 9],
+      logger,
+    });
     const node: TestNode = new TestNode(
       {
         paths: nodePaths(root),
@@ -145,7 +154,8 @@ export class TestNode {
         issuer,
         disk: new StateDisk({ device: image, kdf: 'fast' }),
         lock: new NodeLock(tpm),
-        metadata: new MetadataClient(cluster.metadata.url, name),
+        metadata,
+        joinServiceCheck: check,
         logger,
         recentLog,
         kubeadm: { program: kubeadm, env: { ...process.env, KUBEADM_STANDIN_ROOT: root }, timeoutMs: 60_000 },

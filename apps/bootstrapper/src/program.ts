@@ -1,17 +1,20 @@
 import { spawn } from 'node:child_process';
 import * as grpc from '@grpc/grpc-js';
-import { Command, Option } from '@commander-js/extra-typings';
+import { Command, InvalidArgumentError, Option } from '@commander-js/extra-typings';
 import { readFile } from 'node:fs/promises';
 import { TpmIssuer, pemCertificatesToDer, unrootedVariantWarning } from '@constellation/attestation';
+import type { ServiceCheck } from '@constellation/atls';
 import type { Issuer } from '@constellation/attestation';
 import type { Logger } from '@constellation/logger';
-import { logLevelOption, parsePort } from '@constellation/command-line';
+import { UsageError, logLevelOption, parsePort } from '@constellation/command-line';
 import { bridgeGrpcLogs, createWinstonLogger } from '@constellation/logger';
 import { NodeLock } from '@constellation/nodelock';
 import { prepareNode } from '@constellation/node-prep';
 import { StateDisk } from '@constellation/state-disk';
 import { Tpm } from '@constellation/tpm';
+import { serveAgentOnControlPlane } from './attestation-agent.js';
 import { Bootstrapper } from './bootstrapper.js';
+import { joinServiceCheck } from './join-service-check.js';
 import { exitAction, rebootAction } from './fatal-action.js';
 import { MetadataClient } from './metadata-client.js';
 import { nodePaths } from './node-paths.js';
@@ -33,11 +36,33 @@ function runCommand(command: string): () => Promise<void> {
     });
 }
 
+function parsePcrList(value: string): number[] {
+  const pcrs = value.split(',').map((part) => Number(part.trim()));
+  if (pcrs.length === 0 || pcrs.some((pcr) => !Number.isInteger(pcr) || pcr < 0 || pcr > 23))
+    throw new InvalidArgumentError(`expected comma-separated PCR indexes from 0 to 23, got "${value}"`);
+  return pcrs;
+}
+
+async function readPemOption(file: string | undefined, option: string): Promise<Buffer[]> {
+  if (file === undefined)
+    throw new UsageError(
+      `${option} is required with --attestation-variant=tpm2-ek: the node checks the JoinService's TPM identity against the pinned EK CA roots before it uses a join ticket`,
+    );
+  let certificates: Buffer[];
+  try {
+    certificates = pemCertificatesToDer(await readFile(file, 'utf8'));
+  } catch (err) {
+    throw new UsageError(`${option}: ${file}: ${(err as Error).message}`);
+  }
+  if (certificates.length === 0) throw new UsageError(`${option}: ${file} holds no PEM certificate`);
+  return certificates;
+}
+
 /** The node's attestation issuer: rooted in the TPM's EK certificate unless configured otherwise. */
 async function createIssuer(
   tpm: Tpm,
   variant: 'tpm2-ek' | 'qemu-vtpm',
-  intermediatesFile: string | undefined,
+  ekIntermediates: readonly Uint8Array[],
   logger: Logger,
 ): Promise<Issuer> {
   if (variant === 'qemu-vtpm') {
@@ -45,8 +70,6 @@ async function createIssuer(
     logger.warn(unrootedVariantWarning(issuer.variant));
     return issuer;
   }
-  const ekIntermediates =
-    intermediatesFile === undefined ? [] : pemCertificatesToDer(await readFile(intermediatesFile, 'utf8'));
   const issuer = await TpmIssuer.rooted(tpm, { ekIntermediates });
   logger.info('attesting with the TPM endorsement key', {
     variant: issuer.variant.name,
@@ -84,6 +107,16 @@ export function createProgram(): Command {
     .option(
       '--ek-intermediates <file>',
       "PEM file of the EK CA's intermediate certificates, sent with the TPM's EK certificate (tpm2-ek)",
+    )
+    .option(
+      '--ek-roots <file>',
+      "PEM file of the pinned EK CA roots (tpm2-ek, required): the JoinService's host must prove its TPM identity against them before this node uses a join ticket",
+    )
+    .option(
+      '--measured-pcrs <list>',
+      "PCRs the node image measures; the JoinService's host must show this node's own values",
+      parsePcrList,
+      [4, 8, 9, 11, 12, 13],
     )
     .option('--state-disk <device>', 'LUKS2 state disk: block device or image file', '/dev/disk/by-partlabel/state')
     .addOption(
@@ -140,8 +173,31 @@ export function createProgram(): Command {
       });
       bridgeGrpcLogs(grpc, logger, options.logLevel === 'debug');
       logger.info('bootstrapper starting', { version: VERSION, root: options.root, tpm: options.tpm.kind });
+      // Configuration first, so a bad flag never leaves a TPM connection open.
+      const rooted = options.attestationVariant === 'tpm2-ek';
+      const ekRoots = rooted ? await readPemOption(options.ekRoots, '--ek-roots') : [];
+      const ekIntermediates =
+        options.ekIntermediates === undefined ? [] : await readPemOption(options.ekIntermediates, '--ek-intermediates');
       const tpm = new Tpm(tpmTransport(options.tpm));
-      const issuer = await createIssuer(tpm, options.attestationVariant, options.ekIntermediates, logger);
+      const metadata = new MetadataClient(options.metadataUrl, options.nodeName);
+      let issuer: Issuer;
+      let checkJoinService: ServiceCheck | undefined;
+      try {
+        issuer = await createIssuer(tpm, options.attestationVariant, ekIntermediates, logger);
+        checkJoinService = rooted
+          ? await joinServiceCheck({
+              tpm,
+              metadata,
+              ekRoots,
+              ekIntermediates,
+              measuredPcrs: options.measuredPcrs,
+              logger,
+            })
+          : undefined;
+      } catch (err) {
+        await tpm.close();
+        throw err;
+      }
       const bootstrapper = new Bootstrapper(
         {
           paths: nodePaths(options.root),
@@ -149,7 +205,8 @@ export function createProgram(): Command {
           issuer,
           disk: new StateDisk({ device: options.stateDisk, kdf: options.diskKdf }),
           lock: new NodeLock(tpm),
-          metadata: new MetadataClient(options.metadataUrl, options.nodeName),
+          metadata,
+          ...(checkJoinService === undefined ? {} : { joinServiceCheck: checkJoinService }),
           logger,
           recentLog,
           kubeadm: { program: options.kubeadm, env: process.env, timeoutMs: 10 * 60_000 },
@@ -194,6 +251,7 @@ export function createProgram(): Command {
         return;
       }
       const endpoint = await serveVerifyEndpoint(issuer, options.initHost, options.verifyPort, logger);
+      const agent = await serveAgentOnControlPlane(bootstrapper.context);
       await new Promise<void>((resolve) => {
         process.once('SIGTERM', () => {
           resolve();
@@ -202,6 +260,7 @@ export function createProgram(): Command {
           resolve();
         });
       });
+      await agent?.close();
       await endpoint.close();
       await tpm.close();
     });

@@ -49,6 +49,7 @@ describe('constellation init', () => {
         bundle,
         `--root=${dir}`,
         `--tpm=swtpm:${swtpm.host}:${swtpm.port}`,
+        `--ek-roots=${ekCa().rootCertPath}`,
         `--state-disk=${image}`,
         '--disk-kdf=fast',
         `--metadata-url=${metadata.url}`,

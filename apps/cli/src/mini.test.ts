@@ -53,6 +53,11 @@ describe('constellation mini', () => {
         expect(await readFile(join(node.dir, 'bootstrapper.log'), 'utf8')).toContain(
           '"message":"component manifest signature verified"',
         );
+        // Workers used their tickets only after the JoinService proved its host.
+        if (node.role === 'worker')
+          expect(await readFile(join(node.dir, 'bootstrapper.log'), 'utf8')).toMatch(
+            /"host":"control-plane-0".*"message":"JoinService host proven"|"message":"JoinService host proven".*"host":"control-plane-0"/,
+          );
       }
 
       // status and the JoinService's log name the PCR with expected and actual value.

@@ -69,6 +69,7 @@ async function exchange(
             protocolVersion: 1,
             identity: rooted.identity,
             akPublic: rooted.akPublic,
+            serviceNonce: Buffer.alloc(0),
           },
         },
       });

@@ -3,7 +3,7 @@ import { createServer } from 'node:http';
 import type { Server as HttpServer } from 'node:http';
 import * as grpc from '@grpc/grpc-js';
 import * as k8s from '@kubernetes/client-node';
-import { StatusError, serveChallenge, serviceServerCredentials } from '@constellation/atls';
+import { AgentAttester, StatusError, serveChallenge, serviceServerCredentials } from '@constellation/atls';
 import type { ChallengeRejection } from '@constellation/atls';
 import { createAttestationVerifier, pemCertificatesToDer } from '@constellation/attestation';
 import type {
@@ -65,6 +65,12 @@ export interface JoinServiceSettings {
    * and addresses from its own request. Off by default; exclusive with instanceRegistryUrl.
    */
   acceptUnregisteredEks: boolean;
+  /**
+   * Unix socket of the host's attestation agent (served by the control-plane bootstrapper): lets
+   * the service prove to joining nodes that it runs on an attested control-plane node. Nodes that
+   * require it refuse a service without one.
+   */
+  attestationAgentPath?: string;
   /** 32 raw bytes (ConfigMap join-config, key measurementSalt). */
   measurementSaltPath: string;
   /** Master secret JSON (Secret constellation-mastersecret). */
@@ -135,6 +141,9 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
     },
   );
   const registry = instanceRegistry(settings);
+  const serviceAttester =
+    settings.attestationAgentPath === undefined ? undefined : new AgentAttester(settings.attestationAgentPath);
+  const proveHost = serviceAttester === undefined ? {} : { serviceAttester };
   /** Everything a ticket grants is decided from who the node is, never from what it asks for. */
   const admit = async (result: ValidationResult, proven: VerifiedTpmIdentity | undefined): Promise<AdmittedNode> => {
     if (proven === undefined) return { machineId: `ak-${result.attestationKeyName}` };
@@ -197,6 +206,7 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
       serveChallenge(call, {
         validators: [validator],
         ...(identity === undefined ? {} : { identity }),
+        ...proveHost,
         challengeTtlMs: settings.challengeTtlMs,
         maxRequestBytes: MAX_REQUEST_BYTES,
         logger,
@@ -230,6 +240,7 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
       serveChallenge(call, {
         validators: [validator],
         ...(identity === undefined ? {} : { identity }),
+        ...proveHost,
         challengeTtlMs: settings.challengeTtlMs,
         maxRequestBytes: MAX_REQUEST_BYTES,
         logger,
@@ -289,6 +300,7 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
     measurements,
     close: async () => {
       measurements.stop();
+      serviceAttester?.close();
       healthServer.forceShutdown();
       http.closeAllConnections();
       await new Promise<void>((resolve) =>

@@ -97,6 +97,10 @@ export function createProgram(): Command {
       parseUrl,
     )
     .option(
+      '--attestation-agent <socket>',
+      "unix socket of the host's attestation agent (the control-plane bootstrapper's): proves to joining nodes that this service runs on an attested control-plane node",
+    )
+    .option(
       '--accept-unregistered-eks',
       'bare metal without a registry: admit any node whose EK certificate chains to the pinned roots, with the name and addresses it asks for',
       false,
@@ -145,6 +149,7 @@ export function createProgram(): Command {
             : {}),
           ...(options.instanceRegistryUrl === undefined ? {} : { instanceRegistryUrl: options.instanceRegistryUrl }),
           acceptUnregisteredEks: options.acceptUnregisteredEks,
+          ...(options.attestationAgent === undefined ? {} : { attestationAgentPath: options.attestationAgent }),
           measurementSaltPath: join(options.configDir, 'measurementSalt'),
           masterSecretPath: options.masterSecretFile,
           pkiDir: options.pkiDir,

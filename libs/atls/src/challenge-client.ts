@@ -63,8 +63,20 @@ export async function requestWithAttestation(
     const challenge = await reader.challenge();
     if (challenge.nonce.length !== 32)
       throw new AtlsError(`service sent a ${challenge.nonce.length}-byte nonce, expected 32`);
-    // The service's host is checked before this node's TPM does anything for it.
-    const service = serviceCheck === undefined ? undefined : await checkService(challenge, serviceNonce, serviceCheck);
+    // The service's host is checked first, but a refusal is held back until the service answered:
+    // a genuine service that refuses this node (a modified image, say) then says why, and a service
+    // that failed the check gets this node's attestation, which is public and bound to its nonce,
+    // but its answer is never opened.
+    let service: Awaited<ReturnType<typeof checkService>> | undefined;
+    let serviceFailure: ServiceAttestationError | undefined;
+    if (serviceCheck !== undefined) {
+      try {
+        service = await checkService(challenge, serviceNonce, serviceCheck);
+      } catch (err) {
+        if (!(err instanceof ServiceAttestationError)) throw err;
+        serviceFailure = err;
+      }
+    }
     let proof: Buffer = Buffer.alloc(0);
     if (rooted !== undefined) {
       if (challenge.credential === undefined)
@@ -87,6 +99,7 @@ export async function requestWithAttestation(
       },
     });
     const sealed = await reader.sealed();
+    if (serviceFailure !== undefined) throw serviceFailure;
     if (service !== undefined && serviceCheck !== undefined) {
       // Nothing is opened, let alone used, before the service's host proved who it is.
       if (!sealed.servicePublicKey.equals(challenge.servicePublicKey))

@@ -354,9 +354,12 @@ async function startNode(
   );
   await mkdir(join(nodeDir, 'etc', 'constellation'), { recursive: true });
   await writeFile(join(nodeDir, 'etc', 'constellation', 'pubring.asc'), image.publicKey);
-  // The EK CA's intermediate is public; the node sends it along with its EK certificate.
+  // The EK CA's certificates are public: the node sends the intermediate with its EK certificate,
+  // and checks the JoinService's host against the pinned root before it uses a join ticket.
   const ekIntermediates = join(nodeDir, 'etc', 'constellation', 'ek-intermediates.pem');
   await copyFile(image.ekCa.intermediateCertPath, ekIntermediates);
+  const ekRoots = join(nodeDir, 'etc', 'constellation', 'ek-roots.pem');
+  await copyFile(image.ekCa.rootCertPath, ekRoots);
   const namespaced = network.mode === 'namespaces';
   const initPort = namespaced ? 9000 : await freeLoopbackPort();
   const recoveryPort = namespaced ? 9999 : await freeLoopbackPort();
@@ -367,6 +370,7 @@ async function startNode(
     `--tpm=swtpm:${tpmSocket}`,
     '--attestation-variant=tpm2-ek',
     `--ek-intermediates=${ekIntermediates}`,
+    `--ek-roots=${ekRoots}`,
     `--state-disk=${disk}`,
     '--disk-kdf=fast',
     `--metadata-url=${metadataUrl}`,
@@ -442,6 +446,8 @@ async function startJoinService(
     `--api-server-endpoint=${cp.ip}:${apiServerPort}`,
     '--attestation-variant=tpm2-ek',
     `--instance-registry-url=${registryUrl}`,
+    // The control-plane bootstrapper's agent: how the JoinService proves its host to joining nodes.
+    `--attestation-agent=${join(cp.dir, 'run', 'constellation', 'attestation-agent.sock')}`,
   ]);
   const pid = await spawnDetached(program, args, logFile);
   await waitForText(logFile, '"joinservice serving"', 30_000, 'the JoinService');
