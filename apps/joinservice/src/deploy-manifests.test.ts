@@ -85,6 +85,10 @@ describe('JoinService manifests', () => {
     const container = daemonSet.spec.template.spec.containers[0]!;
     const known = new Set(createProgram().options.map((o) => o.long));
     for (const arg of container.args) expect(known, arg).toContain(arg.split('=')[0]);
+    // Rooted attestation, tickets bound to registered machines, and a host that proves itself.
+    expect(container.args).toContain('--attestation-variant=tpm2-ek');
+    expect(container.args.some((a) => a.startsWith('--instance-registry-url='))).toBe(true);
+    expect(container.args).toContain('--attestation-agent=/run/constellation/attestation-agent.sock');
     expect(container.volumeMounts.every((m) => m.readOnly === true)).toBe(true);
     expect(daemonSet.spec.template.spec.nodeSelector).toEqual({ 'node-role.kubernetes.io/control-plane': '' });
   });

@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import type { CoreV1Api, V1Secret } from '@kubernetes/client-node';
+import type { CoreV1Api, V1ConfigMap } from '@kubernetes/client-node';
 import { StatusError } from '@constellation/atls';
 
 export interface DiskBindingsOptions {
@@ -11,8 +11,9 @@ const codeOf = (err: unknown): number | undefined => (err as { code?: number }).
 const EK_KEY = 'ekPublicKeyHash';
 
 /**
- * Which machine owns which state disk, as one Secret per disk UUID holding the hash of the EK
- * that first joined with it. A disk key is derived from the UUID alone, so without this record
+ * Which machine owns which state disk, as one ConfigMap per disk UUID holding the hash of the EK
+ * that first joined with it. Neither value is secret, so the service needs no read access to
+ * Secrets. A disk key is derived from the UUID alone, so without this record
  * any attested node could ask for any other node's disk key by naming its UUID. A join records
  * the pair (create, so two joiners cannot both win); a rejoin must present the recorded pair.
  */
@@ -27,18 +28,17 @@ export class DiskBindings {
 
   /** At join: binds `diskUuid` to the EK, or confirms an existing binding to the same EK. */
   async bind(diskUuid: string, ekPublicKeyHash: string, nodeName: string): Promise<void> {
-    const body: V1Secret = {
+    const body: V1ConfigMap = {
       metadata: {
-        name: secretName(diskUuid),
+        name: bindingName(diskUuid),
         namespace: this.namespace,
         labels: { 'app.kubernetes.io/managed-by': 'constellation-joinservice' },
         annotations: { 'constellation.io/node-name': nodeName },
       },
-      type: 'Opaque',
-      data: { [EK_KEY]: base64(ekPublicKeyHash), diskUuid: base64(diskUuid) },
+      data: { [EK_KEY]: ekPublicKeyHash, diskUuid },
     };
     try {
-      await this.core.createNamespacedSecret({ namespace: this.namespace, body });
+      await this.core.createNamespacedConfigMap({ namespace: this.namespace, body });
       return;
     } catch (err) {
       if (codeOf(err) !== 409) throw unavailable(err);
@@ -60,21 +60,18 @@ export class DiskBindings {
   }
 
   private async owner(diskUuid: string): Promise<string | undefined> {
-    let secret: V1Secret;
+    let binding: V1ConfigMap;
     try {
-      secret = await this.core.readNamespacedSecret({ name: secretName(diskUuid), namespace: this.namespace });
+      binding = await this.core.readNamespacedConfigMap({ name: bindingName(diskUuid), namespace: this.namespace });
     } catch (err) {
       if (codeOf(err) === 404) return undefined;
       throw unavailable(err);
     }
-    const encoded = secret.data?.[EK_KEY];
-    return encoded === undefined ? undefined : Buffer.from(encoded, 'base64').toString('utf8');
+    return binding.data?.[EK_KEY];
   }
 }
 
-const base64 = (text: string): string => Buffer.from(text, 'utf8').toString('base64');
-
-function secretName(diskUuid: string): string {
+function bindingName(diskUuid: string): string {
   return `constellation-disk-${diskUuid}`;
 }
 
