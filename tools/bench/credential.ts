@@ -14,10 +14,9 @@ import {
   pemCertificatesToDer,
   quoteExtraData,
 } from '@constellation/attestation';
-// Resolved through the workspace; tools/package.json should declare "@constellation/swtpm": "*".
 import { createEkCa } from '@constellation/swtpm';
 import { createTempDir, runChecked, startSwtpm } from '@constellation/testing';
-import { SocketTransport, Tpm, akTemplate, ekTemplate, parsePublic, publicKeyObject } from '@constellation/tpm';
+import { SocketTransport, Tpm, akTemplate, ekTemplate, parsePublic } from '@constellation/tpm';
 import { printTimings, time } from './timing.js';
 
 const RUNS_CPU = Number(process.env['BENCH_RUNS_CPU'] ?? 1000);
@@ -63,7 +62,6 @@ try {
   const quoteRow = await time('ours: TPM2_Quote, 24 PCRs, AK loaded', RUNS_TPM, () =>
     tpm.quote(ak.handle, extraData, [{ hash: 'sha256', pcrs }]),
   );
-  const quote = await tpm.quote(ak.handle, extraData, [{ hash: 'sha256', pcrs }]);
   const rsaEkCreate = await time('ours: CreatePrimary RSA-2048 EK + FlushContext', RUNS_TPM, async () => {
     const ek = await tpm.createPrimary('endorsement', ekTemplate('rsa'));
     await tpm.flushContext(ek.handle);
@@ -157,12 +155,6 @@ try {
   await run('tpm2_flushcontext', ['-t']);
   const toolAkName = (await readFile(join(dir.path, 'ak.name'))).toString('hex');
   await writeFile(join(dir.path, 'secret.bin'), secret);
-  await writeFile(
-    join(dir.path, 'ak.pem'),
-    publicKeyObject(parsePublic(rooted.akPublic)).export({ type: 'spki', format: 'pem' }),
-  );
-  await writeFile(join(dir.path, 'quote.msg'), quote.attest);
-  await writeFile(join(dir.path, 'quote.sig'), quote.signature);
   const makeToolCredential = () =>
     run('tpm2_makecredential', ['-T', 'none', '-e', 'ek.pub', '-s', 'secret.bin', '-n', toolAkName, '-o', 'cred.out']);
   await makeToolCredential();
@@ -170,38 +162,24 @@ try {
     await run('tpm2_startauthsession', ['--policy-session', '-S', 'session.ctx']);
     await run('tpm2_policysecret', ['-S', 'session.ctx', '-c', 'e']);
   };
+  const toolActivation = async () => {
+    await run('tpm2_activatecredential', [
+      '-c',
+      'ak.ctx',
+      '-C',
+      'ek.ctx',
+      '-i',
+      'cred.out',
+      '-o',
+      'act.out',
+      '-P',
+      'session:session.ctx',
+    ]);
+    await run('tpm2_flushcontext', ['session.ctx']);
+    await run('tpm2_flushcontext', ['-t']);
+  };
+  // tpm2_quote and tpm2_checkquote anchors are printed by tpm-quote.ts in the same `npm run bench`.
   const tools = [
-    await time('tpm2_quote process, 24 PCRs (+ tpm2_flushcontext -t)', RUNS_TOOLS, async () => {
-      await run('tpm2_quote', [
-        '-c',
-        'ak.ctx',
-        '-l',
-        'sha256:all',
-        '-q',
-        extraData.toString('hex'),
-        '-m',
-        't.msg',
-        '-s',
-        't.sig',
-        '-g',
-        'sha256',
-      ]);
-      await run('tpm2_flushcontext', ['-t']);
-    }),
-    await time('tpm2_checkquote process', RUNS_TOOLS, () =>
-      run('tpm2_checkquote', [
-        '-u',
-        'ak.pem',
-        '-m',
-        'quote.msg',
-        '-s',
-        'quote.sig',
-        '-q',
-        extraData.toString('hex'),
-        '-g',
-        'sha256',
-      ]),
-    ),
     await time('tpm2_makecredential -T none process (RSA EK, no TPM)', RUNS_TOOLS, makeToolCredential),
     await time('tpm2_createek -G rsa process (+ tpm2_flushcontext -t)', RUNS_TOOLS, async () => {
       await run('tpm2_createek', ['-c', 'ek2.ctx', '-G', 'rsa']);
@@ -210,22 +188,7 @@ try {
     await time(
       'tpm2_activatecredential + 2 tpm2_flushcontext processes (saved AK+EK contexts; session untimed)',
       RUNS_TOOLS,
-      async () => {
-        await run('tpm2_activatecredential', [
-          '-c',
-          'ak.ctx',
-          '-C',
-          'ek.ctx',
-          '-i',
-          'cred.out',
-          '-o',
-          'act.out',
-          '-P',
-          'session:session.ctx',
-        ]);
-        await run('tpm2_flushcontext', ['session.ctx']);
-        await run('tpm2_flushcontext', ['-t']);
-      },
+      toolActivation,
       { before: toolSession },
     ),
     await time(
@@ -233,20 +196,7 @@ try {
       RUNS_TOOLS,
       async () => {
         await toolSession();
-        await run('tpm2_activatecredential', [
-          '-c',
-          'ak.ctx',
-          '-C',
-          'ek.ctx',
-          '-i',
-          'cred.out',
-          '-o',
-          'act.out',
-          '-P',
-          'session:session.ctx',
-        ]);
-        await run('tpm2_flushcontext', ['session.ctx']);
-        await run('tpm2_flushcontext', ['-t']);
+        await toolActivation();
       },
     ),
   ];

@@ -1,20 +1,10 @@
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createEkCa } from '@constellation/swtpm';
 import { createTempDir, startSwtpm, useTestEkCa } from '@constellation/testing';
 import type { Swtpm, TempDir } from '@constellation/testing';
-import {
-  SocketTransport,
-  Tpm,
-  TPM_ALG,
-  TPMA_OBJECT,
-  TPM_ECC,
-  TpmError,
-  marshalPublic,
-  publicName,
-} from '@constellation/tpm';
-import type { EccPublic } from '@constellation/tpm';
+import { SocketTransport, Tpm, TpmError } from '@constellation/tpm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { activationProof } from './activation-proof.js';
 import { decodeDocument, encodeDocument } from './document.js';
@@ -126,47 +116,7 @@ describe('EK-rooted identity with real swtpm TPMs manufactured with EK certifica
     });
   });
 
-  it('refuses a software attester that copies a genuine EK certificate but signs with its own key', async () => {
-    // Everything public about machine A, plus an "AK" that lives in no TPM.
-    const { publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-    const jwk = publicKey.export({ format: 'jwk' });
-    const softAk: EccPublic = {
-      type: 'ecc',
-      nameAlg: TPM_ALG.SHA256,
-      objectAttributes:
-        TPMA_OBJECT.fixedTPM |
-        TPMA_OBJECT.fixedParent |
-        TPMA_OBJECT.sensitiveDataOrigin |
-        TPMA_OBJECT.userWithAuth |
-        TPMA_OBJECT.restricted |
-        TPMA_OBJECT.sign,
-      authPolicy: Buffer.alloc(0),
-      symmetric: { algorithm: TPM_ALG.NULL, keyBits: 0, mode: TPM_ALG.NULL },
-      scheme: { scheme: TPM_ALG.ECDSA, hash: TPM_ALG.SHA256 },
-      curve: TPM_ECC.NIST_P256,
-      kdf: { scheme: TPM_ALG.NULL, hash: TPM_ALG.NULL },
-      x: Buffer.from(jwk.x ?? '', 'base64url'),
-      y: Buffer.from(jwk.y ?? '', 'base64url'),
-    };
-    const pending = await verifier.challenge(rooted(a).identity, marshalPublic(softAk));
-    const nonce = randomBytes(32);
-    // Without A's TPM it cannot open the credential: a guessed proof fails...
-    const guessed = await refusal(Promise.resolve().then(() => pending.prove(randomBytes(32), nonce)));
-    expect(guessed.reason).toBe('activation');
-    expect(guessed.message).toBe(
-      'credential activation failed: the attestation key does not live in the TPM that holds the certified endorsement key',
-    );
-    // ...and relaying it to the genuine TPM fails too: the credential names the software AK.
-    const relayed = await rooted(a)
-      .activate(pending.credential)
-      .then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-    expect(relayed).toBeInstanceOf(TpmError);
-    expect((relayed as TpmError).message).toMatch(/ActivateCredential/);
-    expect(publicName(softAk).equals(rooted(a).akName)).toBe(false);
-  });
+  // A software attester with a copied genuine EK certificate: software-attester.test.ts.
 
   it('refuses the AK of TPM A presented with the EK certificate of TPM B (activation fails on both TPMs)', async () => {
     const pending = await verifier.challenge(rooted(b).identity, rooted(a).akPublic);
