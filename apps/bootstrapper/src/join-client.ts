@@ -1,10 +1,10 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { SERVICE_CHANNEL_OPTIONS, requestWithAttestation, serviceChannelCredentials } from '@constellation/atls';
 import { createKubeletCsr, deriveClusterId } from '@constellation/keys';
-import { JoinServiceClient, JoinTicket, JoinTicketRequest, grpcMessageLimits } from '@constellation/proto';
-import { backoffDelay } from './backoff.js';
+import { JoinTicketRequest } from '@constellation/proto';
+import type { JoinTicket } from '@constellation/proto';
+import { JoinServiceConnection, nextAttemptDelay } from './join-service-client.js';
 import { rekeyStateDisk } from './disk-activation.js';
 import { kubeadmJoin } from './kubeadm-driver.js';
 import type { NodeContext } from './node-context.js';
@@ -32,10 +32,12 @@ export class JoinClient {
   private wake: (() => void) | undefined;
   private readonly context: NodeContext;
   private readonly options: JoinClientOptions;
+  private readonly connection: JoinServiceConnection;
 
   constructor(context: NodeContext, options: JoinClientOptions) {
     this.context = context;
     this.options = options;
+    this.connection = new JoinServiceConnection(context, options.requestTimeoutMs);
   }
 
   /** Stops polling; a join past its point of no return finishes regardless. */
@@ -47,18 +49,24 @@ export class JoinClient {
   async run(): Promise<JoinOutcome> {
     const log = this.context.logger.child({ component: 'join-client' });
     for (let attempt = 0; !this.stopped; attempt++) {
+      let failure: unknown;
       try {
         const ticket = await this.requestTicket();
         if (ticket !== undefined) return await this.activate(ticket.ticket, ticket.kubeletKeyPem, ticket.role);
       } catch (err) {
-        const code = (err as { code?: number }).code;
+        failure = err;
+      }
+      const delayMs = nextAttemptDelay(attempt, failure, this.options.initialBackoffMs, this.options.maxBackoffMs);
+      if (failure !== undefined) {
+        const code = (failure as { code?: number }).code;
         log.info('no join ticket yet', {
           attempt,
-          error: (err as Error).message,
+          error: (failure as Error).message,
+          retryInMs: delayMs,
           ...(code === undefined ? {} : { code: grpc.status[code] }),
         });
       }
-      await this.sleep(backoffDelay(attempt, this.options.initialBackoffMs, this.options.maxBackoffMs));
+      await this.sleep(delayMs);
     }
     return 'stopped';
   }
@@ -67,42 +75,14 @@ export class JoinClient {
     { ticket: JoinTicket; kubeletKeyPem: string; role: 'control-plane' | 'worker' } | undefined
   > {
     const self = await this.context.metadata.self();
-    const endpoint = await this.context.metadata.endpoint();
-    const peers = await this.context.metadata.peers();
-    const hosts = [
-      ...new Set([
-        endpoint.host,
-        ...peers.filter((p) => p.role === 'control-plane' && p.name !== self.name).map((p) => p.ip),
-      ]),
-    ];
     const csr = await createKubeletCsr(self.name, [self.ip]);
     const request = JoinTicketRequest.encode({
       diskUuid: await this.context.disk.uuid(),
       certificateRequest: csr.csrDer,
       isControlPlane: self.role === 'control-plane',
     }).finish();
-    const errors: string[] = [];
-    for (const host of hosts) {
-      if (this.stopped) return undefined;
-      const client = new JoinServiceClient(`${host}:${endpoint.joinServicePort}`, serviceChannelCredentials(), {
-        ...SERVICE_CHANNEL_OPTIONS,
-        ...grpcMessageLimits,
-      });
-      try {
-        const plaintext = await requestWithAttestation(
-          client.issueJoinTicket({ deadline: Date.now() + this.options.requestTimeoutMs }),
-          this.context.issuer,
-          request,
-          this.context.joinServiceCheck,
-        );
-        return { ticket: JoinTicket.decode(plaintext), kubeletKeyPem: csr.keyPem, role: self.role };
-      } catch (err) {
-        errors.push(`${host}: ${(err as Error).message}`);
-      } finally {
-        client.close();
-      }
-    }
-    throw new Error(errors.join('; '));
+    const ticket = await this.connection.join(request, () => this.stopped);
+    return ticket === undefined ? undefined : { ticket, kubeletKeyPem: csr.keyPem, role: self.role };
   }
 
   /** Past the lock: re-key, write the ticket's files, run kubeadm join. */

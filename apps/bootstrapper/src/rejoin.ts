@@ -1,14 +1,9 @@
 import * as grpc from '@grpc/grpc-js';
-import {
-  AttestedTlsServer,
-  SERVICE_CHANNEL_OPTIONS,
-  requestWithAttestation,
-  serviceChannelCredentials,
-} from '@constellation/atls';
+import { AttestedTlsServer } from '@constellation/atls';
 import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey } from '@constellation/keys';
-import { JoinServiceClient, RecoveryServiceService, RejoinTicket, RejoinTicketRequest } from '@constellation/proto';
+import { RecoveryServiceService, RejoinTicketRequest } from '@constellation/proto';
 import type { RecoverRequest, RecoverResponse } from '@constellation/proto';
-import { backoffDelay } from './backoff.js';
+import { JoinServiceConnection, nextAttemptDelay } from './join-service-client.js';
 import type { NodeContext } from './node-context.js';
 import { readNodeState } from './node-state.js';
 
@@ -98,39 +93,26 @@ export async function rejoin(context: NodeContext, options: RejoinOptions): Prom
     });
   });
 
+  const connection = new JoinServiceConnection(context, options.requestTimeoutMs);
   const ticketed = (async (): Promise<Keys> => {
+    const request = RejoinTicketRequest.encode({ diskUuid }).finish();
     for (let attempt = 0; !progress.settled; attempt++) {
+      let failure: unknown;
       try {
-        const endpoint = await context.metadata.endpoint();
-        const client = new JoinServiceClient(
-          `${endpoint.host}:${endpoint.joinServicePort}`,
-          serviceChannelCredentials(),
-          SERVICE_CHANNEL_OPTIONS,
-        );
-        try {
-          const request = RejoinTicketRequest.encode({ diskUuid }).finish();
-          const ticket = RejoinTicket.decode(
-            await requestWithAttestation(
-              client.issueRejoinTicket({ deadline: Date.now() + options.requestTimeoutMs }),
-              context.issuer,
-              request,
-            ),
-          );
-          const keys: Keys = {
-            diskKey: ticket.stateDiskKey,
-            measurementSecret: ticket.measurementSecret,
-            source: 'rejoin-ticket',
-          };
-          if (await accept(keys)) return keys;
-        } finally {
-          client.close();
-        }
+        const ticket = await connection.rejoin(request);
+        const keys: Keys = {
+          diskKey: ticket.stateDiskKey,
+          measurementSecret: ticket.measurementSecret,
+          source: 'rejoin-ticket',
+        };
+        if (await accept(keys)) return keys;
       } catch (err) {
-        log.info('no rejoin ticket yet', { attempt, error: (err as Error).message });
+        failure = err;
       }
-      await new Promise((resolve) =>
-        setTimeout(resolve, backoffDelay(attempt, options.initialBackoffMs, options.maxBackoffMs)),
-      );
+      const delayMs = nextAttemptDelay(attempt, failure, options.initialBackoffMs, options.maxBackoffMs);
+      if (failure !== undefined)
+        log.info('no rejoin ticket yet', { attempt, error: (failure as Error).message, retryInMs: delayMs });
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
     }
     return new Promise<Keys>(() => undefined);
   })();

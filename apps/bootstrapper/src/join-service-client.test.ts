@@ -1,0 +1,77 @@
+import * as grpc from '@grpc/grpc-js';
+import { serviceServerCredentials } from '@constellation/atls';
+import { DummyIssuer } from '@constellation/attestation';
+import { JoinServiceService } from '@constellation/proto';
+import { MetadataServer } from '@constellation/sandbox';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { JoinServiceConnection, JoinServiceUnavailableError, nextAttemptDelay } from './join-service-client.js';
+import { MetadataClient } from './metadata-client.js';
+import type { NodeContext } from './node-context.js';
+
+// The JoinService tells nodes when to come back (`retry-after-ms`, for example while another
+// control plane holds the join lease); the node's one JoinService client must read it and wait.
+let server: grpc.Server;
+let metadata: MetadataServer;
+let connection: JoinServiceConnection;
+
+beforeAll(async () => {
+  server = new grpc.Server();
+  const busy = (call: grpc.ServerDuplexStream<unknown, unknown>): void => {
+    const trailer = new grpc.Metadata();
+    trailer.set('retry-after-ms', '4000');
+    call.emit('error', {
+      code: grpc.status.UNAVAILABLE,
+      details: 'another control-plane node is joining',
+      metadata: trailer,
+    });
+  };
+  server.addService(JoinServiceService, { issueJoinTicket: busy, issueRejoinTicket: busy });
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync('127.0.0.1:0', serviceServerCredentials(), (err, bound) => {
+      if (err) reject(err);
+      else resolve(bound);
+    });
+  });
+  metadata = await MetadataServer.start({
+    instances: [{ name: 'worker-1', role: 'worker', ip: '127.0.0.2' }],
+    endpoint: { host: '127.0.0.1', apiServerPort: 1, joinServicePort: port, initPort: 0 },
+    initSecretHash: 'x',
+  });
+  // The connection uses the node's metadata and issuer only.
+  const context = { metadata: new MetadataClient(metadata.url, 'worker-1'), issuer: new DummyIssuer() };
+  connection = new JoinServiceConnection(context as unknown as NodeContext, 10_000);
+});
+
+afterAll(async () => {
+  server.forceShutdown();
+  await metadata.close();
+});
+
+describe('the JoinService client honours retry-after-ms', () => {
+  it('reads the trailer from a real gRPC refusal, for join and rejoin alike', async () => {
+    for (const call of [() => connection.join(Buffer.from('r')), () => connection.rejoin(Buffer.from('r'))]) {
+      const err = await call().catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(JoinServiceUnavailableError);
+      expect(err).toMatchObject({ retryAfterMs: 4000, code: grpc.status.UNAVAILABLE });
+      expect((err as Error).message).toMatch(
+        /^127\.0\.0\.1:\d+: 14 UNAVAILABLE: another control-plane node is joining$/,
+      );
+      // Early attempts back off for at most 100-200 ms; the service asked for 4 s, so the node waits that long.
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const delay = nextAttemptDelay(attempt, err, 100, 30_000);
+        expect(delay).toBeGreaterThanOrEqual(4000);
+        expect(delay).toBeLessThan(4400);
+      }
+    }
+  });
+
+  it('falls back to plain backoff without a trailer, and caps absurd requests', () => {
+    expect(nextAttemptDelay(2, new Error('connection refused'), 100, 30_000, () => 0.999)).toBe(399);
+    // No failure at all (a stopped attempt): plain backoff, never a throw.
+    expect(nextAttemptDelay(1, undefined, 100, 30_000, () => 0.5)).toBe(100);
+    const trailer = new grpc.Metadata();
+    trailer.set('retry-after-ms', String(24 * 3600_000));
+    const delay = nextAttemptDelay(0, { code: grpc.status.UNAVAILABLE, metadata: trailer }, 100, 30_000, () => 0);
+    expect(delay).toBe(5 * 60_000);
+  });
+});

@@ -1,0 +1,131 @@
+import * as grpc from '@grpc/grpc-js';
+import { SERVICE_CHANNEL_OPTIONS, requestWithAttestation, serviceChannelCredentials } from '@constellation/atls';
+import { JoinServiceClient, JoinTicket, RejoinTicket, grpcMessageLimits } from '@constellation/proto';
+import { backoffDelay } from './backoff.js';
+import type { NodeContext } from './node-context.js';
+
+/** Longest wait a service may ask for with `retry-after-ms`; a larger value is capped, not obeyed. */
+const MAX_RETRY_AFTER_MS = 5 * 60_000;
+
+/** Every JoinService endpoint refused or failed; says why for each, and how long the service asked to wait. */
+export class JoinServiceUnavailableError extends Error {
+  override readonly name = 'JoinServiceUnavailableError';
+  /** The longest `retry-after-ms` any endpoint asked for, if any did. */
+  readonly retryAfterMs: number | undefined;
+  /** gRPC status of the last endpoint's failure, when it was one. */
+  readonly code: grpc.status | undefined;
+
+  constructor(message: string, retryAfterMs: number | undefined, code: grpc.status | undefined) {
+    super(message);
+    this.retryAfterMs = retryAfterMs;
+    this.code = code;
+  }
+}
+
+/**
+ * The node's one client of the JoinService, for join and rejoin: finds the endpoints (the load
+ * balancer, then the other control planes), dials each with service TLS, runs the attested
+ * challenge (with the JoinService host check for joins), and decodes the sealed answer.
+ */
+export class JoinServiceConnection {
+  private readonly context: NodeContext;
+  private readonly requestTimeoutMs: number;
+
+  constructor(context: NodeContext, requestTimeoutMs: number) {
+    this.context = context;
+    this.requestTimeoutMs = requestTimeoutMs;
+  }
+
+  async join(request: Uint8Array, stopped: () => boolean = () => false): Promise<JoinTicket | undefined> {
+    const answer = await this.call(
+      (client) => client.issueJoinTicket({ deadline: Date.now() + this.requestTimeoutMs }),
+      request,
+      true,
+      stopped,
+    );
+    return answer === undefined ? undefined : JoinTicket.decode(answer);
+  }
+
+  async rejoin(request: Uint8Array): Promise<RejoinTicket> {
+    const answer = await this.call(
+      (client) => client.issueRejoinTicket({ deadline: Date.now() + this.requestTimeoutMs }),
+      request,
+      false,
+      () => false,
+    );
+    if (answer === undefined) throw new Error('no JoinService endpoint to ask');
+    return RejoinTicket.decode(answer);
+  }
+
+  private async endpoints(): Promise<string[]> {
+    const { metadata } = this.context;
+    const [self, endpoint, peers] = await Promise.all([metadata.self(), metadata.endpoint(), metadata.peers()]);
+    const hosts = new Set([
+      endpoint.host,
+      ...peers.filter((p) => p.role === 'control-plane' && p.name !== self.name).map((p) => p.ip),
+    ]);
+    return [...hosts].map((host) => `${host}:${endpoint.joinServicePort}`);
+  }
+
+  private async call(
+    open: (client: JoinServiceClient) => Parameters<typeof requestWithAttestation>[0],
+    request: Uint8Array,
+    checkService: boolean,
+    stopped: () => boolean,
+  ): Promise<Buffer | undefined> {
+    const failures: string[] = [];
+    let retryAfterMs: number | undefined;
+    let code: grpc.status | undefined;
+    for (const address of await this.endpoints()) {
+      if (stopped()) return undefined;
+      const client = new JoinServiceClient(address, serviceChannelCredentials(), {
+        ...SERVICE_CHANNEL_OPTIONS,
+        ...grpcMessageLimits,
+      });
+      try {
+        return await requestWithAttestation(
+          open(client),
+          this.context.issuer,
+          request,
+          checkService ? this.context.joinServiceCheck : undefined,
+        );
+      } catch (err) {
+        failures.push(`${address}: ${(err as Error).message}`);
+        const asked = retryAfter(err);
+        if (asked !== undefined) retryAfterMs = Math.max(retryAfterMs ?? 0, asked);
+        code = (err as { code?: unknown }).code === undefined ? undefined : (err as grpc.ServiceError).code;
+      } finally {
+        client.close();
+      }
+    }
+    throw new JoinServiceUnavailableError(failures.join('; '), retryAfterMs, code);
+  }
+}
+
+/** The `retry-after-ms` trailer of a gRPC error, when the service sent a sane one. */
+export function retryAfter(err: unknown): number | undefined {
+  if (typeof err !== 'object' || err === null) return undefined;
+  const metadata = (err as { metadata?: unknown }).metadata;
+  if (!(metadata instanceof grpc.Metadata)) return undefined;
+  const [value] = metadata.get('retry-after-ms');
+  const ms = Number(typeof value === 'string' ? value : value?.toString());
+  return Number.isFinite(ms) && ms >= 0 ? Math.min(ms, MAX_RETRY_AFTER_MS) : undefined;
+}
+
+/**
+ * How long to wait before the next attempt: exponential backoff with full jitter, but never less
+ * than the service asked for (`retry-after-ms`), plus a little jitter so nodes told the same time
+ * do not all come back at once.
+ */
+export function nextAttemptDelay(
+  attempt: number,
+  err: unknown,
+  initialMs: number,
+  maxMs: number,
+  random: () => number = Math.random,
+): number {
+  const backoff = backoffDelay(attempt, initialMs, maxMs, random);
+  const asked = err instanceof JoinServiceUnavailableError ? err.retryAfterMs : retryAfter(err);
+  if (asked === undefined) return backoff;
+  return Math.max(backoff, asked + Math.floor(random() * Math.min(asked / 10, 1_000)));
+}
