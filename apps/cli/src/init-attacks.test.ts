@@ -60,7 +60,7 @@ async function fakeNode(issuer: Issuer): Promise<{ port: number; received: InitR
   };
 }
 
-async function workspaceFor(port: number): Promise<string> {
+async function workspaceFor(port: number, variant: 'tpm2-ek' | 'qemu-vtpm' = 'tpm2-ek'): Promise<string> {
   const workspace = await tempDirForTest();
   await writeWorkspaceFile(
     workspaceFiles(workspace).config,
@@ -70,12 +70,15 @@ async function workspaceFor(port: number): Promise<string> {
       initEndpoint: `127.0.0.1:${port}`,
       apiServerCertSans: [],
       serviceCidr: '10.96.0.0/12',
-      attestation: {
-        variant: 'tpm2-ek',
-        measurements,
-        ekRoots: await readFile(ekCa().rootCertPath, 'utf8'),
-        ekIntermediates: await readFile(ekCa().intermediateCertPath, 'utf8'),
-      },
+      attestation:
+        variant === 'qemu-vtpm'
+          ? { variant, measurements }
+          : {
+              variant,
+              measurements,
+              ekRoots: await readFile(ekCa().rootCertPath, 'utf8'),
+              ekIntermediates: await readFile(ekCa().intermediateCertPath, 'utf8'),
+            },
     }),
     false,
   );
@@ -125,6 +128,21 @@ describe('constellation init and verify against a fake node with no TPM', () => 
       const report = await verifyNode(workspace, `127.0.0.1:${node.port}`);
       expect(report.endorsementKey).toMatch(/^[0-9a-f]{64}$/);
       expect(report.pcrs.find((p) => p.pcr === 15)?.matches).toBe(true);
+    } finally {
+      await node.close();
+    }
+  });
+
+  it('with qemu-vtpm, named explicitly, the same software attester gets the secrets: the warning says so', async () => {
+    const node = await fakeNode(new SoftwareAttester({ claims: measurements }));
+    try {
+      const workspace = await workspaceFor(node.port, 'qemu-vtpm');
+      const lines: string[] = [];
+      await runInit({ workspace, print: (l) => lines.push(l), attempts: 1 }).catch(() => undefined);
+      expect(node.received).toHaveLength(1);
+      expect(lines).toContain(
+        'attestation variant "qemu-vtpm" trusts any attestation key: anyone who knows the expected PCR values can pass it without a TPM; use "tpm2-ek" wherever the TPM has an EK certificate',
+      );
     } finally {
       await node.close();
     }

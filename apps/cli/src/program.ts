@@ -130,7 +130,7 @@ export function createProgram(): Command {
     )
     .addOption(outputOption())
     .action(async (options) => {
-      const report = await verifyNode(workspace(), options.node);
+      const report = await verifyNode(workspace(), options.node, print);
       if (options.output === 'json') process.stdout.write(`${JSON.stringify(report)}\n`);
       else {
         process.stdout.write(
@@ -176,7 +176,7 @@ export function createProgram(): Command {
     .addHelpText('after', '\nExamples:\n  constellation recover --endpoint 10.42.0.10\n')
     .addOption(outputOption())
     .action(async (options) => {
-      const answer = await recoverNode(workspace(), options.endpoint);
+      const answer = await recoverNode(workspace(), options.endpoint, print);
       if (options.output === 'json') process.stdout.write(`${JSON.stringify(answer)}\n`);
       else
         process.stdout.write(

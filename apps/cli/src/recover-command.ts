@@ -17,6 +17,7 @@ import { workspaceFiles } from './workspace.js';
 export async function recoverNode(
   workspace: string,
   endpoint: string,
+  warn: (message: string) => void = () => undefined,
 ): Promise<RecoverResponse & { endpoint: string }> {
   const files = workspaceFiles(workspace);
   const config = await loadClusterConfig(files.config);
@@ -32,7 +33,7 @@ export async function recoverNode(
   const target = endpoint.includes(':') ? endpoint : `${endpoint}:9999`;
   let client: RecoveryServiceClient;
   try {
-    ({ client } = await connectAttested(RecoveryServiceClient, target, config.attestation));
+    ({ client } = await connectAttested(RecoveryServiceClient, target, config.attestation, { warn }));
   } catch (err) {
     if (err instanceof AttestationRefusedError)
       throw new Error(`${target} failed attestation, the master secret was not sent: ${err.message}`, { cause: err });

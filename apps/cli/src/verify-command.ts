@@ -22,6 +22,7 @@ export interface PcrReport {
 export async function verifyNode(
   workspace: string,
   node: string,
+  warn: (message: string) => void = () => undefined,
 ): Promise<{ node: string; pcrs: PcrReport[]; attestationKey: string; endorsementKey?: string }> {
   const files = workspaceFiles(workspace);
   const config = await loadClusterConfig(files.config);
@@ -36,7 +37,10 @@ export async function verifyNode(
   let connection;
   try {
     // With tpm2-ek the node must also prove its TPM identity before it is reported as verified.
-    connection = await connectAttested(HealthClient, endpoint, config.attestation, { measurements: reportOnly });
+    connection = await connectAttested(HealthClient, endpoint, config.attestation, {
+      measurements: reportOnly,
+      warn,
+    });
   } catch (err) {
     throw new Error(`could not attest ${endpoint}: ${(err as Error).message}`, { cause: err });
   }

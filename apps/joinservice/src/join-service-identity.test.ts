@@ -186,3 +186,34 @@ describe('a genuine, attested worker asking for more than it is (attacker 2)', (
     );
   });
 });
+
+describe('bare metal: no instance registry, the explicit switch', () => {
+  it('admits any node whose EK chains to the roots, with the name and IPs it asks for, still binding its disk', async () => {
+    const bare = await startJoinFixture(new MemoryLogger(), {}, { registry: false });
+    const node = await bare.node('metal-7', '10.42.0.77', { registered: false });
+    const stranger = await SimulatedNode.boot(
+      'metal-8',
+      '10.42.0.78',
+      await createEkCa(join(bare.dir.path, 'other-vendor'), { name: 'Other vendor' }),
+    );
+    try {
+      const { ticket } = await node.requestJoin(bare.client);
+      expect(new X509Certificate(ticket.kubeletCert).subject).toBe('O=system:nodes\nCN=system:node:metal-7');
+      // The roots still decide who is a machine at all.
+      const failure = await rpcFailure(stranger.requestJoin(bare.client));
+      expect(failure.details).toMatch(/does not chain to a pinned root/);
+      // And a disk stays with the EK that first joined with it.
+      stranger.diskUuid = node.diskUuid;
+      const other = await bare.node('metal-9', '10.42.0.79', { registered: false });
+      other.diskUuid = node.diskUuid;
+      nodes.push(other);
+      expect((await rpcFailure(other.requestJoin(bare.client))).details).toBe(
+        `state disk ${node.diskUuid} belongs to another node (recorded with a different endorsement key)`,
+      );
+    } finally {
+      await node.stop();
+      await stranger.stop();
+      await bare.close();
+    }
+  });
+});

@@ -168,6 +168,7 @@ export async function writeMountedFiles(
 export async function startJoinFixture(
   logger: Logger,
   overrides: Partial<JoinServiceSettings> = {},
+  options: { registry?: boolean } = {},
 ): Promise<JoinFixture> {
   const dir = await createTempDir('constellation-joinservice-');
   const api = await KubeApiServer.start();
@@ -192,7 +193,8 @@ export async function startJoinFixture(
     healthPort: 0,
     metricsPort: 0,
     ...files.settings,
-    instanceRegistryUrl: registry.url,
+    // Bare metal: no registry, the explicit switch instead.
+    ...(options.registry === false ? { acceptUnregisteredEks: true } : { instanceRegistryUrl: registry.url }),
     ...overrides,
   };
   const service = await startJoinService(settings, logger);
