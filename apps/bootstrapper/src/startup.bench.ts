@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { hashInitSecret } from '@constellation/keys';
 import { MetadataServer } from '@constellation/sandbox';
+import { createEkCa } from '@constellation/swtpm';
 import { createTempDir, repoRoot, runChecked, startSwtpm } from '@constellation/testing';
 
 const RUNS = Number(process.env['BENCH_RUNS'] ?? 5);
@@ -20,12 +21,16 @@ const metadata = await MetadataServer.start({
   endpoint: { host: '127.0.0.1', apiServerPort: 1, joinServicePort: 1, initPort: 0 },
   initSecretHash: await hashInitSecret(Buffer.from('x'), { log2N: 10, r: 8, p: 1 }),
 });
+// Nodes attest with tpm2-ek: their TPMs carry an EK certificate, and the image pins the EK CA root.
+const caDir = await createTempDir('constellation-bench-ek-ca-');
+const ekCa = await createEkCa(join(caDir.path, 'ca'), { name: 'bench' });
 const times: number[] = [];
 const rss: number[] = [];
 try {
   for (let i = 0; i < RUNS; i++) {
     const dir = await createTempDir('constellation-bench-node-');
-    const swtpm = await startSwtpm();
+    // Manufacturing (EK certificate) is the platform's work, not the bootstrapper's: not timed.
+    const swtpm = await startSwtpm({ manufacture: { ca: ekCa, vmid: 'bench' } });
     const image = join(dir.path, 'state.img');
     await writeFile(image, '');
     await truncate(image, 32 * 1024 * 1024);
@@ -36,6 +41,7 @@ try {
         bundle,
         `--root=${dir.path}`,
         `--tpm=swtpm:${swtpm.host}:${swtpm.port}`,
+        `--ek-roots=${ekCa.rootCertPath}`,
         `--state-disk=${image}`,
         '--disk-kdf=fast',
         `--metadata-url=${metadata.url}`,
@@ -64,9 +70,12 @@ try {
   }
 } finally {
   await metadata.close();
+  await caDir.remove();
 }
 const median = (values: number[]): number =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN;
 console.log(`\nBundled bootstrapper (${(await readFile(bundle)).length >> 10} KiB single file), ${RUNS} starts`);
-console.log(`start to InitServer listening (incl. first-boot LUKS format)  median ${median(times).toFixed(0)} ms`);
+console.log(
+  `start to InitServer listening (incl. reading the EK certificate and first-boot LUKS format)  median ${median(times).toFixed(0)} ms`,
+);
 console.log(`resident memory when listening                                median ${median(rss).toFixed(1)} MiB`);
