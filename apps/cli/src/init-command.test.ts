@@ -135,6 +135,13 @@ describe('constellation init', () => {
       files.config,
       'name: c\nkubernetesVersion: v1.32.9\ninitEndpoint: a:1\nattestation: {variant: qemu-vtpm, measurements: {}}\n',
     );
+    await expect(runInit({ workspace, print: () => undefined })).rejects.toThrow(
+      /attestation: the measurements must not be empty: an empty set would accept any machine/,
+    );
+    await writeFile(
+      files.config,
+      `name: c\nkubernetesVersion: v1.32.9\ninitEndpoint: a:1\nattestation: {variant: qemu-vtpm, measurements: {"15": {expected: "${'0'.repeat(64)}"}}}\n`,
+    );
     await expect(runInit({ workspace, print: () => undefined })).rejects.toThrow(/no init secret at/);
   });
 });

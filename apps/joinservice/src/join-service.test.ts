@@ -208,6 +208,21 @@ describe('JoinService measurements', () => {
       ),
     ).toBe(true);
 
+    // Found on main: an empty set was loaded, and then every document passed. Now it is refused,
+    // counted, and the last good set stays.
+    await fixture.writeMeasurements('{"measurements": {}}');
+    await waitFor(
+      async () => (await metric('constellation_joinservice_measurements_reload_failures_total')).endsWith(' 2'),
+      { timeoutMs: 5_000, description: 'the empty file to be counted' },
+    );
+    expect(fixture.service.measurements.loadedGeneration).toBe(reloaded);
+    expect(
+      logger.entries.some((e) =>
+        String(e.fields['error']).includes('the measurements must not be empty: an empty set would accept any machine'),
+      ),
+    ).toBe(true);
+    expect((await rpcFailure(worker.requestJoin(fixture.client))).code).toBe(grpc.status.PERMISSION_DENIED);
+
     // Back to the real measurements: the node joins again.
     await fixture.writeMeasurements(expectedMeasurements(BOOT, MEASURED_PCRS));
     await waitFor(() => fixture.service.measurements.loadedGeneration > reloaded, {
@@ -225,7 +240,8 @@ describe('JoinService measurements', () => {
     const dir = join(fixture.dir.path, 'config');
     // Turn the plain file into ConfigMap layout: attestationConfig -> ..data/attestationConfig.
     await mkdir(join(dir, '..v1'));
-    await writeFile(join(dir, '..v1', 'attestationConfig'), JSON.stringify({ measurements: {} }));
+    const zero = { expected: '00'.repeat(32) };
+    await writeFile(join(dir, '..v1', 'attestationConfig'), JSON.stringify({ measurements: { '15': zero } }));
     await symlink('..v1', join(dir, '..data'));
     await rm(join(dir, 'attestationConfig'));
     await symlink(join('..data', 'attestationConfig'), join(dir, 'attestationConfig'));
@@ -234,12 +250,12 @@ describe('JoinService measurements', () => {
       timeoutMs: 5_000,
       description: 'symlinked file to load',
     });
-    expect(fixture.service.measurements.current().size).toBe(0);
+    expect([...fixture.service.measurements.current().keys()]).toEqual([15]);
     // The kubelet writes a new version directory and renames a new ..data link over the old one.
     await mkdir(join(dir, '..v2'));
     await writeFile(
       join(dir, '..v2', 'attestationConfig'),
-      JSON.stringify({ measurements: { '4': { expected: 'aa'.repeat(32) } } }),
+      JSON.stringify({ measurements: { '4': { expected: 'aa'.repeat(32) }, '15': zero } }),
     );
     await symlink('..v2', join(dir, '..data_tmp'));
     await rename(join(dir, '..data_tmp'), join(dir, '..data'));
@@ -248,7 +264,7 @@ describe('JoinService measurements', () => {
       timeoutMs: 5_000,
       description: 'swapped ConfigMap to load',
     });
-    expect([...fixture.service.measurements.current().keys()]).toEqual([4]);
+    expect([...fixture.service.measurements.current().keys()]).toEqual([4, 15]);
     await fixture.writeMeasurements(expectedMeasurements(BOOT, MEASURED_PCRS));
   });
 });

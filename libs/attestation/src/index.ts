@@ -26,7 +26,7 @@ export { MAX_CREDENTIAL_SECRET_BYTES, makeCredential } from './make-credential.j
 export type { BootComponent } from './measured-boot.js';
 export { componentDigest, expectedMeasurements, initialPcrValue, measureBoot, replayEvents } from './measured-boot.js';
 export type { Measurement, Measurements } from './measurements.js';
-export { measurementsToFile, parseMeasurements } from './measurements.js';
+export { checkMeasurementPolicy, measurementsToFile, parseMeasurements } from './measurements.js';
 export type { TpmIssuerOptions } from './tpm-issuer.js';
 export { TpmIssuer } from './tpm-issuer.js';
 export type { TpmValidatorOptions } from './tpm-validator.js';

@@ -4,14 +4,15 @@ import { measurementsToFile, parseMeasurements } from './measurements.js';
 
 const A = 'a'.repeat(64);
 const B = '0b'.repeat(32);
+const ZERO = '0'.repeat(64);
 
 describe('parseMeasurements', () => {
   it('reads JSON and YAML into the same measurements, sorted by PCR', () => {
     const json = parseMeasurements(
-      JSON.stringify({ measurements: { '15': { expected: B }, '4': { expected: A, warnOnly: true } } }),
+      JSON.stringify({ measurements: { '15': { expected: ZERO }, '4': { expected: A, warnOnly: true } } }),
     );
     const yaml = parseMeasurements(
-      `measurements:\n  4:\n    expected: "${A}"\n    warnOnly: true\n  15:\n    expected: "${B}"\n`,
+      `measurements:\n  4:\n    expected: "${A}"\n    warnOnly: true\n  15:\n    expected: "${ZERO}"\n`,
     );
     expect(yaml).toEqual(json);
     expect([...json.keys()]).toEqual([4, 15]);
@@ -20,7 +21,9 @@ describe('parseMeasurements', () => {
   });
 
   it('round-trips through the file form', () => {
-    const m = parseMeasurements(JSON.stringify({ measurements: { '9': { expected: A, warnOnly: false } } }));
+    const m = parseMeasurements(
+      JSON.stringify({ measurements: { '9': { expected: A, warnOnly: false }, '15': { expected: ZERO } } }),
+    );
     expect(parseMeasurements(JSON.stringify(measurementsToFile(m)))).toEqual(m);
   });
 
@@ -41,6 +44,20 @@ describe('parseMeasurements', () => {
     [[], '(top level): Invalid input: expected object, received array'],
   ])('rejects %j naming the field', (input, message) => {
     expect(() => parseMeasurements(JSON.stringify(input), 'measurements')).toThrow(message);
+  });
+
+  // Found on main: an empty file was accepted (and then every document passed), and PCR 15 could
+  // be warnOnly. Each rule is refused by name.
+  it.each([
+    [{ measurements: {} }, 'the measurements must not be empty: an empty set would accept any machine'],
+    [{ measurements: { '4': { expected: A } } }, 'PCR 15 must be measured'],
+    [{ measurements: { '15': { expected: ZERO, warnOnly: true } } }, 'PCR 15 must be enforced (warnOnly: false)'],
+    [
+      { measurements: { '15': { expected: B } } },
+      'PCR 15 must be expected to be zero: a node that inits or joins has not been marked yet',
+    ],
+  ])('refuses the unsafe set %j, naming the rule', (input, message) => {
+    expect(() => parseMeasurements(JSON.stringify(input), 'measurements')).toThrow(`measurements: ${message}`);
   });
 
   it('rejects duplicate keys that JSON.parse would silently merge, and unparsable text', () => {

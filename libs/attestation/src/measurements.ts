@@ -28,10 +28,47 @@ const fileSchema = z.strictObject({
   ),
 });
 
+/** PCR 15 carries the cluster ID mark; see @constellation/nodelock. */
+const CLUSTER_PCR = 15;
+
+/**
+ * The rules every measurements set obeys, whatever file or reload it came from. An empty set would
+ * accept any machine, and PCR 15 is what tells a fresh node from one that already committed to a
+ * cluster, so it is always enforced: zero for nodes that init or join, the cluster's mark where
+ * joined nodes are verified (`pcr15`). Throws AttestationConfigError naming the rule.
+ */
+export function checkMeasurementPolicy(
+  measurements: Measurements,
+  source = 'measurements',
+  pcr15: Buffer = Buffer.alloc(32),
+): void {
+  if (measurements.size === 0) {
+    throw new AttestationConfigError(
+      `${source}: the measurements must not be empty: an empty set would accept any machine`,
+    );
+  }
+  const cluster = measurements.get(CLUSTER_PCR);
+  if (cluster === undefined) {
+    throw new AttestationConfigError(
+      `${source}: PCR 15 must be measured: it shows whether a node already committed to a cluster`,
+    );
+  }
+  if (cluster.warnOnly) {
+    throw new AttestationConfigError(
+      `${source}: PCR 15 must be enforced (warnOnly: false): a warning would let nodes of other clusters through`,
+    );
+  }
+  if (!cluster.expected.equals(pcr15)) {
+    throw new AttestationConfigError(
+      `${source}: PCR 15 must be expected to be ${pcr15.equals(Buffer.alloc(32)) ? 'zero: a node that inits or joins has not been marked yet' : pcr15.toString('hex')}`,
+    );
+  }
+}
+
 /**
  * Parses a measurements file: JSON or YAML, `{"measurements": {"<pcr>": {"expected": "<hex>",
  * "warnOnly": <bool>}}}`. Unknown fields, duplicate keys, bad indices and bad digests are errors
- * that name the field.
+ * that name the field, and the set must obey `checkMeasurementPolicy` (PCR 15 zero).
  */
 export function parseMeasurements(text: string, source = 'measurements'): Measurements {
   if (Buffer.byteLength(text) > MAX_FILE_BYTES) {
@@ -50,7 +87,9 @@ export function parseMeasurements(text: string, source = 'measurements'): Measur
   for (const [index, m] of Object.entries(parsed.data.measurements)) {
     out.set(Number(index), { expected: Buffer.from(m.expected, 'hex'), warnOnly: m.warnOnly });
   }
-  return new Map([...out].sort(([a], [b]) => a - b));
+  const measurements = new Map([...out].sort(([a], [b]) => a - b));
+  checkMeasurementPolicy(measurements, source);
+  return measurements;
 }
 
 /** The file form of `measurements`, with keys in index order (JSON.stringify it, or write YAML). */
