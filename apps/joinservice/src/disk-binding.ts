@@ -54,6 +54,8 @@ export class DiskBindings {
       throw new StatusError(
         grpc.status.PERMISSION_DENIED,
         `no node ever joined this cluster with state disk ${diskUuid}; a rejoin ticket is only given for the disk recorded at join`,
+        {},
+        'disk',
       );
     }
     if (owner !== ekPublicKeyHash) throw otherOwner(diskUuid);
@@ -79,6 +81,8 @@ function otherOwner(diskUuid: string): StatusError {
   return new StatusError(
     grpc.status.PERMISSION_DENIED,
     `state disk ${diskUuid} belongs to another node (recorded with a different endorsement key)`,
+    {},
+    'disk',
   );
 }
 
@@ -87,5 +91,6 @@ function unavailable(err: unknown): StatusError {
     grpc.status.UNAVAILABLE,
     `could not read or record the state-disk binding: ${(err as Error).message}`,
     { 'retry-after-ms': '1000' },
+    'api-unavailable',
   );
 }

@@ -217,3 +217,32 @@ describe('bare metal: no instance registry, the explicit switch', () => {
     }
   });
 });
+
+describe('a genuine node asking for tickets over and over (attacker 2)', () => {
+  it('gets its one still-valid token back instead of new Secrets, then is told when to come back', async () => {
+    const greedy = await fixture.node('worker-greedy', '10.42.0.31');
+    nodes.push(greedy);
+    const before = tokenCount();
+    const tokens = new Set<string>();
+    let refusal: Awaited<ReturnType<typeof rpcFailure>> | undefined;
+    // Found on main: 200 requests left 200 live token Secrets. Now: one token, and a budget.
+    for (let i = 0; i < 8 && refusal === undefined; i++) {
+      try {
+        tokens.add((await greedy.requestJoin(fixture.client)).ticket.token);
+      } catch (err) {
+        refusal = {
+          code: (err as grpc.ServiceError).code,
+          details: (err as grpc.ServiceError).details,
+          metadata: (err as grpc.ServiceError).metadata,
+        };
+      }
+    }
+    expect(tokens.size).toBe(1);
+    expect(tokenCount()).toBe(before + 1);
+    expect(refusal?.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    expect(refusal?.details).toMatch(/^machine worker-greedy asked for more than 5 tickets in a row; retry in \d+ s$/);
+    expect(Number(refusal?.metadata?.get('retry-after-ms')[0])).toBeGreaterThan(0);
+    const metrics = await (await fetch(`http://127.0.0.1:${fixture.service.metricsPort}/metrics`)).text();
+    expect(metrics).toMatch(/constellation_joinservice_ticket_refusals_total\{kind="join",reason="rate-limited"\} 1/);
+  });
+});

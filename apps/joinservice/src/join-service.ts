@@ -36,6 +36,8 @@ import { HttpInstanceRegistry } from './instance-registry.js';
 import type { InstanceRegistry } from './instance-registry.js';
 import { MeasurementsSource } from './measurements-source.js';
 import { JoinMetrics } from './metrics.js';
+import { NodeTokens } from './node-tokens.js';
+import { TicketBudget } from './ticket-budget.js';
 import { TicketService } from './ticket-service.js';
 import type { AdmittedNode } from './ticket-service.js';
 
@@ -100,6 +102,12 @@ const MAX_REQUEST_BYTES = 16 * 1024;
 
 type Outcome = 'issued' | 'rejected' | 'retry' | 'error';
 
+/** Counts a refusal by the ticket logic under its reason (metrics), and says what kind of outcome it was. */
+function refused(metrics: JoinMetrics, kind: 'join' | 'rejoin', err: unknown): Outcome {
+  if (err instanceof StatusError) metrics.refusals.inc({ kind, reason: err.reason });
+  return outcomeOf(err);
+}
+
 function outcomeOf(err: unknown): Outcome {
   if (!(err instanceof StatusError)) return 'error';
   if (err.code === grpc.status.UNAVAILABLE || err.code === grpc.status.RESOURCE_EXHAUSTED) return 'retry';
@@ -155,16 +163,16 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
       throw new StatusError(
         grpc.status.UNAVAILABLE,
         `the instance registry is not reachable: ${(err as Error).message}`,
-        {
-          'retry-after-ms': '2000',
-        },
+        { 'retry-after-ms': '2000' },
+        'registry-unavailable',
       );
     }
     if (instance === undefined) {
-      metrics.attestationFailures.inc({ reason: 'unregistered-ek' });
       throw new StatusError(
         grpc.status.PERMISSION_DENIED,
         `endorsement key sha256:${proven.ekPublicKeyHash} is not registered: the platform knows no machine with this TPM`,
+        {},
+        'unregistered-ek',
       );
     }
     return { machineId: proven.ekPublicKeyHash, instance };
@@ -178,6 +186,10 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
     apiServerEndpoint: settings.apiServerEndpoint,
     lease: new ControlPlaneLease({ coordination, core, holdMs: settings.controlPlaneHoldMs }),
     disks: new DiskBindings({ core }),
+    // A join seldom needs more than one ticket; five in a row, then one a minute.
+    budget: new TicketBudget({ burst: 5, refillMs: 60_000 }),
+    // Reused while at least a third of its lifetime is left: plenty for one kubeadm join.
+    tokens: new NodeTokens(settings.tokenTtlMs / 3),
     tokenTtlMs: settings.tokenTtlMs,
     logger,
   });
@@ -185,9 +197,12 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
   let inFlight = 0;
   const limited = async <T>(work: () => Promise<T>): Promise<T> => {
     if (inFlight >= settings.maxConcurrentTickets) {
-      throw new StatusError(grpc.status.RESOURCE_EXHAUSTED, `${inFlight} tickets are being issued; retry shortly`, {
-        'retry-after-ms': '500',
-      });
+      throw new StatusError(
+        grpc.status.RESOURCE_EXHAUSTED,
+        `${inFlight} tickets are being issued; retry shortly`,
+        { 'retry-after-ms': '500' },
+        'busy',
+      );
     }
     inFlight++;
     try {
@@ -228,7 +243,7 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
             metrics.joins.inc({ kind: 'join', role, outcome: 'issued' });
             return Buffer.from(JoinTicket.encode(ticket).finish());
           } catch (err) {
-            metrics.joins.inc({ kind: 'join', role, outcome: outcomeOf(err) });
+            metrics.joins.inc({ kind: 'join', role, outcome: refused(metrics, 'join', err) });
             throw err;
           } finally {
             stop();
@@ -257,7 +272,7 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
             metrics.joins.inc({ kind: 'rejoin', role: 'unknown', outcome: 'issued' });
             return Buffer.from(RejoinTicket.encode(ticket).finish());
           } catch (err) {
-            metrics.joins.inc({ kind: 'rejoin', role: 'unknown', outcome: outcomeOf(err) });
+            metrics.joins.inc({ kind: 'rejoin', role: 'unknown', outcome: refused(metrics, 'rejoin', err) });
             throw err;
           }
         },

@@ -15,6 +15,12 @@ export class JoinMetrics {
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });
+  readonly refusals = new Counter({
+    name: 'constellation_joinservice_ticket_refusals_total',
+    help: 'Attested requests refused by the ticket logic, by reason (rate-limited, unregistered-ek, role, csr, disk, ...).',
+    labelNames: ['kind', 'reason'] as const,
+    registers: [this.registry],
+  });
   readonly ticketLatency = new Histogram({
     name: 'constellation_joinservice_ticket_seconds',
     help: 'Time from an attested request to its sealed ticket.',

@@ -10,6 +10,8 @@ import type { ClusterPki } from './cluster-pki.js';
 import type { ControlPlaneLease } from './control-plane-lease.js';
 import type { DiskBindings } from './disk-binding.js';
 import type { RegisteredInstance } from './instance-registry.js';
+import type { NodeTokens } from './node-tokens.js';
+import type { TicketBudget } from './ticket-budget.js';
 
 /**
  * Who the JoinService is talking to, as far as attestation established it. `machineId` names the
@@ -30,6 +32,10 @@ export interface TicketServiceOptions {
   apiServerEndpoint: string;
   lease: ControlPlaneLease;
   disks: DiskBindings;
+  /** Tickets per machine; a node asking beyond it is told when to come back. */
+  budget: TicketBudget;
+  /** Each machine's still-valid bootstrap token, reused instead of minting another. */
+  tokens: NodeTokens;
   /** Bootstrap tokens live this long (15 minutes by default). */
   tokenTtlMs: number;
   logger: Logger;
@@ -42,6 +48,8 @@ function checkDiskUuid(uuid: string): void {
     throw new StatusError(
       grpc.status.INVALID_ARGUMENT,
       `disk_uuid must be a lower-case UUID, got ${JSON.stringify(uuid.slice(0, 64))}`,
+      {},
+      'disk',
     );
   }
 }
@@ -58,13 +66,16 @@ export class TicketService {
   }
 
   async joinTicket(request: JoinTicketRequest, node: AdmittedNode): Promise<JoinTicket> {
-    const { pki, masterSecret, core, lease, logger, disks } = this.options;
+    const { pki, masterSecret, core, lease, logger, disks, budget, tokens } = this.options;
     checkDiskUuid(request.diskUuid);
     const registered = node.instance;
+    budget.take(`join:${node.machineId}`, `machine ${registered?.name ?? node.machineId}`);
     if (registered !== undefined && (registered.role === 'control-plane') !== request.isControlPlane) {
       throw new StatusError(
         grpc.status.PERMISSION_DENIED,
         `machine "${registered.name}" is registered as ${registered.role === 'control-plane' ? 'a control-plane node' : 'a worker'} but asked to join as ${request.isControlPlane ? 'a control-plane node' : 'a worker'}`,
+        {},
+        'role',
       );
     }
     let issued;
@@ -75,7 +86,12 @@ export class TicketService {
       );
     } catch (err) {
       if (err instanceof CsrError)
-        throw new StatusError(grpc.status.INVALID_ARGUMENT, `kubelet certificate request refused: ${err.message}`);
+        throw new StatusError(
+          grpc.status.INVALID_ARGUMENT,
+          `kubelet certificate request refused: ${err.message}`,
+          {},
+          'csr',
+        );
       throw err;
     }
     const role = request.isControlPlane ? 'control-plane' : 'worker';
@@ -93,17 +109,28 @@ export class TicketService {
     if (request.isControlPlane) await lease.acquire(issued.nodeName);
     try {
       const controlPlaneFiles = request.isControlPlane ? await pki.controlPlaneFiles() : [];
-      const token = await createBootstrapToken(
-        core,
-        this.options.tokenTtlMs,
-        `Bootstrap token for ${issued.nodeName}, minted by the Constellation JoinService`,
-      ).catch((err: unknown) => {
-        throw new StatusError(
-          grpc.status.UNAVAILABLE,
-          `could not create a bootstrap token in the cluster: ${(err as Error).message}`,
-        );
+      const reused = tokens.reusable(node.machineId);
+      const token =
+        reused ??
+        (await createBootstrapToken(
+          core,
+          this.options.tokenTtlMs,
+          `Bootstrap token for ${issued.nodeName}, minted by the Constellation JoinService`,
+        ).catch((err: unknown) => {
+          throw new StatusError(
+            grpc.status.UNAVAILABLE,
+            `could not create a bootstrap token in the cluster: ${(err as Error).message}`,
+            { 'retry-after-ms': '1000' },
+            'api-unavailable',
+          );
+        }));
+      tokens.remember(node.machineId, token);
+      log.info('join ticket issued', {
+        tokenId: token.id,
+        tokenReused: reused !== undefined,
+        tokenExpires: token.expires.toISOString(),
+        ips: issued.ips,
       });
-      log.info('join ticket issued', { tokenId: token.id, tokenExpires: token.expires.toISOString(), ips: issued.ips });
       return {
         stateDiskKey: deriveStateDiskKey(masterSecret.key, masterSecret.salt, request.diskUuid),
         measurementSalt: this.options.measurementSalt,
@@ -125,7 +152,8 @@ export class TicketService {
 
   async rejoinTicket(request: RejoinTicketRequest, node: AdmittedNode): Promise<RejoinTicket> {
     checkDiskUuid(request.diskUuid);
-    const { masterSecret, disks } = this.options;
+    const { masterSecret, disks, budget } = this.options;
+    budget.take(`rejoin:${node.machineId}`, `machine ${node.instance?.name ?? node.machineId}`);
     await disks.check(request.diskUuid, node.machineId);
     this.options.logger.info('rejoin ticket issued', { diskUuid: request.diskUuid, node: node.instance?.name });
     return {

@@ -8,10 +8,13 @@ export class StatusError extends Error {
   override readonly name = 'StatusError';
   readonly code: grpc.status;
   readonly metadata: grpc.Metadata;
+  /** Why, as a stable label for metrics (for example "rate-limited"); "other" when not given. */
+  readonly reason: string;
 
-  constructor(code: grpc.status, message: string, metadata: Record<string, string> = {}) {
+  constructor(code: grpc.status, message: string, metadata: Record<string, string> = {}, reason = 'other') {
     super(message);
     this.code = code;
+    this.reason = reason;
     this.metadata = new grpc.Metadata();
     for (const [key, value] of Object.entries(metadata)) this.metadata.set(key, value);
   }
