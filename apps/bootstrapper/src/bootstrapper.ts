@@ -22,6 +22,11 @@ export interface BootstrapperOptions {
   fatal: FatalAction;
   /** Told the bound port of the InitServer (or RecoveryServer) once it listens. */
   onListening?: (server: 'init' | 'recovery', port: number) => void;
+  /**
+   * How long init or join may take once the node is locked; past it the node gives up like after
+   * any other failure past the point of no return (disk marked for reset, fatal action). 20 min.
+   */
+  committedTimeoutMs?: number;
 }
 
 /**
@@ -85,15 +90,28 @@ export class Bootstrapper {
         await atls.close();
         grpcServer.forceShutdown();
       };
+      // Past the point of no return the node must end up in the cluster or reset, never hang locked.
+      let deadline: NodeJS.Timeout | undefined;
+      const startDeadline = (): void => {
+        const ms = options.committedTimeoutMs ?? 20 * 60_000;
+        deadline = setTimeout(() => {
+          fatal(new Error(`the node did not finish joining the cluster within ${ms} ms after the point of no return`));
+        }, ms);
+      };
       const joinClient = new JoinClient(context, {
         initialBackoffMs: options.joinInitialBackoffMs,
         maxBackoffMs: options.joinMaxBackoffMs,
         requestTimeoutMs: options.requestTimeoutMs,
         committed: () => {
+          startDeadline();
           void closeInitServer();
         },
       });
+      let failed = false;
       const fatal = (error: Error): void => {
+        if (failed) return;
+        failed = true;
+        clearTimeout(deadline);
         void (async () => {
           await closeInitServer(); // drains: the failure, logs and status reach the client first
           try {
@@ -109,6 +127,7 @@ export class Bootstrapper {
         InitServiceService,
         initService(context, {
           committed: () => {
+            startDeadline();
             joinClient.stop();
           },
           finished: (error) => {
@@ -116,6 +135,7 @@ export class Bootstrapper {
               fatal(error);
               return;
             }
+            clearTimeout(deadline);
             // Closing drains: the success message reaches the client before the server goes away.
             void closeInitServer().then(() => {
               resolve('initialized');
@@ -135,7 +155,9 @@ export class Bootstrapper {
       );
       joinClient.run().then(
         (outcome) => {
-          if (outcome === 'joined') resolve('joined');
+          if (outcome !== 'joined' || failed) return;
+          clearTimeout(deadline);
+          resolve('joined');
         },
         (err: unknown) => {
           fatal(err instanceof Error ? err : new Error(String(err)));

@@ -50,12 +50,15 @@ export class JoinClient {
     const log = this.context.logger.child({ component: 'join-client' });
     for (let attempt = 0; !this.stopped; attempt++) {
       let failure: unknown;
+      let ticket: Awaited<ReturnType<JoinClient['requestTicket']>>;
       try {
-        const ticket = await this.requestTicket();
-        if (ticket !== undefined) return await this.activate(ticket.ticket, ticket.kubeletKeyPem, ticket.role);
+        ticket = await this.requestTicket();
       } catch (err) {
         failure = err;
       }
+      // Outside the try: a failure after the lock is not "no ticket yet" but fatal, and the
+      // caller marks the disk for reset and runs the fatal action (Constellation's PR 2971).
+      if (ticket !== undefined) return this.activate(ticket.ticket, ticket.kubeletKeyPem, ticket.role);
       const delayMs = nextAttemptDelay(attempt, failure, this.options.initialBackoffMs, this.options.maxBackoffMs);
       if (failure !== undefined) {
         const code = (failure as { code?: number }).code;

@@ -1,90 +1,40 @@
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
-import { copyFile, mkdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as k8s from '@kubernetes/client-node';
 import { AttestedChannelCredentials, proveServerIdentity } from '@constellation/atls';
-import { TpmValidator, measurementsToFile } from '@constellation/attestation';
-import {
-  deriveClusterId,
-  deriveMeasurementSecret,
-  deriveStateDiskKey,
-  markedPcr15,
-  masterSecretToJson,
-} from '@constellation/keys';
+import { TpmValidator } from '@constellation/attestation';
+import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey, markedPcr15 } from '@constellation/keys';
 import { RecoveryServiceClient } from '@constellation/proto';
 import type { RecoverResponse } from '@constellation/proto';
-import { repoRoot, waitFor, withTimeout } from '@constellation/testing';
+import { waitFor, withTimeout } from '@constellation/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { serveAgentOnControlPlane } from './attestation-agent.js';
-import { MEASUREMENTS, TestNode, callInit, initRequest, startCluster } from './node.fixture.js';
+import {
+  MEASUREMENTS,
+  TestNode,
+  callInit,
+  initRequest,
+  startCluster,
+  startJoinServiceProcess,
+} from './node.fixture.js';
+import type { RunningJoinService } from './node.fixture.js';
 import type { Cluster } from './node.fixture.js';
 
 let cluster: Cluster;
 let controlPlane: TestNode;
 let worker: TestNode;
-let joinService: ChildProcess | undefined;
-let agent: { close(): Promise<void> } | undefined;
+let joinService: RunningJoinService | undefined;
 const request = initRequest();
 const clusterId = deriveClusterId(
   deriveMeasurementSecret(request.masterSecret, request.masterSalt),
   request.measurementSalt,
 );
 
-/** Starts the real JoinService as a process with the DaemonSet's arguments and the mounted files. */
 async function startJoinService(): Promise<void> {
-  // As program.ts does once a control plane is bootstrapped: the agent the JoinService attests through.
-  agent ??= await serveAgentOnControlPlane(controlPlane.context);
-  const dir = join(cluster.dir.path, 'joinservice');
-  await mkdir(join(dir, 'config'), { recursive: true });
-  await writeFile(join(dir, 'config', 'attestationConfig'), JSON.stringify(measurementsToFile(MEASUREMENTS)));
-  await writeFile(join(dir, 'config', 'measurementSalt'), request.measurementSalt);
-  await copyFile(cluster.ekCa.rootCertPath, join(dir, 'config', 'ekRoots'));
-  await writeFile(
-    join(dir, 'mastersecret.json'),
-    masterSecretToJson({ key: request.masterSecret, salt: request.masterSalt }),
-    { mode: 0o600 },
-  );
-  const child = spawn(
-    process.execPath,
-    [
-      '--conditions=@constellation/source',
-      '--import',
-      'tsx',
-      join(repoRoot(), 'apps/joinservice/src/main.ts'),
-      '--host=127.0.0.1',
-      `--port=${cluster.joinServicePort}`,
-      '--metrics-host=127.0.0.1',
-      '--metrics-port=0',
-      '--health-port=0',
-      `--config-dir=${join(dir, 'config')}`,
-      `--master-secret-file=${join(dir, 'mastersecret.json')}`,
-      `--pki-dir=${controlPlane.context.paths.kubernetesPki}`,
-      `--kubeconfig=${controlPlane.context.paths.adminConf}`,
-      `--api-server-endpoint=127.0.0.1:${cluster.apiServerPort}`,
-      `--instance-registry-url=${cluster.metadata.url}`,
-      `--attestation-agent=${controlPlane.context.paths.attestationAgentSocket}`,
-    ],
-    { cwd: repoRoot(), stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  joinService = child;
-  let out = '';
-  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (out += c.toString()));
-  await waitFor(() => out.includes('"joinservice serving"'), {
-    timeoutMs: 30_000,
-    description: `the JoinService to serve (output: ${out.slice(-500)})`,
-  });
+  joinService = await startJoinServiceProcess(cluster, controlPlane, request);
 }
 
 async function stopJoinService(): Promise<void> {
-  const child = joinService;
-  if (child === undefined) return;
+  await joinService?.stop();
   joinService = undefined;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  await withTimeout(exited, 10_000, 'JoinService exit');
 }
 
 beforeAll(async () => {
@@ -98,7 +48,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stopJoinService();
-  await agent?.close();
   await worker.stop();
   await controlPlane.stop();
   await cluster.close();

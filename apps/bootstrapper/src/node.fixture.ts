@@ -2,7 +2,8 @@
 // a LUKS2 image file, its own root directory and the kubeadm stand-in on PATH; all share an
 // instance metadata server. The bootstrapper code under test is exactly the product code.
 import { randomBytes } from 'node:crypto';
-import { readFile, truncate, writeFile } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { copyFile, mkdir, readFile, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
 import { AttestedChannelCredentials, proveServerIdentity } from '@constellation/atls';
@@ -13,10 +14,11 @@ import {
   componentDigest,
   expectedMeasurements,
   measureBoot,
+  measurementsToFile,
   pemCertificatesToDer,
 } from '@constellation/attestation';
 import type { BootComponent, Measurements } from '@constellation/attestation';
-import { hashInitSecret } from '@constellation/keys';
+import { hashInitSecret, masterSecretToJson } from '@constellation/keys';
 import { MemoryLogger } from '@constellation/logger';
 import { NodeLock } from '@constellation/nodelock';
 import { InitServiceClient, grpcMessageLimits } from '@constellation/proto';
@@ -26,9 +28,18 @@ import type { InstanceInfo } from '@constellation/sandbox';
 import { StateDisk } from '@constellation/state-disk';
 import { createEkCa } from '@constellation/swtpm';
 import type { EkCa } from '@constellation/swtpm';
-import { createTempDir, freePort, installTypeScriptCommand, repoRoot, startSwtpm } from '@constellation/testing';
+import {
+  createTempDir,
+  freePort,
+  installTypeScriptCommand,
+  repoRoot,
+  startSwtpm,
+  waitFor,
+  withTimeout,
+} from '@constellation/testing';
 import type { Swtpm, TempDir } from '@constellation/testing';
 import { SocketTransport, SwtpmControl, Tpm } from '@constellation/tpm';
+import { serveAgentOnControlPlane } from './attestation-agent.js';
 import { Bootstrapper } from './bootstrapper.js';
 import type { BootstrapOutcome, BootstrapperOptions } from './bootstrapper.js';
 import type { NodeContext } from './node-context.js';
@@ -266,6 +277,74 @@ export async function callInit(
   } finally {
     client.close();
   }
+}
+
+export interface RunningJoinService {
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the real JoinService as a process with the DaemonSet's arguments and the files its
+ * volumes would mount, on the control plane that `request` initialised; the control plane serves
+ * the attestation agent the service proves its host through, as program.ts does once bootstrapped.
+ */
+export async function startJoinServiceProcess(
+  cluster: Cluster,
+  controlPlane: TestNode,
+  request: InitRequest,
+): Promise<RunningJoinService> {
+  const agent = await serveAgentOnControlPlane(controlPlane.context);
+  const dir = join(cluster.dir.path, 'joinservice');
+  await mkdir(join(dir, 'config'), { recursive: true });
+  await writeFile(join(dir, 'config', 'attestationConfig'), JSON.stringify(measurementsToFile(MEASUREMENTS)));
+  await writeFile(join(dir, 'config', 'measurementSalt'), request.measurementSalt);
+  await copyFile(cluster.ekCa.rootCertPath, join(dir, 'config', 'ekRoots'));
+  await writeFile(
+    join(dir, 'mastersecret.json'),
+    masterSecretToJson({ key: request.masterSecret, salt: request.masterSalt }),
+    { mode: 0o600 },
+  );
+  const child = spawn(
+    process.execPath,
+    [
+      '--conditions=@constellation/source',
+      '--import',
+      'tsx',
+      join(repoRoot(), 'apps/joinservice/src/main.ts'),
+      '--host=127.0.0.1',
+      `--port=${cluster.joinServicePort}`,
+      '--metrics-host=127.0.0.1',
+      '--metrics-port=0',
+      '--health-port=0',
+      `--config-dir=${join(dir, 'config')}`,
+      `--master-secret-file=${join(dir, 'mastersecret.json')}`,
+      `--pki-dir=${controlPlane.context.paths.kubernetesPki}`,
+      `--kubeconfig=${controlPlane.context.paths.adminConf}`,
+      `--api-server-endpoint=127.0.0.1:${cluster.apiServerPort}`,
+      `--instance-registry-url=${cluster.metadata.url}`,
+      `--attestation-agent=${controlPlane.context.paths.attestationAgentSocket}`,
+    ],
+    { cwd: repoRoot(), stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  let out = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+  const stop = async (): Promise<void> => {
+    child.kill('SIGTERM');
+    await withTimeout(exited, 10_000, 'JoinService exit');
+    await agent?.close();
+  };
+  try {
+    await waitFor(() => out.includes('"joinservice serving"'), {
+      timeoutMs: 30_000,
+      description: `the JoinService to serve (output: ${out.slice(-500)})`,
+    });
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { stop };
 }
 
 export type { BootstrapOutcome };

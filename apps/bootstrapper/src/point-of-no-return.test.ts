@@ -1,0 +1,159 @@
+import { randomBytes } from 'node:crypto';
+import { rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { deriveClusterId, deriveMeasurementSecret, markedPcr15 } from '@constellation/keys';
+import { waitFor, withTimeout } from '@constellation/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BootstrapOutcome } from './bootstrapper.js';
+import { TestNode, callInit, initRequest, startCluster, startJoinServiceProcess } from './node.fixture.js';
+import type { Cluster, RunningJoinService } from './node.fixture.js';
+
+// Past the point of no return (the node lock, PCR 15 marked) every failure must end in the fatal
+// action: state disk marked for reset, reboot. Found on main: a kubeadm join failing after the
+// lock was taken for "no ticket yet", the next attempt found the lock held, and the node hung
+// locked forever. Each failure point is made to fail on purpose here, on both paths.
+const WORKERS = ['kubeadm-fails', 'prep-fails', 'kubelet-fails', 'kubeadm-hangs'] as const;
+let cluster: Cluster;
+let controlPlane: TestNode;
+let joinService: RunningJoinService | undefined;
+const request = initRequest();
+const scripts: string[] = [];
+
+async function script(body: string): Promise<string> {
+  const path = join('/tmp', `kubeadm-${randomBytes(4).toString('hex')}`);
+  await writeFile(path, `#!/bin/sh\n${body}\n`, { mode: 0o755 });
+  scripts.push(path);
+  return path;
+}
+
+beforeAll(async () => {
+  cluster = await startCluster([
+    { name: 'control-plane-0', role: 'control-plane', ip: '127.0.0.1' },
+    ...WORKERS.map((name, i) => ({ name, role: 'worker' as const, ip: `127.0.1.${i + 1}` })),
+    { name: 'cp-prep-fails', role: 'control-plane', ip: '127.0.2.1' },
+    { name: 'cp-kubeadm-hangs', role: 'control-plane', ip: '127.0.2.3' },
+  ]);
+  controlPlane = await TestNode.create(cluster, 'control-plane-0');
+  const outcome = controlPlane.bootstrapper().run();
+  await waitFor(() => controlPlane.initPort > 0, { timeoutMs: 20_000, description: 'the InitServer' });
+  expect((await callInit(controlPlane, request)).error).toBeUndefined();
+  expect(await withTimeout(outcome, 20_000, 'init')).toBe('initialized');
+  joinService = await startJoinServiceProcess(cluster, controlPlane, request);
+}, 90_000);
+
+afterAll(async () => {
+  await joinService?.stop();
+  await controlPlane.stop();
+  await cluster.close();
+  for (const path of scripts) await rm(path, { force: true });
+});
+
+/** Runs `node` until its outcome settles; the bootstrapper must have taken the lock and then failed fatally. */
+async function failsFatally(node: TestNode, outcome: Promise<BootstrapOutcome>, reason: RegExp): Promise<void> {
+  await expect(withTimeout(outcome, 60_000, `${node.context.paths.root} outcome`)).rejects.toThrow(reason);
+  expect(node.fatalErrors).toHaveLength(1);
+  expect(node.fatalErrors[0]?.message).toMatch(reason);
+  // It did commit (PCR 15 marked, lock taken)...
+  expect(node.context.lock.heldBy).toBeDefined();
+  expect((await node.context.tpm.pcrRead('sha256', [15])).get(15)).not.toEqual(Buffer.alloc(32));
+  // ...and then gave up the way it must: the state disk is marked for reset before the reboot.
+  expect(await node.context.disk.isInitialized()).toBe(false);
+}
+
+describe('join: every failure after the lock ends in the fatal action', () => {
+  it('kubeadm join fails', async () => {
+    const node = await TestNode.create(cluster, 'kubeadm-fails', {
+      kubeadm: await script('echo "[preflight] simulated failure: kubelet port in use" >&2\nexit 1'),
+    });
+    try {
+      await failsFatally(node, node.bootstrapper().run(), /kubeadm join failed with exit code 1/);
+      const clusterId = deriveClusterId(
+        deriveMeasurementSecret(request.masterSecret, request.masterSalt),
+        request.measurementSalt,
+      );
+      // Locked to the real cluster, by the real ticket: then reset, not left hanging.
+      expect((await node.context.tpm.pcrRead('sha256', [15])).get(15)).toEqual(markedPcr15(clusterId));
+    } finally {
+      await node.stop();
+    }
+  });
+
+  it('node preparation fails', async () => {
+    const node = await TestNode.create(cluster, 'prep-fails');
+    node.context.prepareNode = () => Promise.reject(new Error('component manifest signature is bad (on purpose)'));
+    try {
+      await failsFatally(node, node.bootstrapper().run(), /component manifest signature is bad/);
+    } finally {
+      await node.stop();
+    }
+  });
+
+  it('the kubelet does not start', async () => {
+    const node = await TestNode.create(cluster, 'kubelet-fails');
+    node.context.startKubelet = () => Promise.reject(new Error('systemctl start kubelet exited with 1 (on purpose)'));
+    try {
+      await failsFatally(node, node.bootstrapper().run(), /systemctl start kubelet exited with 1/);
+    } finally {
+      await node.stop();
+    }
+  });
+
+  it('kubeadm join hangs past the deadline', async () => {
+    const node = await TestNode.create(cluster, 'kubeadm-hangs', { kubeadm: await script('sleep 30') });
+    try {
+      await failsFatally(
+        node,
+        node.bootstrapper({ committedTimeoutMs: 3_000 }).run(),
+        /did not finish joining the cluster within 3000 ms after the point of no return/,
+      );
+    } finally {
+      await node.stop();
+    }
+  });
+});
+
+describe('init: every failure after the lock ends in the fatal action', () => {
+  async function initFails(node: TestNode, reason: RegExp, committedTimeoutMs?: number): Promise<void> {
+    const outcome = node.bootstrapper(committedTimeoutMs === undefined ? {} : { committedTimeoutMs }).run();
+    outcome.catch(() => undefined);
+    await waitFor(() => node.initPort > 0, { timeoutMs: 20_000, description: 'the InitServer' });
+    const init = await callInit(node, initRequest());
+    if (committedTimeoutMs === undefined) {
+      const failure = init.messages.find((m) => m.kind?.$case === 'failure')?.kind;
+      expect(failure?.$case === 'failure' && failure.value.retrySafe).toBe(false);
+    }
+    await failsFatally(node, outcome, reason);
+  }
+
+  it('node preparation fails', async () => {
+    const node = await TestNode.create(cluster, 'cp-prep-fails');
+    node.context.prepareNode = () => Promise.reject(new Error('component download exceeded its size (on purpose)'));
+    try {
+      await initFails(node, /component download exceeded its size/);
+    } finally {
+      await node.stop();
+    }
+  });
+
+  it('the kubelet does not start', async () => {
+    // A cluster of its own: kubeadm init points the admin kubeconfig at the cluster endpoint.
+    const own = await startCluster([{ name: 'cp-kubelet-fails', role: 'control-plane', ip: '127.0.0.1' }]);
+    const node = await TestNode.create(own, 'cp-kubelet-fails');
+    node.context.startKubelet = () => Promise.reject(new Error('kubelet start refused (on purpose)'));
+    try {
+      await initFails(node, /kubelet start refused/);
+    } finally {
+      await node.stop();
+      await own.close();
+    }
+  });
+
+  it('kubeadm init hangs past the deadline', async () => {
+    const node = await TestNode.create(cluster, 'cp-kubeadm-hangs', { kubeadm: await script('sleep 30') });
+    try {
+      await initFails(node, /did not finish joining the cluster within 3000 ms after the point of no return/, 3_000);
+    } finally {
+      await node.stop();
+    }
+  });
+});
