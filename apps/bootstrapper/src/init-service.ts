@@ -108,7 +108,10 @@ export function initService(context: NodeContext, hooks: InitServiceHooks): Init
 
       begin(InitStep.INIT_STEP_REKEY_STATE_DISK);
       const diskUuid = await context.disk.uuid();
-      await rekeyStateDisk(context, deriveStateDiskKey(request.masterSecret, request.masterSalt, diskUuid));
+      await rekeyStateDisk(
+        context,
+        deriveStateDiskKey(request.masterSecret, request.masterSalt, diskUuid, context.issuer.rooted?.ekPublicKeyHash),
+      );
       progress(StepState.STEP_STATE_SUCCEEDED);
 
       begin(InitStep.INIT_STEP_WRITE_NODE_STATE);

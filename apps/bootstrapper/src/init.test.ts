@@ -66,7 +66,9 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
     expect((await node.context.tpm.pcrRead('sha256', [15])).get(15)).toEqual(markedPcr15(clusterId));
     const uuid = await node.context.disk.uuid();
     expect(
-      await node.context.disk.testPassphrase(deriveStateDiskKey(request.masterSecret, request.masterSalt, uuid)),
+      await node.context.disk.testPassphrase(
+        deriveStateDiskKey(request.masterSecret, request.masterSalt, uuid, node.context.issuer.rooted?.ekPublicKeyHash),
+      ),
     ).toBe(true);
     expect(await node.context.disk.isInitialized()).toBe(true);
     await expect(readFile(node.context.paths.initialDiskKey)).rejects.toThrow(); // first-boot passphrase gone

@@ -77,7 +77,14 @@ describe('join, rejoin and recovery with the real JoinService', () => {
     expect((await worker.context.tpm.pcrRead('sha256', [15])).get(15)).toEqual(markedPcr15(clusterId));
     const uuid = await worker.context.disk.uuid();
     expect(
-      await worker.context.disk.testPassphrase(deriveStateDiskKey(request.masterSecret, request.masterSalt, uuid)),
+      await worker.context.disk.testPassphrase(
+        deriveStateDiskKey(
+          request.masterSecret,
+          request.masterSalt,
+          uuid,
+          worker.context.issuer.rooted?.ekPublicKeyHash,
+        ),
+      ),
     ).toBe(true);
     const kc = new k8s.KubeConfig();
     kc.loadFromFile(controlPlane.context.paths.adminConf);

@@ -5,6 +5,7 @@ const instance = z.object({
   role: z.enum(['control-plane', 'worker']),
   ip: z.string().min(1),
 });
+const registered = instance.extend({ ekPublicKeyHash: z.string() });
 const endpoint = z.object({
   host: z.string().min(1),
   apiServerPort: z.number().int(),
@@ -42,7 +43,10 @@ export class MetadataClient {
   /** The platform's record of the machine whose TPM has this EK, or undefined when it knows none. */
   async instanceByEndorsementKey(ekPublicKeyHash: string): Promise<Instance | undefined> {
     try {
-      return await this.get(`/instances?ek=${encodeURIComponent(ekPublicKeyHash)}`, instance);
+      const found = await this.get(`/instances?ek=${encodeURIComponent(ekPublicKeyHash)}`, registered);
+      if (found.ekPublicKeyHash !== ekPublicKeyHash)
+        throw new Error(`instance metadata answered for another endorsement key than sha256:${ekPublicKeyHash}`);
+      return found;
     } catch (err) {
       if (err instanceof Error && err.message.endsWith('HTTP 404')) return undefined;
       throw err;

@@ -64,7 +64,7 @@ export async function rejoin(context: NodeContext, options: RejoinOptions): Prom
           return;
         }
         const keys: Keys = {
-          diskKey: deriveStateDiskKey(masterSecret, masterSalt, diskUuid),
+          diskKey: deriveStateDiskKey(masterSecret, masterSalt, diskUuid, context.issuer.rooted?.ekPublicKeyHash),
           measurementSecret: deriveMeasurementSecret(masterSecret, masterSalt),
           source: 'recovery',
         };

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import type { CoreV1Api, V1ConfigMap } from '@kubernetes/client-node';
 import { StatusError } from '@constellation/atls';
@@ -11,11 +12,12 @@ const codeOf = (err: unknown): number | undefined => (err as { code?: number }).
 const EK_KEY = 'ekPublicKeyHash';
 
 /**
- * Which machine owns which state disk, as one ConfigMap per disk UUID holding the hash of the EK
- * that first joined with it. Neither value is secret, so the service needs no read access to
- * Secrets. A disk key is derived from the UUID alone, so without this record
- * any attested node could ask for any other node's disk key by naming its UUID. A join records
- * the pair (create, so two joiners cannot both win); a rejoin must present the recorded pair.
+ * Which state disks each machine joined with: one ConfigMap per (machine, disk UUID) pair, holding
+ * the machine's id (the EK hash) and the UUID. Neither value is secret, so the service needs no
+ * read access to Secrets. A join records its pair; a rejoin ticket is given only for a recorded
+ * pair. Disk keys are derived for (UUID, EK) as well, so naming another machine's UUID yields a
+ * key for nothing, and keying the record by the pair means nobody can claim a UUID first and lock
+ * its real owner out.
  */
 export class DiskBindings {
   private readonly core: CoreV1Api;
@@ -26,11 +28,11 @@ export class DiskBindings {
     this.namespace = options.namespace ?? 'kube-system';
   }
 
-  /** At join: binds `diskUuid` to the EK, or confirms an existing binding to the same EK. */
+  /** At join: records that this machine joined with `diskUuid` (idempotent). */
   async bind(diskUuid: string, ekPublicKeyHash: string, nodeName: string): Promise<void> {
     const body: V1ConfigMap = {
       metadata: {
-        name: bindingName(diskUuid),
+        name: bindingName(diskUuid, ekPublicKeyHash),
         namespace: this.namespace,
         labels: { 'app.kubernetes.io/managed-by': 'constellation-joinservice' },
         annotations: { 'constellation.io/node-name': nodeName },
@@ -43,47 +45,40 @@ export class DiskBindings {
     } catch (err) {
       if (codeOf(err) !== 409) throw unavailable(err);
     }
-    const owner = await this.owner(diskUuid);
-    if (owner !== ekPublicKeyHash) throw otherOwner(diskUuid);
+    // Already recorded: the same pair, unless the short name collided with another machine's.
+    if ((await this.recorded(diskUuid, ekPublicKeyHash)) !== true)
+      throw unavailable(new Error('binding name collision'));
   }
 
-  /** At rejoin: the disk must have been bound to this EK at join. */
+  /** At rejoin: this machine must have joined with this disk. */
   async check(diskUuid: string, ekPublicKeyHash: string): Promise<void> {
-    const owner = await this.owner(diskUuid);
-    if (owner === undefined) {
-      throw new StatusError(
-        grpc.status.PERMISSION_DENIED,
-        `no node ever joined this cluster with state disk ${diskUuid}; a rejoin ticket is only given for the disk recorded at join`,
-        {},
-        'disk',
-      );
-    }
-    if (owner !== ekPublicKeyHash) throw otherOwner(diskUuid);
+    if ((await this.recorded(diskUuid, ekPublicKeyHash)) === true) return;
+    throw new StatusError(
+      grpc.status.PERMISSION_DENIED,
+      `this machine never joined the cluster with state disk ${diskUuid}; a rejoin ticket is only given for a disk recorded at the machine's join`,
+      {},
+      'disk',
+    );
   }
 
-  private async owner(diskUuid: string): Promise<string | undefined> {
+  private async recorded(diskUuid: string, ekPublicKeyHash: string): Promise<boolean> {
     let binding: V1ConfigMap;
     try {
-      binding = await this.core.readNamespacedConfigMap({ name: bindingName(diskUuid), namespace: this.namespace });
+      binding = await this.core.readNamespacedConfigMap({
+        name: bindingName(diskUuid, ekPublicKeyHash),
+        namespace: this.namespace,
+      });
     } catch (err) {
-      if (codeOf(err) === 404) return undefined;
+      if (codeOf(err) === 404) return false;
       throw unavailable(err);
     }
-    return binding.data?.[EK_KEY];
+    return binding.data?.[EK_KEY] === ekPublicKeyHash && binding.data['diskUuid'] === diskUuid;
   }
 }
 
-function bindingName(diskUuid: string): string {
-  return `constellation-disk-${diskUuid}`;
-}
-
-function otherOwner(diskUuid: string): StatusError {
-  return new StatusError(
-    grpc.status.PERMISSION_DENIED,
-    `state disk ${diskUuid} belongs to another node (recorded with a different endorsement key)`,
-    {},
-    'disk',
-  );
+/** A valid object name per pair: the UUID and 16 hex of SHA-256 over the machine id. */
+function bindingName(diskUuid: string, machine: string): string {
+  return `constellation-disk-${diskUuid}-${createHash('sha256').update(machine).digest('hex').slice(0, 16)}`;
 }
 
 function unavailable(err: unknown): StatusError {

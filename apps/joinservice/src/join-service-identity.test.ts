@@ -156,39 +156,35 @@ describe('a genuine, attested worker asking for more than it is (attacker 2)', (
     });
   });
 
-  it("is refused another node's disk, at join and at rejoin", async () => {
-    await other.requestJoin(fixture.client);
+  it("cannot get another node's disk key, nor lock its owner out by claiming its UUID first", async () => {
+    const key = (node: SimulatedNode, uuid: string): Buffer =>
+      deriveStateDiskKey(fixture.masterSecret.key, fixture.masterSecret.salt, uuid, node.ekPublicKeyHash);
     const ownDisk = worker.diskUuid;
+    // The red team's attack: the worker joins with the UUID of a node that has not joined yet.
     worker.diskUuid = other.diskUuid;
     try {
-      const before = tokenCount();
-      expect(await rpcFailure(worker.requestJoin(fixture.client))).toMatchObject({
-        code: grpc.status.PERMISSION_DENIED,
-        details: `state disk ${other.diskUuid} belongs to another node (recorded with a different endorsement key)`,
-      });
-      expect(tokenCount()).toBe(before);
-      expect(await rpcFailure(worker.requestRejoin(fixture.client))).toMatchObject({
-        code: grpc.status.PERMISSION_DENIED,
-        details: `state disk ${other.diskUuid} belongs to another node (recorded with a different endorsement key)`,
-      });
+      const { ticket: squat } = await worker.requestJoin(fixture.client);
+      // Disk keys are derived for (UUID, EK): the worker gets a key for nothing of the other node's.
+      expect(squat.stateDiskKey).toEqual(key(worker, other.diskUuid));
+      expect(squat.stateDiskKey).not.toEqual(key(other, other.diskUuid));
+      // A rejoin for a disk this machine never joined with is refused.
       worker.diskUuid = randomUUID();
       expect(await rpcFailure(worker.requestRejoin(fixture.client))).toMatchObject({
         code: grpc.status.PERMISSION_DENIED,
-        details: `no node ever joined this cluster with state disk ${worker.diskUuid}; a rejoin ticket is only given for the disk recorded at join`,
+        details: `this machine never joined the cluster with state disk ${worker.diskUuid}; a rejoin ticket is only given for a disk recorded at the machine's join`,
       });
     } finally {
       worker.diskUuid = ownDisk;
     }
-    // Its own disk, recorded at its join, still rejoins.
-    const ticket = await worker.requestRejoin(fixture.client);
-    expect(ticket.stateDiskKey).toEqual(
-      deriveStateDiskKey(fixture.masterSecret.key, fixture.masterSecret.salt, worker.diskUuid),
-    );
+    // The real owner joins and rejoins with its own key, claim or no claim.
+    expect((await other.requestJoin(fixture.client)).ticket.stateDiskKey).toEqual(key(other, other.diskUuid));
+    expect((await other.requestRejoin(fixture.client)).stateDiskKey).toEqual(key(other, other.diskUuid));
+    expect((await worker.requestRejoin(fixture.client)).stateDiskKey).toEqual(key(worker, worker.diskUuid));
   });
 });
 
 describe('bare metal: no instance registry, the explicit switch', () => {
-  it('admits any node whose EK chains to the roots, with the name and IPs it asks for, still binding its disk', async () => {
+  it('admits any node whose EK chains to the roots, with the name and IPs it asks for, disk keys still per machine', async () => {
     const bare = await startJoinFixture(new MemoryLogger(), {}, { registry: false });
     const node = await bare.node('metal-7', '10.42.0.77', { registered: false });
     const stranger = await SimulatedNode.boot(
@@ -202,14 +198,11 @@ describe('bare metal: no instance registry, the explicit switch', () => {
       // The roots still decide who is a machine at all.
       const failure = await rpcFailure(stranger.requestJoin(bare.client));
       expect(failure.details).toMatch(/does not chain to a pinned root/);
-      // And a disk stays with the EK that first joined with it.
-      stranger.diskUuid = node.diskUuid;
+      // And disk keys stay bound to the machine: another one naming the same UUID gets another key.
       const other = await bare.node('metal-9', '10.42.0.79', { registered: false });
       other.diskUuid = node.diskUuid;
       nodes.push(other);
-      expect((await rpcFailure(other.requestJoin(bare.client))).details).toBe(
-        `state disk ${node.diskUuid} belongs to another node (recorded with a different endorsement key)`,
-      );
+      expect((await other.requestJoin(bare.client)).ticket.stateDiskKey).not.toEqual(ticket.stateDiskKey);
     } finally {
       await node.stop();
       await stranger.stop();

@@ -68,7 +68,7 @@ describe('JoinService with real swtpm nodes and the API stand-in', () => {
 
     // Keys come from the cluster's master secret, so the node's cluster ID matches everyone's.
     expect(ticket.stateDiskKey).toEqual(
-      deriveStateDiskKey(fixture.masterSecret.key, fixture.masterSecret.salt, worker.diskUuid),
+      deriveStateDiskKey(fixture.masterSecret.key, fixture.masterSecret.salt, worker.diskUuid, worker.ekPublicKeyHash),
     );
     const measurementSecret = deriveMeasurementSecret(fixture.masterSecret.key, fixture.masterSecret.salt);
     expect(ticket.measurementSecret).toEqual(measurementSecret);
@@ -155,7 +155,7 @@ describe('JoinService with real swtpm nodes and the API stand-in', () => {
   it("issues rejoin tickets with the disk key for the node's disk", async () => {
     const ticket = await worker.requestRejoin(fixture.client);
     expect(ticket.stateDiskKey).toEqual(
-      deriveStateDiskKey(fixture.masterSecret.key, fixture.masterSecret.salt, worker.diskUuid),
+      deriveStateDiskKey(fixture.masterSecret.key, fixture.masterSecret.salt, worker.diskUuid, worker.ekPublicKeyHash),
     );
     expect(ticket.measurementSalt).toEqual(fixture.measurementSalt);
   });

@@ -155,7 +155,8 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
   /** Everything a ticket grants is decided from who the node is, never from what it asks for. */
   const admit = async (result: ValidationResult, proven: VerifiedTpmIdentity | undefined): Promise<AdmittedNode> => {
     if (proven === undefined) return { machineId: `ak-${result.attestationKeyName}` };
-    if (registry === undefined) return { machineId: proven.ekPublicKeyHash };
+    const ek = { machineId: proven.ekPublicKeyHash, ekPublicKeyHash: proven.ekPublicKeyHash };
+    if (registry === undefined) return ek;
     let instance;
     try {
       instance = await registry.byEndorsementKey(proven.ekPublicKeyHash);
@@ -175,7 +176,7 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
         'unregistered-ek',
       );
     }
-    return { machineId: proven.ekPublicKeyHash, instance };
+    return { ...ek, instance };
   };
   const pki = await ClusterPki.load(settings.pkiDir);
   const tickets = new TicketService({

@@ -20,6 +20,8 @@ import type { TicketBudget } from './ticket-budget.js';
  */
 export interface AdmittedNode {
   machineId: string;
+  /** The proven EK's hash (rooted variants): disk keys are derived for this machine only. */
+  ekPublicKeyHash?: string;
   instance?: RegisteredInstance;
 }
 
@@ -132,7 +134,7 @@ export class TicketService {
         ips: issued.ips,
       });
       return {
-        stateDiskKey: deriveStateDiskKey(masterSecret.key, masterSecret.salt, request.diskUuid),
+        stateDiskKey: deriveStateDiskKey(masterSecret.key, masterSecret.salt, request.diskUuid, node.ekPublicKeyHash),
         measurementSalt: this.options.measurementSalt,
         measurementSecret: deriveMeasurementSecret(masterSecret.key, masterSecret.salt),
         kubeletCert: Buffer.from(issued.certificatePem),
@@ -157,7 +159,7 @@ export class TicketService {
     await disks.check(request.diskUuid, node.machineId);
     this.options.logger.info('rejoin ticket issued', { diskUuid: request.diskUuid, node: node.instance?.name });
     return {
-      stateDiskKey: deriveStateDiskKey(masterSecret.key, masterSecret.salt, request.diskUuid),
+      stateDiskKey: deriveStateDiskKey(masterSecret.key, masterSecret.salt, request.diskUuid, node.ekPublicKeyHash),
       measurementSecret: deriveMeasurementSecret(masterSecret.key, masterSecret.salt),
       measurementSalt: this.options.measurementSalt,
     };

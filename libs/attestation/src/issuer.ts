@@ -9,6 +9,8 @@ export interface RootedIdentity {
   readonly akPublic: Buffer;
   /** TPM name of the attestation key. */
   readonly akName: Buffer;
+  /** Lower-case hex SHA-256 of the EK certificate's SubjectPublicKeyInfo: what registries and disk keys use. */
+  readonly ekPublicKeyHash: string;
   /** TPM2_ActivateCredential with this TPM's AK and EK: the credential's secret, or a TpmError. */
   activate(credential: Credential): Promise<Buffer>;
 }

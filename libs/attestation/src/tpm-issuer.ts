@@ -1,3 +1,4 @@
+import { X509Certificate } from 'node:crypto';
 import type { Credential, MeasuredEvent } from '@constellation/proto';
 import { PCR_COUNT, akTemplate, parseQuoteInfo, pcrCompositeDigest, readEkCertificate } from '@constellation/tpm';
 import type { KeyAlgorithm, Tpm } from '@constellation/tpm';
@@ -5,6 +6,7 @@ import { quoteExtraData } from './binding.js';
 import { encodeDocument } from './document.js';
 import { AttestationConfigError } from './errors.js';
 import type { Issuer, RootedIdentity } from './issuer.js';
+import { ekPublicKeyHash } from './ek-public.js';
 import { variantByName } from './variant.js';
 import type { Variant } from './variant.js';
 
@@ -73,6 +75,7 @@ export class TpmIssuer implements Issuer {
       },
       akPublic,
       akName,
+      ekPublicKeyHash: certificateKeyHash(certificate),
       activate: (credential: Credential) =>
         tpm.activateCredentialWithKeys(
           ak,
@@ -114,4 +117,10 @@ export class TpmIssuer implements Issuer {
       }
     });
   }
+}
+
+/** SHA-256 of the certificate's SubjectPublicKeyInfo, hex: the machine's EK hash. */
+export function certificateKeyHash(certificate: Uint8Array): string {
+  const spki = new X509Certificate(certificate).publicKey.export({ type: 'spki', format: 'der' });
+  return ekPublicKeyHash(spki);
 }

@@ -68,6 +68,16 @@ describe('key hierarchy', () => {
     expect(() => deriveStateDiskKey(Buffer.alloc(32), Buffer.alloc(32), '../../etc')).toThrow(/not a disk UUID/);
   });
 
+  it("binds a disk key to its machine's EK: the same UUID under another EK is another key", () => {
+    const [master, salt] = [Buffer.alloc(32, 1), Buffer.alloc(32, 2)];
+    const uuid = 'ab12cd34-0000-4000-8000-00000000000f';
+    const a = deriveStateDiskKey(master, salt, uuid, 'a'.repeat(64));
+    expect(a).toEqual(deriveDataKey(master, salt, `${uuid}@${'a'.repeat(64)}`));
+    expect(a).not.toEqual(deriveStateDiskKey(master, salt, uuid, 'b'.repeat(64)));
+    expect(a).not.toEqual(deriveStateDiskKey(master, salt, uuid));
+    expect(() => deriveStateDiskKey(master, salt, uuid, 'A'.repeat(64))).toThrow(/not a lower-case hex SHA-256/);
+  });
+
   it('predicts PCR 15 exactly as a real TPM computes it after PCR_Event with the cluster ID', async () => {
     const swtpm = await startSwtpm();
     const tpm = new Tpm(new SocketTransport({ host: swtpm.host, port: swtpm.port }));

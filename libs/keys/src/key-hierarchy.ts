@@ -30,10 +30,24 @@ export function deriveClusterId(measurementSecret: Uint8Array, measurementSalt: 
   return Buffer.from(hkdfSync('sha256', measurementSecret, measurementSalt, 'key-clusterID', KEY_LENGTH));
 }
 
-/** The key of a state disk: data key with the disk's lower-case LUKS UUID as id. */
-export function deriveStateDiskKey(masterSecret: Uint8Array, masterSalt: Uint8Array, diskUuid: string): Buffer {
+/**
+ * The key of a state disk: a data key whose id is the disk's lower-case LUKS UUID and, for a
+ * machine with a proven TPM identity, the hash of its endorsement key (`<uuid>@<ek hash>`). Disk
+ * UUIDs are not secret, so without the owner in the id any attested machine could ask for another
+ * machine's disk key by naming its UUID; with it, a machine can only ever get keys for its own
+ * disks. Reproducible from the master secret, the UUID and the (public) EK hash.
+ */
+export function deriveStateDiskKey(
+  masterSecret: Uint8Array,
+  masterSalt: Uint8Array,
+  diskUuid: string,
+  ekPublicKeyHash?: string,
+): Buffer {
   if (!/^[0-9a-fA-F-]{8,64}$/.test(diskUuid)) throw new RangeError(`"${diskUuid}" is not a disk UUID`);
-  return deriveDataKey(masterSecret, masterSalt, diskUuid.toLowerCase());
+  if (ekPublicKeyHash === undefined) return deriveDataKey(masterSecret, masterSalt, diskUuid.toLowerCase());
+  if (!/^[0-9a-f]{64}$/.test(ekPublicKeyHash))
+    throw new RangeError(`"${ekPublicKeyHash}" is not a lower-case hex SHA-256 of an EK public key`);
+  return deriveDataKey(masterSecret, masterSalt, `${diskUuid.toLowerCase()}@${ekPublicKeyHash}`);
 }
 
 /**

@@ -17,6 +17,7 @@ import type { EccPublic } from '@constellation/tpm';
 import { AK_ATTRIBUTES } from '@constellation/tpm';
 import { quoteExtraData } from '../binding.js';
 import { encodeDocument } from '../document.js';
+import { certificateKeyHash } from '../tpm-issuer.js';
 import type { Issuer, RootedIdentity } from '../issuer.js';
 import type { Measurements } from '../measurements.js';
 import { variantByName } from '../variant.js';
@@ -72,6 +73,7 @@ export class SoftwareAttester implements Issuer {
         identity: stolen,
         akPublic: this.akPublic,
         akName: this.akName,
+        ekPublicKeyHash: certificateKeyHash(stolen.ekCertificate),
         // Without the EK's private key the credential cannot be opened; the best it can do is guess.
         activate: (_credential: Credential) => Promise.resolve(Buffer.alloc(32, 0x41)),
       };
