@@ -36,11 +36,56 @@ async function connected(channel: Channel, credentials: AttestedChannelCredentia
 }
 
 /**
+ * What credential activations may cost this node: each one is TPM work (an AK and a session, an
+ * RSA decryption with the EK), so a connection gets one (a client needs exactly one to prove the
+ * node), and at most `maxConcurrent` run at once across connections; more are refused at once with
+ * a retryable status instead of queueing on the TPM.
+ */
+export class ActivationBudget {
+  private readonly used = new Set<string>();
+  private readonly perConnection: boolean;
+  private readonly maxConcurrent: number;
+  private inFlight = 0;
+
+  constructor(options: { perConnection: boolean; maxConcurrent?: number }) {
+    this.perConnection = options.perConnection;
+    this.maxConcurrent = options.maxConcurrent ?? 2;
+  }
+
+  /** Takes one activation for `peer`, or says why not. */
+  take(peer: string): Partial<grpc.StatusObject> | undefined {
+    if (this.perConnection && this.used.has(peer)) {
+      return {
+        code: grpc.status.RESOURCE_EXHAUSTED,
+        details: 'one credential activation per attested connection; open a new connection to prove the node again',
+      };
+    }
+    if (this.inFlight >= this.maxConcurrent) {
+      const metadata = new grpc.Metadata();
+      metadata.set('retry-after-ms', '500');
+      return { code: grpc.status.UNAVAILABLE, details: 'the TPM is busy with other activations; retry', metadata };
+    }
+    if (this.perConnection) this.used.add(peer);
+    this.inFlight++;
+    return undefined;
+  }
+
+  release(): void {
+    this.inFlight--;
+  }
+
+  /** The connection closed: its address may be reused by a new connection. */
+  forget(peer: string): void {
+    this.used.delete(peer);
+  }
+}
+
+/**
  * Serves constellation.atls.v1.ActivationService on a server-attests endpoint: the node's TPM
  * activates the client's credential and answers with a proof bound to the client's nonce. The
  * secret itself never leaves the node.
  */
-export function addActivationService(server: grpc.Server, rooted: RootedIdentity): void {
+export function addActivationService(server: grpc.Server, rooted: RootedIdentity, budget: ActivationBudget): void {
   server.addService(ActivationServiceService, {
     activate: (
       call: grpc.ServerUnaryCall<ActivateRequest, ActivateResponse>,
@@ -54,17 +99,27 @@ export function addActivationService(server: grpc.Server, rooted: RootedIdentity
         });
         return;
       }
-      rooted.activate(credential).then(
-        (secret) => {
-          callback(null, { proof: activationProof(secret, nonce, rooted.akName) });
-        },
-        (err: unknown) => {
-          callback({
-            code: grpc.status.PERMISSION_DENIED,
-            details: `this TPM cannot activate the credential: ${(err as Error).message}`,
-          });
-        },
-      );
+      const refusal = budget.take(call.getPeer());
+      if (refusal !== undefined) {
+        callback(refusal);
+        return;
+      }
+      rooted
+        .activate(credential)
+        .then(
+          (secret) => {
+            callback(null, { proof: activationProof(secret, nonce, rooted.akName) });
+          },
+          (err: unknown) => {
+            callback({
+              code: grpc.status.PERMISSION_DENIED,
+              details: `this TPM cannot activate the credential: ${(err as Error).message}`,
+            });
+          },
+        )
+        .finally(() => {
+          budget.release();
+        });
     },
   });
 }

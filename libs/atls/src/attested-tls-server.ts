@@ -6,7 +6,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { Issuer } from '@constellation/attestation';
 import { noopLogger } from '@constellation/logger';
 import type { Logger } from '@constellation/logger';
-import { addActivationService } from './activation-service.js';
+import { ActivationBudget, addActivationService } from './activation-service.js';
 import { serverNameToNonce } from './nonce-server-name.js';
 import { issueFromPublicRoot } from './public-root.js';
 import { spkiUserData } from './spki-binding.js';
@@ -29,6 +29,7 @@ export class AttestedTlsServer {
   private readonly tls: TlsServer;
   private readonly injector: ReturnType<grpc.Server['createConnectionInjector']>;
   private readonly sockets = new Set<TLSSocket>();
+  private readonly activations = new ActivationBudget({ perConnection: true });
   private readonly log: Logger;
 
   constructor(grpcServer: grpc.Server, options: AttestedTlsServerOptions) {
@@ -36,7 +37,7 @@ export class AttestedTlsServer {
     this.injector = grpcServer.createConnectionInjector(grpc.ServerCredentials.createInsecure());
     const issuer = options.issuer;
     // Rooted issuers also answer credentials, so clients can prove the AK sits beside a certified EK.
-    if (issuer.rooted !== undefined) addActivationService(grpcServer, issuer.rooted);
+    if (issuer.rooted !== undefined) addActivationService(grpcServer, issuer.rooted, this.activations);
     this.tls = createServer(
       {
         minVersion: 'TLSv1.3',
@@ -60,7 +61,12 @@ export class AttestedTlsServer {
       },
       (socket) => {
         this.sockets.add(socket);
-        socket.once('close', () => this.sockets.delete(socket));
+        // grpc-js names a call's peer by the connection's remote address and port.
+        const peer = `${socket.remoteAddress ?? ''}:${String(socket.remotePort ?? '')}`;
+        socket.once('close', () => {
+          this.sockets.delete(socket);
+          this.activations.forget(peer);
+        });
         this.injector.injectConnection(socket);
       },
     );

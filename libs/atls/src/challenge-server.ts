@@ -14,7 +14,7 @@ import { challengeUserData } from './challenge-binding.js';
 import { CHALLENGE_PROTOCOL_VERSION } from './challenge-messages.js';
 import type { ChallengeClientMessage, ChallengeServerMessage } from './challenge-messages.js';
 import { ephemeralKey, seal } from './seal.js';
-import { serviceUserData } from './service-attester.js';
+import { ServiceAttesterBusyError, serviceUserData } from './service-attester.js';
 import type { ServiceAttester } from './service-attester.js';
 import { StatusError } from './status-error.js';
 
@@ -57,6 +57,12 @@ export interface ChallengeServerOptions {
 }
 
 type Stream = grpc.ServerDuplexStream<ChallengeClientMessage, ChallengeServerMessage>;
+
+function retryAfter(ms: number): grpc.Metadata {
+  const metadata = new grpc.Metadata();
+  metadata.set('retry-after-ms', String(ms));
+  return metadata;
+}
 
 /**
  * Runs the service side of one challenge stream: hello → fresh nonce → attested request →
@@ -143,13 +149,15 @@ export function serveChallenge(call: Stream, options: ChallengeServerOptions): v
       // stream waits in 'preparing' meanwhile.
       state = 'preparing';
       const serviceKey = ephemeralKey();
-      Promise.all([
-        rootedValidator ? options.identity?.challenge(hello.identity, hello.akPublic) : undefined,
-        attester?.attest(serviceUserData(serviceKey.publicKey), hello.serviceNonce).catch((err: unknown) => {
-          log.error('could not attest this service for the node', { err, attester: attester.description });
-          return undefined;
-        }),
-      ]).then(
+      // The node's identity first: a stranger without a valid EK certificate costs the host's
+      // TPM nothing (red-team finding). Then, when asked, the host attests (bounded by the attester).
+      const prepare = async (): Promise<[PendingActivation | undefined, Buffer | undefined]> => {
+        const pending = rootedValidator ? await options.identity?.challenge(hello.identity, hello.akPublic) : undefined;
+        if (attester === undefined) return [pending, undefined];
+        if (state !== 'preparing') return [pending, undefined];
+        return [pending, await attester.attest(serviceUserData(serviceKey.publicKey), hello.serviceNonce)];
+      };
+      prepare().then(
         ([pending, serviceAttestation]) => {
           if (state !== 'preparing') return;
           activation = pending;
@@ -178,9 +186,16 @@ export function serveChallenge(call: Stream, options: ChallengeServerOptions): v
         (err: unknown) => {
           if (err instanceof AttestationError) {
             finish(grpc.status.PERMISSION_DENIED, `attestation rejected: ${err.message}`, `attestation:${err.reason}`);
+          } else if (err instanceof ServiceAttesterBusyError) {
+            finish(grpc.status.UNAVAILABLE, err.message, 'handler', retryAfter(1_000));
           } else {
-            log.error('identity verification failed', { err });
-            finish(grpc.status.INTERNAL, 'the node identity could not be checked', 'handler');
+            log.error('could not prepare the challenge', { err });
+            finish(
+              grpc.status.UNAVAILABLE,
+              "the service could not check the node's identity or attest its own host; retry",
+              'handler',
+              retryAfter(2_000),
+            );
           }
         },
       );

@@ -1,4 +1,4 @@
-export { addActivationService, proveServerIdentity } from './activation-service.js';
+export { ActivationBudget, addActivationService, proveServerIdentity } from './activation-service.js';
 export { AttestedChannelCredentials, attestationFailure } from './attested-channel.js';
 export type { AttestedTlsServerOptions } from './attested-tls-server.js';
 export { AttestedTlsServer } from './attested-tls-server.js';
@@ -17,6 +17,12 @@ export { ATLS_ROOT_NAME, atlsPublicRoot, issueFromPublicRoot } from './public-ro
 export { ephemeralKey, open, seal } from './seal.js';
 export { spkiUserData } from './spki-binding.js';
 export type { ServiceAttester } from './service-attester.js';
-export { AgentAttester, issuerAttester, serveAttestationAgent, serviceUserData } from './service-attester.js';
+export {
+  AgentAttester,
+  ServiceAttesterBusyError,
+  issuerAttester,
+  serveAttestationAgent,
+  serviceUserData,
+} from './service-attester.js';
 export { StatusError } from './status-error.js';
 export { SERVICE_CHANNEL_OPTIONS, serviceChannelCredentials, serviceServerCredentials } from './service-tls.js';

@@ -11,7 +11,7 @@ import {
   AttestationAgentServiceService,
 } from '@constellation/proto';
 import type { AttestRequest, AttestResponse, Credential } from '@constellation/proto';
-import { addActivationService } from './activation-service.js';
+import { ActivationBudget, addActivationService } from './activation-service.js';
 import { AtlsError } from './errors.js';
 
 const SERVICE_LABEL = Buffer.from('constellation/atls/service/v1');
@@ -20,6 +20,11 @@ const MAX_USER_DATA = 64;
 /** The user data a service's host attests: binds the key its sealed answer will use. */
 export function serviceUserData(servicePublicKey: Uint8Array): Buffer {
   return createHash('sha256').update(SERVICE_LABEL).update(servicePublicKey).digest();
+}
+
+/** The host's attestations are all in use; the caller should come back later. */
+export class ServiceAttesterBusyError extends Error {
+  override readonly name = 'ServiceAttesterBusyError';
 }
 
 /** How a service (the JoinService) attests the machine it runs on. */
@@ -58,8 +63,12 @@ export class AgentAttester implements ServiceAttester {
   private readonly agent: AttestationAgentServiceClient;
   private readonly activation: ActivationServiceClient;
   private readonly timeoutMs: number;
+  private readonly maxInFlight: number;
+  private inFlight = 0;
 
-  constructor(socketPath: string, timeoutMs = 10_000) {
+  /** At most `maxInFlight` agent calls at once: the host's TPM is shared with the node itself. */
+  constructor(socketPath: string, timeoutMs = 10_000, maxInFlight = 8) {
+    this.maxInFlight = maxInFlight;
     this.description = `attestation agent at ${socketPath}`;
     this.agent = new AttestationAgentServiceClient(`unix:${socketPath}`, grpc.credentials.createInsecure());
     this.activation = new ActivationServiceClient('', grpc.credentials.createInsecure(), {
@@ -69,6 +78,28 @@ export class AgentAttester implements ServiceAttester {
   }
 
   attest(userData: Uint8Array, nonce: Uint8Array): Promise<Buffer> {
+    return this.bounded(() => this.callAttest(userData, nonce));
+  }
+
+  prove(credential: Credential, nonce: Uint8Array): Promise<Buffer> {
+    return this.bounded(() => this.callActivate(credential, nonce));
+  }
+
+  private async bounded<T>(call: () => Promise<T>): Promise<T> {
+    if (this.inFlight >= this.maxInFlight) {
+      throw new ServiceAttesterBusyError(
+        `the service is attesting its host for ${this.inFlight} nodes already; retry shortly`,
+      );
+    }
+    this.inFlight++;
+    try {
+      return await call();
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  private callAttest(userData: Uint8Array, nonce: Uint8Array): Promise<Buffer> {
     return new Promise((resolve, reject) => {
       this.agent.attest(
         { userData: Buffer.from(userData), nonce: Buffer.from(nonce) },
@@ -82,7 +113,7 @@ export class AgentAttester implements ServiceAttester {
     });
   }
 
-  prove(credential: Credential, nonce: Uint8Array): Promise<Buffer> {
+  private callActivate(credential: Credential, nonce: Uint8Array): Promise<Buffer> {
     return new Promise((resolve, reject) => {
       this.activation.activate(
         { credential, nonce: Buffer.from(nonce) },
@@ -136,7 +167,8 @@ export async function serveAttestationAgent(
       );
     },
   });
-  addActivationService(server, rooted);
+  // Local callers only (the socket is 0600); still never more than two activations at once.
+  addActivationService(server, rooted, new ActivationBudget({ perConnection: false }));
   await rm(socketPath, { force: true });
   await new Promise<void>((resolve, reject) => {
     server.bindAsync(`unix:${socketPath}`, grpc.ServerCredentials.createInsecure(), (err) => {
