@@ -14,27 +14,12 @@ import type { Measurements } from './measurements.js';
 const SOURCE = 'fuzzed.yaml';
 const ZERO = '0'.repeat(64);
 
-/**
- * The known bug reproduced by the two `it.fails` tests at the end: yaml's toJS() throws a
- * ReferenceError for an alias it cannot resolve or for too many aliases, and parseMeasurements
- * lets it escape. Tolerated here (and only this exact error) so that the fuzzing keeps looking
- * for other failures; remove together with the `.fails` once measurements.ts is fixed.
- */
-function isKnownAliasBug(err: unknown): boolean {
-  return (
-    err instanceof ReferenceError &&
-    /^(?:Unresolved alias|Excessive alias count)/.test(err.message) &&
-    (err.stack ?? '').includes('toJS')
-  );
-}
-
 /** Runs the loader and checks the outcome; returns the set when it was accepted. */
 function load(text: string): Measurements | undefined {
   let measurements: Measurements;
   try {
     measurements = parseMeasurements(text, SOURCE);
   } catch (err) {
-    if (isKnownAliasBug(err)) return undefined;
     if (!(err instanceof AttestationConfigError)) {
       throw new Error(`untyped failure for ${JSON.stringify(text.slice(0, 300))}`, { cause: err });
     }
@@ -382,38 +367,38 @@ describe('parseMeasurements under hostile input (fast-check)', () => {
     );
   });
 
-  // BUG (found by 'random text' with the input `*!`): an alias without its anchor passes the
+  // Regression (was a bug, found by 'random text' with the input `*!`): an alias without its anchor passes the
   // strict parse (doc.errors is empty) and only fails in doc.toJS() with yaml's ReferenceError
   // "Unresolved alias (the anchor must be set before the alias)", which escapes untyped.
-  // Minimal input: `*a`. Remove `.fails` once measurements.ts maps it to AttestationConfigError.
-  it.fails('BUG: an alias without an anchor is refused with AttestationConfigError (today: ReferenceError)', () => {
+  // Minimal input: `*a`. Fixed; kept as a regression test.
+  it('an alias without an anchor is refused with AttestationConfigError', () => {
     expect(() => parseMeasurements('*a', SOURCE)).toThrow(AttestationConfigError);
   });
 
-  // BUG: the YAML library's alias-expansion guard throws a ReferenceError ("Excessive alias
+  // Regression (was a bug): the YAML library's alias-expansion guard throws a ReferenceError ("Excessive alias
   // count indicates a resource exhaustion attack") from doc.toJS(), which parseMeasurements does
   // not catch, so a billion-laughs file escapes as an untyped error. Minimal input: one scalar
-  // anchor and 101 aliases of it. Remove `.fails` once measurements.ts maps it to
+  // anchor and 101 aliases of it. Fixed; kept as a regression test.
   // AttestationConfigError.
-  it.fails('BUG: an alias bomb is refused with AttestationConfigError (today: ReferenceError)', () => {
+  it('an alias bomb is refused with AttestationConfigError', () => {
     const text = `a: &a x\nb: [${Array.from({ length: 101 }, () => '*a').join(', ')}]\n`;
     expect(() => parseMeasurements(text, SOURCE)).toThrow(AttestationConfigError);
   });
 
-  // BUG: duplicate keys are documented as errors, and `uniqueKeys` catches `4` twice, but YAML
+  // Regression (was a bug): duplicate keys are documented as errors, and `uniqueKeys` catches `4` twice, but YAML
   // keys are compared by value before conversion: the integer 4 and the string "4" differ, and
   // doc.toJS() then silently keeps the last. Minimal input: the two entries below; PCR 4 ends
-  // up expecting zero and the first value is lost. Remove `.fails` once duplicates after key
+  // up expecting zero and the first value is lost. Fixed; kept as a regression test.
   // conversion are refused.
-  it.fails('BUG: PCR 4 written as 4 and as "4" is refused as a duplicate (today: the last one wins)', () => {
+  it('PCR 4 written as 4 and as "4" is refused as a duplicate', () => {
     const text = `measurements:\n  15: {expected: "${ZERO}"}\n  4: {expected: "${'a'.repeat(64)}"}\n  "4": {expected: "${ZERO}"}\n`;
     expect(() => parseMeasurements(text, SOURCE)).toThrow(AttestationConfigError);
   });
 
-  // BUG: a `__proto__` key inside `measurements` is dropped without a word (yaml/zod treat it as
+  // Regression (was a bug): a `__proto__` key inside `measurements` is dropped without a word (yaml/zod treat it as
   // the prototype, not as an entry), although every other bad PCR index is refused by name.
-  // Minimal input below. Remove `.fails` once it is refused like "24" or "constructor".
-  it.fails('BUG: a "__proto__" PCR index is refused like any other bad index (today: silently ignored)', () => {
+  // Minimal input below. Fixed; kept as a regression test.
+  it('a "__proto__" PCR index is refused like any other bad index', () => {
     const text = JSON.stringify({ measurements: { '15': { expected: ZERO } } }).replace(
       '{"15"',
       `{"__proto__": {"expected": "${'a'.repeat(64)}"}, "15"`,

@@ -1,4 +1,4 @@
-import { parseDocument } from 'yaml';
+import { isScalar, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { PCR_COUNT } from '@constellation/tpm';
 import { AttestationConfigError } from './errors.js';
@@ -74,12 +74,32 @@ export function parseMeasurements(text: string, source = 'measurements'): Measur
   if (Buffer.byteLength(text) > MAX_FILE_BYTES) {
     throw new AttestationConfigError(`${source}: file larger than ${MAX_FILE_BYTES} bytes`);
   }
-  // YAML 1.2 is a superset of JSON, and this parser also rejects duplicate keys, which JSON.parse would silently merge.
-  const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: false, strict: true });
+  // YAML 1.2 is a superset of JSON, and this parser also rejects duplicate keys, which JSON.parse
+  // would silently merge; keys are compared as the strings they become, so `4` and `"4"` collide.
+  const doc = parseDocument(text, {
+    uniqueKeys: (a, b) => keyText(a) === keyText(b),
+    prettyErrors: false,
+    strict: true,
+  });
   if (doc.errors.length > 0) {
     throw new AttestationConfigError(`${source}: not valid JSON or YAML: ${doc.errors[0]?.message ?? 'parse error'}`);
   }
-  const parsed = fileSchema.safeParse(doc.toJS());
+  let content: unknown;
+  try {
+    // Maps, not objects: a "__proto__" key stays an entry (and is refused as a bad index) instead
+    // of vanishing into the prototype. Unresolved aliases and alias bombs only show here.
+    content = plain(doc.toJS({ mapAsMap: true, maxAliasCount: 100 }));
+  } catch (err) {
+    throw new AttestationConfigError(`${source}: not valid JSON or YAML: ${(err as Error).message}`);
+  }
+  // zod's record() skips a "__proto__" key; every key must be a PCR index, that one included.
+  const entries = (content as { measurements?: unknown } | null)?.measurements;
+  if (entries !== null && typeof entries === 'object' && Object.hasOwn(entries, '__proto__')) {
+    throw new AttestationConfigError(
+      `${source}: measurements.__proto__: expected a PCR index from 0 to ${PCR_COUNT - 1}`,
+    );
+  }
+  const parsed = fileSchema.safeParse(content);
   if (!parsed.success) {
     throw new AttestationConfigError(`${source}: ${describeIssues(parsed.error.issues)}`);
   }
@@ -102,6 +122,20 @@ export function measurementsToFile(measurements: Measurements): {
       entries.map(([pcr, m]) => [String(pcr), { expected: m.expected.toString('hex'), warnOnly: m.warnOnly }]),
     ),
   };
+}
+
+/** A YAML key as the string it becomes in the parsed object. */
+function keyText(node: unknown): string {
+  return isScalar(node) ? String(node.value) : String(node);
+}
+
+/** Plain objects (own properties only, "__proto__" included) from yaml's Maps, recursively. */
+function plain(value: unknown): unknown {
+  if (value instanceof Map) {
+    return Object.fromEntries([...(value as Map<unknown, unknown>)].map(([k, v]) => [String(k), plain(v)]));
+  }
+  if (Array.isArray(value)) return value.map(plain);
+  return value;
 }
 
 /** "path: message" for each problem (nested record-key problems unwrapped), so the user sees every field to fix. */

@@ -123,20 +123,29 @@ export function publicKeyObject(pub: TpmPublic): KeyObject {
     if (pub.curve !== TPM_ECC.NIST_P256) throw new TpmParseError(`unsupported ECC curve 0x${pub.curve.toString(16)}`);
     if (pub.x.length !== 32 || pub.y.length !== 32)
       throw new TpmParseError('ECC P-256 point coordinates must be 32 bytes');
-    return createPublicKey({
-      key: { kty: 'EC', crv: 'P-256', x: pub.x.toString('base64url'), y: pub.y.toString('base64url') },
-      format: 'jwk',
-    });
+    try {
+      return createPublicKey({
+        key: { kty: 'EC', crv: 'P-256', x: pub.x.toString('base64url'), y: pub.y.toString('base64url') },
+        format: 'jwk',
+      });
+    } catch (err) {
+      // Node refuses points that are not on the curve; a hostile public area must not surface that untyped.
+      throw new TpmParseError(`ECC point is not on NIST P-256: ${(err as Error).message}`);
+    }
   }
   if (pub.modulus.length * 8 !== pub.keyBits) {
     throw new TpmParseError(`RSA modulus has ${pub.modulus.length * 8} bits, key claims ${pub.keyBits}`);
   }
   const exponent = Buffer.alloc(4);
   exponent.writeUInt32BE(pub.exponent === 0 ? 65537 : pub.exponent);
-  return createPublicKey({
-    key: { kty: 'RSA', n: pub.modulus.toString('base64url'), e: trimLeadingZeros(exponent).toString('base64url') },
-    format: 'jwk',
-  });
+  try {
+    return createPublicKey({
+      key: { kty: 'RSA', n: pub.modulus.toString('base64url'), e: trimLeadingZeros(exponent).toString('base64url') },
+      format: 'jwk',
+    });
+  } catch (err) {
+    throw new TpmParseError(`RSA public key is not usable: ${(err as Error).message}`);
+  }
 }
 
 function trimLeadingZeros(b: Buffer): Buffer {

@@ -429,8 +429,8 @@ describe('TPM response parsing under hostile input (fast-check)', () => {
   // consistent count and digest) never shrinks the remaining set, so pcrRead sends PCR_Read
   // forever: a hang instead of a TpmParseError. Minimal response parameters:
   //   pcrUpdateCounter 1, TPML_PCR_SELECTION { 1, sha256, 3, 00 04 00 }, TPML_DIGEST { 1, 32 zero bytes }.
-  // Remove `.fails` once tpm.ts refuses PCRs outside the request.
-  it.fails('BUG: pcrRead refuses PCRs the TPM returns without being asked (today: endless PCR_Read loop)', async () => {
+  // Fixed; kept as a regression test.
+  it('pcrRead refuses PCRs the TPM returns without being asked (no endless PCR_Read loop)', async () => {
     const parameters = new TpmWriter()
       .u32(1)
       .u32(1)
@@ -650,13 +650,13 @@ describe('TPM structure parsers under hostile input (fast-check)', () => {
     return out;
   }
 
-  // BUG (found by the property below): publicKeyObject hands 32-byte ECC coordinates to Node's
+  // Regression (was a bug, found by the property below): publicKeyObject hands 32-byte ECC coordinates to Node's
   // createPublicKey unchecked, and a point that is not on P-256 comes back as Node's
   // TypeError ERR_CRYPTO_INVALID_JWK instead of a TpmParseError. verifySignature calls it, so
   // verifying a quote against a hostile TPMT_PUBLIC throws an untyped error instead of
   // returning false or throwing TpmParseError. Minimal input: the ECC AK template with
-  // x = y = 32 zero bytes. Remove `.fails` once public-area.ts maps it to TpmParseError.
-  it.fails('BUG: publicKeyObject of an ECC point not on P-256 throws TpmParseError (today: TypeError)', () => {
+  // x = y = 32 zero bytes. Fixed; kept as a regression test.
+  it('publicKeyObject of an ECC point not on P-256 throws TpmParseError', () => {
     const offCurve: TpmPublic = { ...akTemplate('ecc'), x: Buffer.alloc(32), y: Buffer.alloc(32) } as TpmPublic;
     expect(() => publicKeyObject(offCurve)).toThrow(TpmParseError);
   });
@@ -690,9 +690,7 @@ describe('TPM structure parsers under hostile input (fast-check)', () => {
                 publicKeyObject(parsePublic(original)).export({ format: 'jwk' }),
               );
           } catch (err) {
-            // The known bug above; every other failure must be typed.
-            const known = pub.type === 'ecc' && (err as { code?: unknown }).code === 'ERR_CRYPTO_INVALID_JWK';
-            if (!known) expectTyped(err, () => input.toString('hex'));
+            expectTyped(err, () => input.toString('hex'));
           }
         }
       }),

@@ -147,6 +147,10 @@ export class Tpm {
       if (count !== read.length) throw new TpmParseError(`TPM2_PCR_Read: ${count} values for ${read.length} PCRs`);
       if (read.length === 0)
         throw new TpmParseError(`TPM2_PCR_Read: bank ${hash} returned none of PCRs ${remaining.join(',')}`);
+      // A PCR nobody asked for would never shrink `remaining`: the loop would not end.
+      const unasked = read.filter((pcr) => !remaining.includes(pcr));
+      if (unasked.length > 0)
+        throw new TpmParseError(`TPM2_PCR_Read: returned PCRs ${unasked.join(',')}, which were not requested`);
       for (const pcr of read) values.set(pcr, r.sized(`pcrValues[${pcr}]`, 64));
       remaining = remaining.filter((pcr) => !values.has(pcr));
     }

@@ -17,15 +17,13 @@ import type { KubeadmDocuments } from './config-schema.js';
 // schemas, and nothing may reach Object.prototype.
 
 /**
- * Loads `text` and checks the outcome; returns the documents when they were accepted. Errors
- * matched by `tolerate` (the known bug reproduced at the end of this file) are let through.
+ * Loads `text` and checks the outcome; returns the documents when they were accepted.
  */
-function load(text: string, tolerate: (err: unknown) => boolean = isKnownAliasBug): KubeadmDocuments | undefined {
+function load(text: string): KubeadmDocuments | undefined {
   let docs: KubeadmDocuments;
   try {
     docs = parseKubeadmConfig(text);
   } catch (err) {
-    if (tolerate(err)) return undefined;
     if (!(err instanceof ConfigError)) {
       throw new Error(`untyped failure for ${JSON.stringify(text.slice(0, 400))}`, { cause: err });
     }
@@ -42,18 +40,6 @@ function load(text: string, tolerate: (err: unknown) => boolean = isKnownAliasBu
   if (docs.cluster !== undefined) expect(clusterConfigurationSchema.safeParse(docs.cluster).success).toBe(true);
   if (docs.join !== undefined) expect(joinConfigurationSchema.safeParse(docs.join).success).toBe(true);
   return docs;
-}
-
-/**
- * The known bug (see the `it.fails` tests at the end): yaml's toJS() throws a ReferenceError for
- * an alias without an anchor or for too many aliases, and parseKubeadmConfig lets it escape.
- */
-function isKnownAliasBug(err: unknown): boolean {
-  return (
-    err instanceof ReferenceError &&
-    /^(?:Unresolved alias|Excessive alias count)/.test(err.message) &&
-    (err.stack ?? '').includes('toJS')
-  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -336,7 +322,7 @@ describe('kubeadm stand-in configuration parser under hostile input (fast-check)
   it('accepts every configuration libs/kubeadm writes, exactly as written', () => {
     fc.assert(
       fc.property(validDocs, (docs) => {
-        const parsed = load(toYaml(docs), () => false);
+        const parsed = load(toYaml(docs));
         const [first] = docs;
         if (first?.['kind'] === 'InitConfiguration') {
           expect(parsed?.init).toEqual(first);
@@ -423,28 +409,28 @@ describe('kubeadm stand-in configuration parser under hostile input (fast-check)
     );
   });
 
-  // BUG (found by 'random text' / 'text mutations'): an alias without an anchor (`*a`) passes
+  // Regression (was a bug, found by 'random text' / 'text mutations'): an alias without an anchor (`*a`) passes
   // parseAllDocuments without errors and only fails in doc.toJS() with yaml's ReferenceError
   // "Unresolved alias (the anchor must be set before the alias)"; a billion-laughs file fails
   // the same way with "Excessive alias count". parseKubeadmConfig lets both escape, so the
   // stand-in dies with a stack trace instead of kubeadm's preflight error. Minimal inputs:
-  // `*a`, and one anchor with 101 aliases. Remove `.fails` once config-schema.ts maps them to
+  // `*a`, and one anchor with 101 aliases. Fixed; kept as a regression test.
   // ConfigError.
-  it.fails('BUG: an alias without its anchor is refused with ConfigError (today: ReferenceError)', () => {
+  it('an alias without its anchor is refused with ConfigError', () => {
     expect(() => parseKubeadmConfig('*a')).toThrow(ConfigError);
   });
 
-  it.fails('BUG: an alias bomb is refused with ConfigError (today: ReferenceError)', () => {
+  it('an alias bomb is refused with ConfigError', () => {
     const text = `a: &a x\nb: [${Array.from({ length: 101 }, () => '*a').join(', ')}]\n`;
     expect(() => parseKubeadmConfig(text)).toThrow(ConfigError);
   });
 
-  // BUG: kubeadm refuses a file that specifies the same kind twice ("kind ... is specified twice
+  // Regression (was a bug): kubeadm refuses a file that specifies the same kind twice ("kind ... is specified twice
   // in YAML file"); the stand-in silently keeps the last one, so a second, conflicting
   // JoinConfiguration (another token, another CA pin) wins without a word. Minimal input: any
   // valid JoinConfiguration followed by `---` and a copy with another token. Remove `.fails`
   // once config-schema.ts refuses duplicate kinds.
-  it.fails('BUG: the same kind twice is refused like kubeadm does (today: the last one wins)', () => {
+  it('the same kind twice is refused like kubeadm does (SplitConfigDocuments, cmd/kubeadm/app/util/marshal.go)', () => {
     const join = (t: string): Record<string, unknown> => ({
       apiVersion: API,
       kind: 'JoinConfiguration',
@@ -454,6 +440,8 @@ describe('kubeadm stand-in configuration parser under hostile input (fast-check)
       },
     });
     const text = toYaml([join('abcdef.0123456789abcdef'), join('zzzzzz.0123456789abcdef')]);
-    expect(() => parseKubeadmConfig(text)).toThrow(ConfigError);
+    expect(() => parseKubeadmConfig(text)).toThrow(
+      'invalid configuration: kind "JoinConfiguration" is specified twice in YAML file',
+    );
   });
 });

@@ -72,15 +72,27 @@ export class ConfigError extends Error {
   override readonly name = 'ConfigError';
 }
 
-/** Parses a multi-document kubeadm config file strictly. */
+/**
+ * Parses a multi-document kubeadm config file strictly. Like kubeadm (`SplitConfigDocuments` in
+ * cmd/kubeadm/app/util/marshal.go) a kind may appear once per file.
+ */
 export function parseKubeadmConfig(text: string): KubeadmDocuments {
   const out: KubeadmDocuments = {};
+  const seen = new Set<string>();
   for (const [index, doc] of parseAllDocuments(text, { uniqueKeys: true }).entries()) {
     if (doc.errors.length > 0)
       throw new ConfigError(`document ${index}: invalid YAML: ${doc.errors[0]?.message ?? ''}`);
-    const value = doc.toJS() as { kind?: unknown } | null;
+    let value: { kind?: unknown } | null;
+    try {
+      // Unresolved aliases and alias bombs only show here, as yaml's ReferenceError.
+      value = doc.toJS({ maxAliasCount: 100 }) as { kind?: unknown } | null;
+    } catch (err) {
+      throw new ConfigError(`document ${index}: invalid YAML: ${(err as Error).message}`);
+    }
     if (value === null) continue;
     const kind = typeof value.kind === 'string' ? value.kind : '';
+    if (seen.has(kind)) throw new ConfigError(`invalid configuration: kind "${kind}" is specified twice in YAML file`);
+    seen.add(kind);
     const schema =
       kind === 'InitConfiguration'
         ? initConfigurationSchema
