@@ -32,6 +32,8 @@ export { marshalPublic, parsePublic, publicKeyObject, publicName } from './publi
 export { describeResponseCode } from './response-code.js';
 export type { TpmSignature } from './signature.js';
 export { marshalSignature, parseSignature, verifySignature } from './signature.js';
+export type { TpmPriority } from './priority.js';
+export { PrioritySerialQueue, withTpmPriority } from './priority.js';
 export { SocketTransport } from './socket-transport.js';
 export type { SocketAddress, SocketTransportOptions } from './socket-transport.js';
 export { SwtpmControl } from './swtpm-control.js';

@@ -14,7 +14,7 @@ import { marshalPublic, parsePublic, publicName } from './public-area.js';
 import type { TpmPublic } from './public-area.js';
 import { ekTemplate } from './templates.js';
 import type { KeyAlgorithm } from './templates.js';
-import { SerialQueue } from './transport.js';
+import { PrioritySerialQueue } from './priority.js';
 import type { TpmTransport } from './transport.js';
 
 export type Hierarchy = 'owner' | 'endorsement';
@@ -73,7 +73,7 @@ const RSA_EK_PERSISTENT_HANDLE = 0x81010001;
  */
 export class Tpm {
   readonly transport: TpmTransport;
-  private readonly sequences = new SerialQueue();
+  private readonly sequences = new PrioritySerialQueue();
   private nvBufferMax: number | undefined;
   /** The RSA EK at its persistent handle, once this client persisted or found it there. */
   private residentRsaEk: { handle: number; publicBytes: Buffer } | undefined;
