@@ -1,11 +1,11 @@
 import * as grpc from '@grpc/grpc-js';
 import { AttestedTlsServer } from '@constellation/atls';
-import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey } from '@constellation/keys';
+import { deriveClusterId } from '@constellation/keys';
 import { RecoveryServiceService, RejoinTicketRequest } from '@constellation/proto';
-import type { RecoverRequest, RecoverResponse } from '@constellation/proto';
 import { JoinServiceConnection, nextAttemptDelay } from './join-service-client.js';
 import type { NodeContext } from './node-context.js';
 import { readNodeState } from './node-state.js';
+import { recoveryService } from './recovery-service.js';
 
 export interface RejoinOptions {
   initialBackoffMs: number;
@@ -31,6 +31,8 @@ export async function rejoin(context: NodeContext, options: RejoinOptions): Prom
   const state = await readNodeState(context.paths.nodeState);
   const diskUuid = await context.disk.uuid();
   const progress = { settled: false };
+  /** Set once either source gave keys; the RecoveryService then refuses further calls. */
+  let settledBy: Keys['source'] | undefined;
   let recovery: AttestedTlsServer | undefined;
   let recoveryServer: grpc.Server | undefined;
 
@@ -50,47 +52,28 @@ export async function rejoin(context: NodeContext, options: RejoinOptions): Prom
   const recovered = new Promise<Keys>((resolve) => {
     if (options.recovery === undefined || state.role !== 'control-plane') return;
     recoveryServer = new grpc.Server();
-    recoveryServer.addService(RecoveryServiceService, {
-      recover: (
-        call: grpc.ServerUnaryCall<RecoverRequest, RecoverResponse>,
-        callback: grpc.sendUnaryData<RecoverResponse>,
-      ) => {
-        const { masterSecret, masterSalt } = call.request;
-        if (masterSecret.length < 16 || masterSalt.length !== 32) {
-          callback({
-            code: grpc.status.INVALID_ARGUMENT,
-            details: 'master_secret must be at least 16 bytes and master_salt 32 bytes',
-          });
-          return;
-        }
-        const keys: Keys = {
-          diskKey: deriveStateDiskKey(masterSecret, masterSalt, diskUuid, context.issuer.rooted?.ekPublicKeyHash),
-          measurementSecret: deriveMeasurementSecret(masterSecret, masterSalt),
-          source: 'recovery',
-        };
-        accept(keys).then(
-          (ok) => {
-            if (!ok) {
-              callback({
-                code: grpc.status.PERMISSION_DENIED,
-                details: 'this master secret does not open the state disk of this node',
-              });
-              return;
-            }
-            callback(null, { diskUuid, clusterIdHex: state.clusterId.toString('hex') });
-            resolve(keys);
-          },
-          (err: unknown) => {
-            callback({ code: grpc.status.INTERNAL, details: `could not check the key: ${(err as Error).message}` });
-          },
-        );
-      },
-    });
+    recoveryServer.addService(
+      RecoveryServiceService,
+      recoveryService(context, {
+        state,
+        diskUuid,
+        settledBy: () => settledBy,
+        // The service checked the keys (cluster ID, then the disk): no second cryptsetup here.
+        recovered: (keys) => {
+          resolve({ ...keys, source: 'recovery' });
+        },
+      }),
+    );
     recovery = new AttestedTlsServer(recoveryServer, { issuer: context.issuer, logger: context.logger });
-    void recovery.listen(options.recovery.port, options.recovery.host).then((port) => {
-      log.info('recovery server listening', { port });
-      options.recovery?.onListening?.(port);
-    });
+    recovery.listen(options.recovery.port, options.recovery.host).then(
+      (port) => {
+        log.info('recovery server listening', { port });
+        options.recovery?.onListening?.(port);
+      },
+      (err: unknown) => {
+        log.error('recovery server could not listen', { err });
+      },
+    );
   });
 
   const connection = new JoinServiceConnection(context, options.requestTimeoutMs);
@@ -120,6 +103,7 @@ export async function rejoin(context: NodeContext, options: RejoinOptions): Prom
   try {
     const keys = await Promise.race([ticketed, recovered]);
     progress.settled = true;
+    settledBy = keys.source;
     if (!(await context.lock.tryLock(state.clusterId, 'rejoin')))
       throw new Error('node lock already taken during rejoin');
     await context.startKubelet();

@@ -1,0 +1,142 @@
+import { timingSafeEqual } from 'node:crypto';
+import * as grpc from '@grpc/grpc-js';
+import { StatusError } from '@constellation/atls';
+import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey } from '@constellation/keys';
+import type { RecoverRequest, RecoverResponse, RecoveryServiceServer } from '@constellation/proto';
+import type { NodeContext } from './node-context.js';
+import type { NodeState } from './node-state.js';
+
+/** What a Recover caller is told to wait before asking again while another attempt is checked. */
+export const RECOVERY_RETRY_AFTER_MS = 1_000;
+
+/** Keys from a master secret that belongs to this node's cluster and opens its state disk. */
+export interface RecoveredKeys {
+  diskKey: Buffer;
+  measurementSecret: Buffer;
+}
+
+export interface RecoveryServiceOptions {
+  /** The node's recorded cluster (salt and ID are public, so checking against them costs nothing). */
+  state: NodeState;
+  diskUuid: string;
+  /** How the node already got its keys, if it has: every later Recover is refused. */
+  settledBy: () => 'recovery' | 'rejoin-ticket' | undefined;
+  /** Told once of keys that passed every check. */
+  recovered: (keys: RecoveredKeys) => void;
+}
+
+/**
+ * The RecoveryService of a control plane waiting after a full control-plane shutdown. Anyone who
+ * can reach the port may call it, so the order of checks keeps strangers cheap:
+ *  1. sizes (INVALID_ARGUMENT naming the field);
+ *  2. the node already recovered or rejoined (FAILED_PRECONDITION);
+ *  3. the master secret must reproduce the node's recorded cluster ID, two HKDFs and a
+ *     constant-time compare (PERMISSION_DENIED, the disk is not touched);
+ *  4. one disk check at a time: while one runs, others get UNAVAILABLE with `retry-after-ms`;
+ *  5. only then `cryptsetup --test-passphrase` with the disk's real (memory-hard) KDF.
+ */
+export function recoveryService(context: NodeContext, options: RecoveryServiceOptions): RecoveryServiceServer {
+  const log = context.logger.child({ component: 'recovery-service' });
+  const { state, diskUuid } = options;
+  let checking = false;
+  let recovered = false;
+
+  const recover = async (request: RecoverRequest, peer: string): Promise<RecoverResponse> => {
+    checkRecoverRequest(request);
+    const settledBy = recovered ? 'recovery' : options.settledBy();
+    if (settledBy !== undefined)
+      throw new StatusError(
+        grpc.status.FAILED_PRECONDITION,
+        settledBy === 'recovery'
+          ? 'this node is already recovered: its state disk is open and it rejoined its cluster'
+          : 'this node is already recovered: it rejoined its cluster with a rejoin ticket from the JoinService',
+      );
+    const measurementSecret = deriveMeasurementSecret(request.masterSecret, request.masterSalt);
+    if (!sameBytes(deriveClusterId(measurementSecret, state.measurementSalt), state.clusterId)) {
+      log.debug('Recover refused: master secret of another cluster', { peer });
+      throw new StatusError(grpc.status.PERMISSION_DENIED, "this master secret does not belong to this node's cluster");
+    }
+    if (checking)
+      throw new StatusError(
+        grpc.status.UNAVAILABLE,
+        'another recovery attempt is being checked; retry',
+        { 'retry-after-ms': String(RECOVERY_RETRY_AFTER_MS) },
+        'busy',
+      );
+    checking = true;
+    let keys: RecoveredKeys;
+    try {
+      keys = {
+        diskKey: deriveStateDiskKey(
+          request.masterSecret,
+          request.masterSalt,
+          diskUuid,
+          context.issuer.rooted?.ekPublicKeyHash,
+        ),
+        measurementSecret,
+      };
+      let opens: boolean;
+      try {
+        opens = await context.disk.testPassphrase(keys.diskKey);
+      } catch (err) {
+        throw new StatusError(
+          grpc.status.INTERNAL,
+          `could not check the key against the state disk: ${(err as Error).message}`,
+        );
+      }
+      if (!opens) {
+        log.warn("Recover refused: a master secret of this node's cluster does not open its state disk", { peer });
+        throw new StatusError(
+          grpc.status.PERMISSION_DENIED,
+          "this master secret belongs to this node's cluster but does not open the state disk of this node",
+        );
+      }
+    } finally {
+      checking = false;
+    }
+    recovered = true;
+    log.info('master secret accepted: the state disk opens', { peer });
+    options.recovered(keys);
+    return { diskUuid, clusterIdHex: state.clusterId.toString('hex') };
+  };
+
+  return {
+    recover: (
+      call: grpc.ServerUnaryCall<RecoverRequest, RecoverResponse>,
+      callback: grpc.sendUnaryData<RecoverResponse>,
+    ) => {
+      recover(call.request, call.getPeer()).then(
+        (response) => {
+          callback(null, response);
+        },
+        (err: unknown) => {
+          if (err instanceof StatusError) {
+            callback({ code: err.code, details: err.message, metadata: err.metadata });
+            return;
+          }
+          log.error('Recover failed', { err });
+          callback({ code: grpc.status.INTERNAL, details: `recovery failed: ${(err as Error).message}` });
+        },
+      );
+    },
+  };
+}
+
+/** Throws INVALID_ARGUMENT naming the first field that is wrong. */
+export function checkRecoverRequest(request: RecoverRequest): void {
+  if (request.masterSecret.length < 16 || request.masterSecret.length > 64)
+    throw new StatusError(
+      grpc.status.INVALID_ARGUMENT,
+      `recover request field master_secret: must be 16 to 64 bytes, got ${request.masterSecret.length}`,
+    );
+  if (request.masterSalt.length !== 32)
+    throw new StatusError(
+      grpc.status.INVALID_ARGUMENT,
+      `recover request field master_salt: must be 32 bytes, got ${request.masterSalt.length}`,
+    );
+}
+
+/** Constant-time equality (the lengths are public: a cluster ID is always 32 bytes). */
+function sameBytes(a: Buffer, b: Buffer): boolean {
+  return a.length === b.length && timingSafeEqual(a, b);
+}
