@@ -143,7 +143,7 @@ describe('join, rejoin and recovery with the real JoinService', () => {
     };
     await expect(recover(Buffer.alloc(32, 7))).rejects.toMatchObject({
       code: grpc.status.PERMISSION_DENIED,
-      details: 'this master secret does not open the state disk of this node',
+      details: "this master secret does not belong to this node's cluster",
     });
     const answer = await recover(request.masterSecret);
     expect(answer.clusterIdHex).toBe(clusterId.toString('hex'));
