@@ -1,7 +1,6 @@
-import * as grpc from '@grpc/grpc-js';
 import { AttestedTlsServer } from '@constellation/atls';
 import { isNodeMarked } from '@constellation/nodelock';
-import { InitServiceService, grpcMessageLimits } from '@constellation/proto';
+import { InitServiceService, createGrpcServer } from '@constellation/proto';
 import { randomBytes } from 'node:crypto';
 import { writeFileAtomic } from './secure-files.js';
 import type { FatalAction } from './fatal-action.js';
@@ -84,7 +83,7 @@ export class Bootstrapper {
   private initOrJoin(): Promise<BootstrapOutcome> {
     const { context, options } = this;
     return new Promise<BootstrapOutcome>((resolve, reject) => {
-      const grpcServer = new grpc.Server(grpcMessageLimits);
+      const grpcServer = createGrpcServer();
       const atls = new AttestedTlsServer(grpcServer, { issuer: context.issuer, logger: context.logger });
       const closeInitServer = async (): Promise<void> => {
         await atls.close();

@@ -1,6 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import { SERVICE_CHANNEL_OPTIONS, requestWithAttestation, serviceChannelCredentials } from '@constellation/atls';
-import { JoinServiceClient, JoinTicket, RejoinTicket, grpcMessageLimits } from '@constellation/proto';
+import { JoinServiceClient, JoinTicket, RejoinTicket, createClient } from '@constellation/proto';
 import { backoffDelay } from './backoff.js';
 import type { NodeContext } from './node-context.js';
 
@@ -78,10 +78,7 @@ export class JoinServiceConnection {
     let code: grpc.status | undefined;
     for (const address of await this.endpoints()) {
       if (stopped()) return undefined;
-      const client = new JoinServiceClient(address, serviceChannelCredentials(), {
-        ...SERVICE_CHANNEL_OPTIONS,
-        ...grpcMessageLimits,
-      });
+      const client = createClient(JoinServiceClient, address, serviceChannelCredentials(), SERVICE_CHANNEL_OPTIONS);
       try {
         return await requestWithAttestation(
           open(client),

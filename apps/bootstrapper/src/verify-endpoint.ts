@@ -1,8 +1,7 @@
-import * as grpc from '@grpc/grpc-js';
 import { AttestedTlsServer } from '@constellation/atls';
 import type { Issuer } from '@constellation/attestation';
 import type { Logger } from '@constellation/logger';
-import { HealthStatus } from '@constellation/proto';
+import { HealthStatus, createGrpcServer } from '@constellation/proto';
 
 /**
  * After bootstrapping, the node keeps one server-attested TLS endpoint open so that
@@ -15,7 +14,7 @@ export async function serveVerifyEndpoint(
   port: number,
   logger: Logger,
 ): Promise<{ port: number; close(): Promise<void> }> {
-  const server = new grpc.Server();
+  const server = createGrpcServer();
   new HealthStatus({ '': 'SERVING' }).addTo(server);
   const atls = new AttestedTlsServer(server, { issuer, logger });
   const bound = await atls.listen(port, host);

@@ -2,7 +2,7 @@ import type * as grpc from '@grpc/grpc-js';
 import { AttestationError, createAttestationVerifier } from '@constellation/attestation';
 import type { Measurements, VerifiedTpmIdentity } from '@constellation/attestation';
 import { AttestedChannelCredentials, proveServerIdentity } from '@constellation/atls';
-import { grpcMessageLimits } from '@constellation/proto';
+import { createClient } from '@constellation/proto';
 import { attestationPolicy } from './cluster-config.js';
 import type { ClusterAttestation } from './cluster-config.js';
 
@@ -38,7 +38,7 @@ export async function connectAttested<C extends grpc.Client>(
 ): Promise<AttestedConnection<C>> {
   const verifier = createAttestationVerifier(attestationPolicy(attestation, options.measurements), options.warn);
   const credentials = new AttestedChannelCredentials([verifier.validator]);
-  const client = new Client(endpoint, credentials.credentials, { ...credentials.channelOptions, ...grpcMessageLimits });
+  const client = createClient(Client, endpoint, credentials.credentials, credentials.channelOptions);
   if (verifier.identity === undefined) return { client, credentials, identity: undefined };
   try {
     const identity = await proveServerIdentity(client.getChannel(), credentials, verifier.identity);

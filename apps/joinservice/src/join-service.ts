@@ -21,7 +21,7 @@ import {
   JoinTicketRequest,
   RejoinTicket,
   RejoinTicketRequest,
-  grpcMessageLimits,
+  createGrpcServer,
 } from '@constellation/proto';
 import type {
   IssueJoinTicketRequest,
@@ -216,7 +216,7 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
     if (reason !== 'handler') metrics.attestationFailures.inc({ reason });
   };
 
-  const server = new grpc.Server({ ...grpcMessageLimits, 'grpc.max_concurrent_streams': 1_000 });
+  const server = createGrpcServer({ 'grpc.max_concurrent_streams': 1_000 });
   server.addService(JoinServiceService, {
     issueJoinTicket: (call: grpc.ServerDuplexStream<IssueJoinTicketRequest, IssueJoinTicketResponse>) => {
       serveChallenge(call, {
@@ -283,7 +283,7 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
   const health = new HealthStatus({ '': 'SERVING', 'constellation.join.v1.JoinService': 'SERVING' });
   health.addTo(server);
   const port = await bind(server, `${settings.host}:${settings.port}`, serviceServerCredentials());
-  const healthServer = new grpc.Server();
+  const healthServer = createGrpcServer();
   health.addTo(healthServer);
   const healthPort = await bind(
     healthServer,

@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { activationProof } from '@constellation/attestation';
 import type { EkIdentityVerifier, RootedIdentity, VerifiedTpmIdentity } from '@constellation/attestation';
-import { ActivationServiceClient, ActivationServiceService } from '@constellation/proto';
+import { ActivationServiceClient, ActivationServiceService, createClient } from '@constellation/proto';
 import type { ActivateRequest, ActivateResponse } from '@constellation/proto';
 import { randomBytes } from 'node:crypto';
 import type { AttestedChannelCredentials } from './attested-channel.js';
@@ -136,7 +136,10 @@ export async function proveServerIdentity(
   verifier: EkIdentityVerifier,
   deadlineMs = 20_000,
 ): Promise<VerifiedTpmIdentity> {
-  const client = new ActivationServiceClient('', grpc.credentials.createInsecure(), { channelOverride: channel });
+  // The attested client's channel, made by createClient: it carries the message limits.
+  const client = createClient(ActivationServiceClient, '', grpc.credentials.createInsecure(), {
+    channelOverride: channel,
+  });
   const deadline = Date.now() + deadlineMs;
   await connected(channel, credentials, deadline);
   const result = credentials.result;

@@ -9,6 +9,8 @@ import {
   ActivationServiceClient,
   AttestationAgentServiceClient,
   AttestationAgentServiceService,
+  createClient,
+  createGrpcServer,
 } from '@constellation/proto';
 import type { AttestRequest, AttestResponse, Credential } from '@constellation/proto';
 import { ActivationBudget, addActivationService } from './activation-service.js';
@@ -70,8 +72,9 @@ export class AgentAttester implements ServiceAttester {
   constructor(socketPath: string, timeoutMs = 10_000, maxInFlight = 8) {
     this.maxInFlight = maxInFlight;
     this.description = `attestation agent at ${socketPath}`;
-    this.agent = new AttestationAgentServiceClient(`unix:${socketPath}`, grpc.credentials.createInsecure());
-    this.activation = new ActivationServiceClient('', grpc.credentials.createInsecure(), {
+    this.agent = createClient(AttestationAgentServiceClient, `unix:${socketPath}`, grpc.credentials.createInsecure());
+    // Shares the agent's channel, which carries the message limits.
+    this.activation = createClient(ActivationServiceClient, '', grpc.credentials.createInsecure(), {
       channelOverride: this.agent.getChannel(),
     });
     this.timeoutMs = timeoutMs;
@@ -142,7 +145,7 @@ export async function serveAttestationAgent(
   logger: Logger = noopLogger,
 ): Promise<{ close(): Promise<void> }> {
   const rooted = requireRooted(issuer);
-  const server = new grpc.Server();
+  const server = createGrpcServer();
   server.addService(AttestationAgentServiceService, {
     attest: (
       call: grpc.ServerUnaryCall<AttestRequest, AttestResponse>,

@@ -68,4 +68,6 @@ export {
 } from './gen/grpc/health/v1/health.js';
 export type { HealthServer } from './gen/grpc/health/v1/health.js';
 export { MAX_MESSAGE_BYTES, grpcMessageLimits } from './message-limits.js';
+export { clientOptions, createClient, createGrpcServer } from './grpc-factory.js';
+export type { GrpcClientConstructor } from './grpc-factory.js';
 export { HealthStatus } from './health-service.js';

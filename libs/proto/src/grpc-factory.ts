@@ -1,0 +1,65 @@
+import * as grpc from '@grpc/grpc-js';
+import { MAX_MESSAGE_BYTES, grpcMessageLimits } from './message-limits.js';
+
+/**
+ * The one place product code gets gRPC servers and clients from, so that every one of them
+ * enforces the message limits of docs/protocols.md (MAX_MESSAGE_BYTES in both directions):
+ *
+ * - a server refuses a larger request and will not send a larger response;
+ * - a client will not send a larger request and refuses a larger response;
+ *
+ * each with RESOURCE_EXHAUSTED, grpc's own status for an oversized message.
+ *
+ * Defaults are deliberately only the limits. Other settings stay grpc-js's defaults unless the
+ * caller passes them: no `grpc.max_concurrent_streams` (the JoinService sets its own), the
+ * server's keepalive ping every two hours, no connection idle or age limit. Callers may tighten
+ * the limits (a smaller value) but never loosen them: a larger value, or -1 (unlimited), is a
+ * RangeError.
+ *
+ * A guard test (grpc-factory.test.ts) fails when product code constructs `new grpc.Server(` or a
+ * generated client directly.
+ */
+
+const LIMIT_KEYS = ['grpc.max_receive_message_length', 'grpc.max_send_message_length'] as const;
+
+function withLimits<T extends grpc.ChannelOptions>(options: T | undefined): T {
+  for (const key of LIMIT_KEYS) {
+    const value: unknown = options?.[key];
+    if (value === undefined) continue;
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > MAX_MESSAGE_BYTES) {
+      throw new RangeError(`${key} must be an integer from 0 to ${MAX_MESSAGE_BYTES} (MAX_MESSAGE_BYTES)`);
+    }
+  }
+  return { ...grpcMessageLimits, ...options } as T;
+}
+
+/** A grpc-js server with the message limits; `options` adds to them (e.g. max concurrent streams). */
+export function createGrpcServer(options?: grpc.ServerOptions): grpc.Server {
+  return new grpc.Server(withLimits(options));
+}
+
+/**
+ * Client (channel) options with the message limits merged into `extra`. With `channelOverride`
+ * grpc-js uses that channel as it is, so its limits are those of the client that made it: make
+ * that client with createClient too.
+ */
+export function clientOptions(extra?: grpc.ClientOptions): grpc.ClientOptions {
+  return withLimits(extra);
+}
+
+/** A generated (or generic) grpc-js client class. */
+export type GrpcClientConstructor<C> = new (
+  address: string,
+  credentials: grpc.ChannelCredentials,
+  options: grpc.ClientOptions,
+) => C;
+
+/** `new Client(address, credentials, clientOptions(extra))`: a client whose channel has the limits. */
+export function createClient<C>(
+  Client: GrpcClientConstructor<C>,
+  address: string,
+  credentials: grpc.ChannelCredentials,
+  extra?: grpc.ClientOptions,
+): C {
+  return new Client(address, credentials, clientOptions(extra));
+}
