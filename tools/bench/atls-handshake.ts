@@ -7,6 +7,7 @@ import * as grpc from '@grpc/grpc-js';
 import { DummyIssuer, DummyValidator, TpmIssuer, TpmValidator } from '@constellation/attestation';
 import type { Issuer, Validator } from '@constellation/attestation';
 import {
+  AttestationLimits,
   AttestedChannelCredentials,
   AttestedTlsServer,
   atlsPublicRoot,
@@ -66,7 +67,11 @@ function leafFor(name: string): { key: Buffer; cert: Buffer } {
 
 async function attestedRate(issuer: Issuer, validator: Validator): Promise<number> {
   const server = service();
-  const atls = new AttestedTlsServer(server, { issuer });
+  // The bench is one client opening many connections: lift the per-peer bound that would refuse it.
+  const atls = new AttestedTlsServer(server, {
+    issuer,
+    limits: new AttestationLimits({ maxConcurrent: CONCURRENCY, perPeer: CONCURRENCY }),
+  });
   const port = await atls.listen(0, '127.0.0.1');
   try {
     return await rate(async () => {

@@ -1,7 +1,7 @@
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import { AttestedTlsServer } from '@constellation/atls';
 import { deriveClusterId } from '@constellation/keys';
-import { RecoveryServiceService, RejoinTicketRequest } from '@constellation/proto';
+import { RecoveryServiceService, RejoinTicketRequest, createGrpcServer } from '@constellation/proto';
 import { JoinServiceConnection, nextAttemptDelay } from './join-service-client.js';
 import type { NodeContext } from './node-context.js';
 import { readNodeState } from './node-state.js';
@@ -51,7 +51,7 @@ export async function rejoin(context: NodeContext, options: RejoinOptions): Prom
 
   const recovered = new Promise<Keys>((resolve) => {
     if (options.recovery === undefined || state.role !== 'control-plane') return;
-    recoveryServer = new grpc.Server();
+    recoveryServer = createGrpcServer();
     recoveryServer.addService(
       RecoveryServiceService,
       recoveryService(context, {

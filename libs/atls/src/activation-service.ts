@@ -1,4 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
+import { withTpmPriority } from '@constellation/tpm';
 import { activationProof } from '@constellation/attestation';
 import type { EkIdentityVerifier, RootedIdentity, VerifiedTpmIdentity } from '@constellation/attestation';
 import { ActivationServiceClient, ActivationServiceService, createClient } from '@constellation/proto';
@@ -104,8 +105,8 @@ export function addActivationService(server: grpc.Server, rooted: RootedIdentity
         callback(refusal);
         return;
       }
-      rooted
-        .activate(credential)
+      // Work for a remote caller: background priority on the TPM.
+      withTpmPriority('background', () => rooted.activate(credential))
         .then(
           (secret) => {
             callback(null, { proof: activationProof(secret, nonce, rooted.akName) });

@@ -1,12 +1,16 @@
 import { generateKeyPair } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { createSecureContext, createServer } from 'node:tls';
+import type { Socket } from 'node:net';
 import type { SecureContext, Server as TlsServer, TLSSocket } from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
+import { withTpmPriority } from '@constellation/tpm';
 import type { Issuer } from '@constellation/attestation';
 import { noopLogger } from '@constellation/logger';
 import type { Logger } from '@constellation/logger';
 import { ActivationBudget, addActivationService } from './activation-service.js';
+import { processAttestationLimits } from './attestation-limits.js';
+import type { AttestationLimits } from './attestation-limits.js';
 import { serverNameToNonce } from './nonce-server-name.js';
 import { issueFromPublicRoot } from './public-root.js';
 import { spkiUserData } from './spki-binding.js';
@@ -15,7 +19,11 @@ export interface AttestedTlsServerOptions {
   /** Makes the attestation each connection's certificate carries. */
   issuer: Issuer;
   logger?: Logger;
+  /** Bounds on handshake attestations; the process-wide limits by default. */
+  limits?: AttestationLimits;
 }
+
+type SniDone = (err: Error | null, context?: SecureContext) => void;
 
 /**
  * Serves a grpc-js server over server-attested TLS. For every connection the client's nonce
@@ -36,27 +44,42 @@ export class AttestedTlsServer {
     this.log = (options.logger ?? noopLogger).child({ component: 'atls-server' });
     this.injector = grpcServer.createConnectionInjector(grpc.ServerCredentials.createInsecure());
     const issuer = options.issuer;
+    const limits = options.limits ?? processAttestationLimits;
+    const log = this.log;
     // Rooted issuers also answer credentials, so clients can prove the AK sits beside a certified EK.
     if (issuer.rooted !== undefined) addActivationService(grpcServer, issuer.rooted, this.activations);
     this.tls = createServer(
       {
         minVersion: 'TLSv1.3',
         ALPNProtocols: ['h2'],
-        SNICallback: (serverName, done) => {
+        // A function, not an arrow: Node calls it with the TLSSocket as `this`, which names the peer.
+        SNICallback: function (this: TLSSocket, serverName: string, done: SniDone) {
           const nonce = serverNameToNonce(serverName);
           if (nonce === undefined) {
             done(new Error('client sent no aTLS nonce in the server name'), undefined);
             return;
           }
-          attestedContext(issuer, nonce).then(
-            (context) => {
-              done(null, context);
-            },
-            (err: unknown) => {
-              this.log.error('could not attest a connection', { err });
-              done(err instanceof Error ? err : new Error(String(err)), undefined);
-            },
-          );
+          const peer = this.remoteAddress ?? 'unknown';
+          const refusal = limits.take(peer);
+          if (refusal !== undefined) {
+            log.debug('attestation refused: busy', { peer, reason: refusal });
+            done(new Error(`attestation refused: ${refusal}`), undefined);
+            return;
+          }
+          // Work for a remote caller: it never delays the node's own TPM sequences.
+          withTpmPriority('background', () => attestedContext(issuer, nonce))
+            .then(
+              (context) => {
+                done(null, context);
+              },
+              (err: unknown) => {
+                log.error('could not attest a connection', { err });
+                done(err instanceof Error ? err : new Error(String(err)), undefined);
+              },
+            )
+            .finally(() => {
+              limits.release(peer);
+            });
         },
       },
       (socket) => {
@@ -70,6 +93,10 @@ export class AttestedTlsServer {
         this.injector.injectConnection(socket);
       },
     );
+    // A peer already at its bound is cut at accept, before its ClientHello costs any TLS work.
+    this.tls.on('connection', (socket: Socket) => {
+      if (limits.saturated(socket.remoteAddress ?? 'unknown')) socket.destroy();
+    });
     this.tls.on('tlsClientError', (err) => {
       this.log.debug('TLS handshake failed', { error: err.message });
     });

@@ -1,4 +1,5 @@
 export { ActivationBudget, addActivationService, proveServerIdentity } from './activation-service.js';
+export { AttestationLimits, processAttestationLimits } from './attestation-limits.js';
 export { AttestedChannelCredentials, attestationFailure } from './attested-channel.js';
 export type { AttestedTlsServerOptions } from './attested-tls-server.js';
 export { AttestedTlsServer } from './attested-tls-server.js';
