@@ -46,13 +46,13 @@ export class DiskBindings {
       if (codeOf(err) !== 409) throw unavailable(err);
     }
     // Already recorded: the same pair, unless the short name collided with another machine's.
-    if ((await this.recorded(diskUuid, ekPublicKeyHash)) !== true)
+    if (!(await this.recorded(diskUuid, ekPublicKeyHash)))
       throw unavailable(new Error('binding name collision'));
   }
 
   /** At rejoin: this machine must have joined with this disk. */
   async check(diskUuid: string, ekPublicKeyHash: string): Promise<void> {
-    if ((await this.recorded(diskUuid, ekPublicKeyHash)) === true) return;
+    if (await this.recorded(diskUuid, ekPublicKeyHash)) return;
     throw new StatusError(
       grpc.status.PERMISSION_DENIED,
       `this machine never joined the cluster with state disk ${diskUuid}; a rejoin ticket is only given for a disk recorded at the machine's join`,
