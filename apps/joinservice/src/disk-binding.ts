@@ -46,8 +46,7 @@ export class DiskBindings {
       if (codeOf(err) !== 409) throw unavailable(err);
     }
     // Already recorded: the same pair, unless the short name collided with another machine's.
-    if (!(await this.recorded(diskUuid, ekPublicKeyHash)))
-      throw unavailable(new Error('binding name collision'));
+    if (!(await this.recorded(diskUuid, ekPublicKeyHash))) throw unavailable(new Error('binding name collision'));
   }
 
   /** At rejoin: this machine must have joined with this disk. */
