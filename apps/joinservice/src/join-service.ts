@@ -73,6 +73,8 @@ export interface JoinServiceSettings {
    * require it refuse a service without one.
    */
   attestationAgentPath?: string;
+  /** Tickets one machine may get in a row, then one per `refillMs` (default 5, then one a minute). */
+  ticketBudget?: { burst: number; refillMs: number };
   /** 32 raw bytes (ConfigMap join-config, key measurementSalt). */
   measurementSaltPath: string;
   /** Master secret JSON (Secret constellation-mastersecret). */
@@ -188,7 +190,7 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
     lease: new ControlPlaneLease({ coordination, core, holdMs: settings.controlPlaneHoldMs }),
     disks: new DiskBindings({ core }),
     // A join seldom needs more than one ticket; five in a row, then one a minute.
-    budget: new TicketBudget({ burst: 5, refillMs: 60_000 }),
+    budget: new TicketBudget(settings.ticketBudget ?? { burst: 5, refillMs: 60_000 }),
     // Reused while at least a third of its lifetime is left: plenty for one kubeadm join.
     tokens: new NodeTokens(settings.tokenTtlMs / 3),
     tokenTtlMs: settings.tokenTtlMs,
