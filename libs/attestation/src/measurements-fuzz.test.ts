@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { applyTextMutation, textMutation } from '@constellation/testing';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { AttestationConfigError } from './errors.js';
@@ -172,60 +173,11 @@ const token = fc.oneof(
   fc.string({ unit: 'grapheme', maxLength: 4 }),
 );
 
-type TextMutation =
-  | { kind: 'insert'; at: number; text: string }
-  | { kind: 'delete'; at: number; count: number }
-  | { kind: 'replace'; at: number; text: string }
-  | { kind: 'truncate'; at: number }
-  | { kind: 'duplicate-line'; line: number }
-  | { kind: 'swap-lines'; a: number; b: number }
-  | { kind: 'indent'; line: number; by: number };
-
-const textMutation: fc.Arbitrary<TextMutation> = fc.oneof(
-  fc.record({ kind: fc.constant('insert' as const), at: fc.nat(), text: token }),
-  fc.record({ kind: fc.constant('delete' as const), at: fc.nat(), count: fc.integer({ min: 1, max: 12 }) }),
-  fc.record({ kind: fc.constant('replace' as const), at: fc.nat(), text: token }),
-  fc.record({ kind: fc.constant('truncate' as const), at: fc.nat() }),
-  fc.record({ kind: fc.constant('duplicate-line' as const), line: fc.nat() }),
-  fc.record({ kind: fc.constant('swap-lines' as const), a: fc.nat(), b: fc.nat() }),
-  fc.record({ kind: fc.constant('indent' as const), line: fc.nat(), by: fc.integer({ min: -4, max: 4 }) }),
-);
-
-function applyText(text: string, m: TextMutation): string {
-  const at = 'at' in m ? m.at % (text.length + 1) : 0;
-  const lines = text.split('\n');
-  switch (m.kind) {
-    case 'insert':
-      return text.slice(0, at) + m.text + text.slice(at);
-    case 'delete':
-      return text.slice(0, at) + text.slice(at + m.count);
-    case 'replace':
-      return text.slice(0, at) + m.text + text.slice(at + m.text.length);
-    case 'truncate':
-      return text.slice(0, at);
-    case 'duplicate-line': {
-      const i = m.line % lines.length;
-      lines.splice(i, 0, lines[i] ?? '');
-      return lines.join('\n');
-    }
-    case 'swap-lines': {
-      const a = m.a % lines.length;
-      const b = m.b % lines.length;
-      [lines[a], lines[b]] = [lines[b] ?? '', lines[a] ?? ''];
-      return lines.join('\n');
-    }
-    case 'indent': {
-      const i = m.line % lines.length;
-      const line = lines[i] ?? '';
-      lines[i] = m.by >= 0 ? ' '.repeat(m.by) + line : line.replace(new RegExp(`^ {0,${-m.by}}`), '');
-      return lines.join('\n');
-    }
-  }
-}
+const mutateText = textMutation(token, 12);
 
 const mutatedText = fc
-  .tuple(serialised, fc.array(textMutation, { minLength: 1, maxLength: 5 }))
-  .map(([{ text }, mutations]) => mutations.reduce(applyText, text));
+  .tuple(serialised, fc.array(mutateText, { minLength: 1, maxLength: 5 }))
+  .map(([{ text }, mutations]) => mutations.reduce(applyTextMutation, text));
 
 // ---------------------------------------------------------------------------------------------
 // Structure-level mutations: extra, duplicate and hostile keys, wrong value types, huge numbers.

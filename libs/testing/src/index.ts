@@ -9,3 +9,5 @@ export { createTempDir, tempDirForTest } from './temp-dir.js';
 export type { WaitForOptions } from './wait-for.js';
 export { sleep, waitFor, withTimeout } from './wait-for.js';
 export { installTypeScriptCommand, repoRoot, runTypeScript } from './run-typescript.js';
+export type { TextMutation } from './text-mutation.js';
+export { applyTextMutation, textMutation } from './text-mutation.js';

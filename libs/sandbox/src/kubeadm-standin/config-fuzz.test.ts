@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { applyTextMutation, textMutation } from '@constellation/testing';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import {
@@ -204,56 +205,7 @@ const token$ = fc.oneof(
   fc.string({ maxLength: 8 }),
 );
 
-type TextMutation =
-  | { kind: 'insert'; at: number; text: string }
-  | { kind: 'delete'; at: number; count: number }
-  | { kind: 'replace'; at: number; text: string }
-  | { kind: 'truncate'; at: number }
-  | { kind: 'duplicate-line'; line: number }
-  | { kind: 'swap-lines'; a: number; b: number }
-  | { kind: 'indent'; line: number; by: number };
-
-const textMutation: fc.Arbitrary<TextMutation> = fc.oneof(
-  fc.record({ kind: fc.constant('insert' as const), at: fc.nat(), text: token$ }),
-  fc.record({ kind: fc.constant('delete' as const), at: fc.nat(), count: fc.integer({ min: 1, max: 16 }) }),
-  fc.record({ kind: fc.constant('replace' as const), at: fc.nat(), text: token$ }),
-  fc.record({ kind: fc.constant('truncate' as const), at: fc.nat() }),
-  fc.record({ kind: fc.constant('duplicate-line' as const), line: fc.nat() }),
-  fc.record({ kind: fc.constant('swap-lines' as const), a: fc.nat(), b: fc.nat() }),
-  fc.record({ kind: fc.constant('indent' as const), line: fc.nat(), by: fc.integer({ min: -4, max: 4 }) }),
-);
-
-function applyText(text: string, m: TextMutation): string {
-  const at = 'at' in m ? m.at % (text.length + 1) : 0;
-  const lines = text.split('\n');
-  switch (m.kind) {
-    case 'insert':
-      return text.slice(0, at) + m.text + text.slice(at);
-    case 'delete':
-      return text.slice(0, at) + text.slice(at + m.count);
-    case 'replace':
-      return text.slice(0, at) + m.text + text.slice(at + m.text.length);
-    case 'truncate':
-      return text.slice(0, at);
-    case 'duplicate-line': {
-      const i = m.line % lines.length;
-      lines.splice(i, 0, lines[i] ?? '');
-      return lines.join('\n');
-    }
-    case 'swap-lines': {
-      const a = m.a % lines.length;
-      const b = m.b % lines.length;
-      [lines[a], lines[b]] = [lines[b] ?? '', lines[a] ?? ''];
-      return lines.join('\n');
-    }
-    case 'indent': {
-      const i = m.line % lines.length;
-      const line = lines[i] ?? '';
-      lines[i] = m.by >= 0 ? ' '.repeat(m.by) + line : line.replace(new RegExp(`^ {0,${-m.by}}`), '');
-      return lines.join('\n');
-    }
-  }
-}
+const mutateText = textMutation(token$, 16);
 
 // ---------------------------------------------------------------------------------------------
 // Structure mutations: a field set to a hostile value, removed, or an unknown field added, at
@@ -359,8 +311,8 @@ describe('kubeadm stand-in configuration parser under hostile input (fast-check)
 
   it('text mutations of valid configurations: a parsed config or ConfigError', () => {
     fc.assert(
-      fc.property(validDocs, fc.array(textMutation, { minLength: 1, maxLength: 5 }), (docs, mutations) => {
-        load(mutations.reduce(applyText, toYaml(docs)));
+      fc.property(validDocs, fc.array(mutateText, { minLength: 1, maxLength: 5 }), (docs, mutations) => {
+        load(mutations.reduce(applyTextMutation, toYaml(docs)));
       }),
       { seed: 0x6bade3, numRuns: 2000 },
     );
