@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { X509Certificate as NodeX509Certificate, webcrypto } from 'node:crypto';
+import { X509Certificate as NodeX509Certificate, createHash, webcrypto } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
 import { AttestationError } from './errors.js';
 
@@ -99,11 +99,38 @@ function label(cert: x509.X509Certificate): string {
   return cert.subject === '' ? `(empty subject, serial ${cert.serialNumber})` : `"${cert.subject}"`;
 }
 
+/**
+ * Parsed certificates and signature checks by SHA-256 of their DER: every join presents the same
+ * intermediates and roots, and re-parsing and re-verifying them was most of a join's certificate
+ * work. Only the content decides, so a cached answer is the answer; validity times are still
+ * checked on every call. Bounded: the oldest entries go first.
+ */
+class DerCache<T> {
+  private readonly entries = new Map<string, T>();
+  constructor(private readonly max: number) {}
+  get(key: string, make: () => T): T {
+    const hit = this.entries.get(key);
+    if (hit !== undefined) return hit;
+    const value = make();
+    this.entries.set(key, value);
+    if (this.entries.size > this.max) this.entries.delete(this.entries.keys().next().value as string);
+    return value;
+  }
+}
+const parsedCertificates = new DerCache<Parsed>(256);
+const verifiedSignatures = new DerCache<Promise<boolean>>(256);
+const digest = (der: Uint8Array): string => createHash('sha256').update(der).digest('hex');
+
 function parse(der: Uint8Array, role: Role, what: string): Parsed {
   if (der.length > MAX_EK_CERTIFICATE_BYTES) {
     fail(`${what} is ${der.length} bytes, more than the ${MAX_EK_CERTIFICATE_BYTES} allowed`);
   }
   if (der.length === 0) fail(`${what} is empty`);
+  // Failures are not cached (they throw); each role gets its own entry, since it is part of Parsed.
+  return parsedCertificates.get(`${role}:${digest(der)}`, () => parseUncached(der, role, what));
+}
+
+function parseUncached(der: Uint8Array, role: Role, what: string): Parsed {
   const bytes = Buffer.from(der);
   let parsed: Parsed;
   try {
@@ -141,12 +168,14 @@ function checkNoTrailingBytes(bytes: Buffer, what: string): void {
   }
 }
 
-async function signedBy(child: x509.X509Certificate, issuer: x509.X509Certificate): Promise<boolean> {
-  try {
-    return await child.verify({ publicKey: issuer.publicKey, signatureOnly: true });
-  } catch {
-    return false; // unsupported or mismatched algorithms: the signature does not verify
-  }
+function signedBy(child: Parsed, issuer: Parsed): Promise<boolean> {
+  return verifiedSignatures.get(`${digest(child.der)}:${digest(issuer.der)}`, async () => {
+    try {
+      return await child.cert.verify({ publicKey: issuer.cert.publicKey, signatureOnly: true });
+    } catch {
+      return false; // unsupported or mismatched algorithms: the signature does not verify
+    }
+  });
 }
 
 /**
@@ -168,7 +197,7 @@ async function buildPath(leaf: Parsed, intermediates: Parsed[], roots: Parsed[],
     );
     let found: Parsed | undefined;
     for (const candidate of byName) {
-      if (await signedBy(current.cert, candidate.cert)) {
+      if (await signedBy(current, candidate)) {
         found = candidate;
         break;
       }
