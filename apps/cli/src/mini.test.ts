@@ -101,7 +101,13 @@ describe('constellation mini', () => {
       expect(again.code).toBe(2);
       expect(again.stderr).toMatch(/a mini cluster is already running in .* run `constellation mini down` first/);
     } finally {
-      const down = await constellation(workspace, 'mini', 'down');
+      // The stop command mini printed runs exactly as printed.
+      const printed = /^up in [\d.]+ s; stop with: (.+)$/m.exec(up.stdout.toString())?.[1];
+      const down =
+        printed === undefined
+          ? await constellation(workspace, 'mini', 'down')
+          : await runCommand('bash', ['-c', printed], { timeoutMs: 180_000 });
+      expect(printed).toBeDefined();
       expect(down.code).toBe(0);
     }
     const pids = [

@@ -12,6 +12,7 @@ import { serveMetadata } from './mini/metadata-daemon.js';
 import { miniDown } from './mini/mini-down.js';
 import { miniReboot } from './mini/mini-reboot.js';
 import { miniUp } from './mini/mini-up.js';
+import { selfCommand } from './self-command.js';
 import { VERSION } from './version.js';
 import { workspaceFiles, writeWorkspaceFile } from './workspace.js';
 
@@ -234,7 +235,7 @@ export function createProgram(): Command {
             .trimEnd()}\n`,
         );
       process.stdout.write(
-        `\nkubeconfig: ${result.kubeconfig}\nstate: ${result.state}\nup in ${(result.elapsedMs / 1000).toFixed(1)} s; stop with \`constellation mini down\`\n`,
+        `\nkubeconfig: ${result.kubeconfig}\nstate: ${result.state}\nup in ${(result.elapsedMs / 1000).toFixed(1)} s; stop with: ${selfCommand(workspace(), ['mini', 'down'])}\n`,
       );
     });
   mini
