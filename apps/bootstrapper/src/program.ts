@@ -6,7 +6,7 @@ import { TpmIssuer, pemCertificatesToDer, unrootedVariantWarning } from '@conste
 import type { ServiceCheck } from '@constellation/atls';
 import type { Issuer } from '@constellation/attestation';
 import type { Logger } from '@constellation/logger';
-import { UsageError, logLevelOption, parsePort } from '@constellation/command-line';
+import { UsageError, logLevelOption, parseInteger, parsePort } from '@constellation/command-line';
 import { bridgeGrpcLogs, createWinstonLogger } from '@constellation/logger';
 import { NodeLock } from '@constellation/nodelock';
 import { prepareNode } from '@constellation/node-prep';
@@ -158,6 +158,12 @@ export function createProgram(): Command {
       'how to start the kubelet once the node belongs to a cluster',
       'systemctl start kubelet',
     )
+    .option(
+      '--join-backoff-max-ms <ms>',
+      "cap of the randomised wait between join attempts; the JoinService's retry-after-ms still wins (mini uses a short cap: its JoinService starts after the nodes)",
+      (v) => parseInteger(v, 100, 600_000),
+      30_000,
+    )
     .addOption(
       new Option('--on-fatal <action>', 'after a failure past the point of no return: reboot, or exit with code 75')
         .choices(['reboot', 'exit'] as const)
@@ -239,7 +245,7 @@ export function createProgram(): Command {
           initPort: options.initPort,
           recoveryPort: options.recoveryPort,
           joinInitialBackoffMs: 1_000,
-          joinMaxBackoffMs: 30_000,
+          joinMaxBackoffMs: options.joinBackoffMaxMs,
           requestTimeoutMs: 30_000,
           fatal: options.onFatal === 'reboot' ? rebootAction(logger) : exitAction(logger),
         },

@@ -383,6 +383,8 @@ async function startNode(
     `--api-server-bind-port=${apiServerPort}`,
     '--kubelet-start-command=true',
     '--on-fatal=exit',
+    // The JoinService starts after init; a short cap keeps waiting workers from sleeping long.
+    '--join-backoff-max-ms=2000',
   ]);
   // kubeadm is found on the node's PATH, where node preparation installs it.
   const bootstrapperEnv = {
