@@ -3,7 +3,7 @@ import { connect } from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
 import { DummyIssuer } from '@constellation/attestation';
 import type { Issuer } from '@constellation/attestation';
-import { withTimeout } from '@constellation/testing';
+import { waitFor, withTimeout } from '@constellation/testing';
 import { describe, expect, it } from 'vitest';
 import { AttestationLimits } from './attestation-limits.js';
 import { AttestedTlsServer } from './attested-tls-server.js';
@@ -63,8 +63,7 @@ describe('bounded work for strangers on attested endpoints', () => {
       });
     try {
       const first = [hello(), hello()];
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      expect(started).toBe(2);
+      await waitFor(() => started === 2, { timeoutMs: 5_000, description: 'two attestations in flight' });
       // The same peer is at its bound: further hellos are refused at once, no attestation started.
       const more = await withTimeout(Promise.all(Array.from({ length: 10 }, hello)), 5_000, 'refusals');
       expect(more).toEqual(Array.from({ length: 10 }, () => 'refused'));
