@@ -1,8 +1,7 @@
 import { spawn } from 'node:child_process';
 import * as grpc from '@grpc/grpc-js';
 import { Command, InvalidArgumentError, Option } from '@commander-js/extra-typings';
-import { readFile } from 'node:fs/promises';
-import { TpmIssuer, pemCertificatesToDer, unrootedVariantWarning } from '@constellation/attestation';
+import { TpmIssuer, readPemCertificates, unrootedVariantWarning } from '@constellation/attestation';
 import type { ServiceCheck } from '@constellation/atls';
 import type { Issuer } from '@constellation/attestation';
 import type { Logger } from '@constellation/logger';
@@ -48,14 +47,11 @@ async function readPemOption(file: string | undefined, option: string): Promise<
     throw new UsageError(
       `${option} is required with --attestation-variant=tpm2-ek: the node checks the JoinService's TPM identity against the pinned EK CA roots before it uses a join ticket`,
     );
-  let certificates: Buffer[];
   try {
-    certificates = pemCertificatesToDer(await readFile(file, 'utf8'));
+    return (await readPemCertificates(file)).certificates;
   } catch (err) {
-    throw new UsageError(`${option}: ${file}: ${(err as Error).message}`);
+    throw new UsageError(`${option}: ${(err as Error).message}`);
   }
-  if (certificates.length === 0) throw new UsageError(`${option}: ${file} holds no PEM certificate`);
-  return certificates;
 }
 
 /** The node's attestation issuer: rooted in the TPM's EK certificate unless configured otherwise. */

@@ -1,7 +1,6 @@
-import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { Command, Option } from '@commander-js/extra-typings';
-import { pemCertificatesToDer } from '@constellation/attestation';
+import { readPemCertificates } from '@constellation/attestation';
 import { UsageError, parseInteger } from '@constellation/command-line';
 import { configYaml } from './cluster-config.js';
 import { runInit } from './init-command.js';
@@ -61,18 +60,11 @@ export function createProgram(): Command {
     .action(async (options) => {
       const pem = async (file: string | undefined, option: string): Promise<string> => {
         if (file === undefined) return '';
-        let text: string;
         try {
-          text = await readFile(file, 'utf8');
-        } catch {
-          throw new UsageError(`${option}: cannot read ${file}`);
+          return (await readPemCertificates(file)).text;
+        } catch (err) {
+          throw new UsageError(`${option}: ${(err as Error).message}`);
         }
-        try {
-          if (pemCertificatesToDer(text).length === 0) throw new Error('no certificate');
-        } catch {
-          throw new UsageError(`${option}: ${file} holds no PEM certificate`);
-        }
-        return text;
       };
       const ekRoots = await pem(options.ekRoots, '--ek-roots');
       const ekIntermediates = await pem(options.ekIntermediates, '--ek-intermediates');

@@ -5,7 +5,7 @@ import * as grpc from '@grpc/grpc-js';
 import * as k8s from '@kubernetes/client-node';
 import { AgentAttester, StatusError, serveChallenge, serviceServerCredentials } from '@constellation/atls';
 import type { ChallengeRejection } from '@constellation/atls';
-import { createAttestationVerifier, pemCertificatesToDer } from '@constellation/attestation';
+import { createAttestationVerifier, readPemCertificates } from '@constellation/attestation';
 import type {
   AttestationPolicy,
   Measurements,
@@ -347,17 +347,11 @@ async function attestationPolicy(
   if (settings.attestationVariant === 'qemu-vtpm') return { variant: 'qemu-vtpm', measurements: current };
   if (settings.ekRootsPath === undefined)
     throw new Error('attestation variant "tpm2-ek" needs the pinned EK CA roots (join-config key ekRoots)');
-  const readPem = async (path: string): Promise<Buffer[]> => {
-    try {
-      return pemCertificatesToDer(await readFile(path, 'utf8'));
-    } catch (err) {
-      throw new Error(`${path}: ${(err as Error).message}`, { cause: err });
-    }
-  };
-  const ekRoots = await readPem(settings.ekRootsPath);
-  if (ekRoots.length === 0)
-    throw new Error(`${settings.ekRootsPath}: no PEM certificate found; the pinned EK roots must not be empty`);
-  const ekIntermediates = settings.ekIntermediatesPath === undefined ? [] : await readPem(settings.ekIntermediatesPath);
+  const ekRoots = (await readPemCertificates(settings.ekRootsPath)).certificates;
+  const ekIntermediates =
+    settings.ekIntermediatesPath === undefined
+      ? []
+      : (await readPemCertificates(settings.ekIntermediatesPath)).certificates;
   return { variant: 'tpm2-ek', measurements: current, ekRoots, ekIntermediates };
 }
 

@@ -27,6 +27,7 @@ export type { BootComponent } from './measured-boot.js';
 export { componentDigest, expectedMeasurements, initialPcrValue, measureBoot, replayEvents } from './measured-boot.js';
 export type { Measurement, Measurements } from './measurements.js';
 export { checkMeasurementPolicy, measurementsToFile, parseMeasurements } from './measurements.js';
+export { readPemCertificates } from './pem-file.js';
 export type { TpmIssuerOptions } from './tpm-issuer.js';
 export { TpmIssuer } from './tpm-issuer.js';
 export type { TpmValidatorOptions } from './tpm-validator.js';
