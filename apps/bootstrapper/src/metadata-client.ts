@@ -42,15 +42,12 @@ export class MetadataClient {
 
   /** The platform's record of the machine whose TPM has this EK, or undefined when it knows none. */
   async instanceByEndorsementKey(ekPublicKeyHash: string): Promise<Instance | undefined> {
-    try {
-      const found = await this.get(`/instances?ek=${encodeURIComponent(ekPublicKeyHash)}`, registered);
-      if (found.ekPublicKeyHash !== ekPublicKeyHash)
-        throw new Error(`instance metadata answered for another endorsement key than sha256:${ekPublicKeyHash}`);
-      return found;
-    } catch (err) {
-      if (err instanceof Error && err.message.endsWith('HTTP 404')) return undefined;
-      throw err;
-    }
+    const found = await this.get(`/instances?ek=${encodeURIComponent(ekPublicKeyHash)}`, registered, {
+      notFound: true,
+    });
+    if (found !== undefined && found.ekPublicKeyHash !== ekPublicKeyHash)
+      throw new Error(`instance metadata answered for another endorsement key than sha256:${ekPublicKeyHash}`);
+    return found;
   }
 
   async initSecretHash(): Promise<string> {
@@ -59,7 +56,10 @@ export class MetadataClient {
     return initSecretHash;
   }
 
-  private async get<T>(path: string, schema: z.ZodType<T>): Promise<T> {
+  private get<T>(path: string, schema: z.ZodType<T>): Promise<T>;
+  /** With `notFound`, an HTTP 404 is an answer (undefined), not an error. */
+  private get<T>(path: string, schema: z.ZodType<T>, options: { notFound: true }): Promise<T | undefined>;
+  private async get<T>(path: string, schema: z.ZodType<T>, options?: { notFound: true }): Promise<T | undefined> {
     const headers: Record<string, string> =
       this.nodeName === undefined ? {} : { 'x-constellation-node': this.nodeName };
     let response: Response;
@@ -70,6 +70,7 @@ export class MetadataClient {
         cause: err,
       });
     }
+    if (response.status === 404 && options?.notFound === true) return undefined;
     if (!response.ok) throw new Error(`instance metadata ${path}: HTTP ${response.status}`);
     const parsed = schema.safeParse(await response.json());
     if (!parsed.success)
