@@ -90,7 +90,7 @@ export class JoinServiceConnection {
         failures.push(`${address}: ${(err as Error).message}`);
         const asked = retryAfter(err);
         if (asked !== undefined) retryAfterMs = Math.max(retryAfterMs ?? 0, asked);
-        code = (err as { code?: unknown }).code === undefined ? undefined : (err as grpc.ServiceError).code;
+        code = (err as Partial<grpc.ServiceError>).code;
       } finally {
         client.close();
       }

@@ -7,6 +7,7 @@ import type { ActivateRequest, ActivateResponse } from '@constellation/proto';
 import { randomBytes } from 'node:crypto';
 import type { AttestedChannelCredentials } from './attested-channel.js';
 import { AtlsError } from './errors.js';
+import { retryAfterMetadata } from './status-error.js';
 
 const NONCE_BYTES = 32;
 
@@ -62,9 +63,11 @@ export class ActivationBudget {
       };
     }
     if (this.inFlight >= this.maxConcurrent) {
-      const metadata = new grpc.Metadata();
-      metadata.set('retry-after-ms', '500');
-      return { code: grpc.status.UNAVAILABLE, details: 'the TPM is busy with other activations; retry', metadata };
+      return {
+        code: grpc.status.UNAVAILABLE,
+        details: 'the TPM is busy with other activations; retry',
+        metadata: retryAfterMetadata(500),
+      };
     }
     if (this.perConnection) this.used.add(peer);
     this.inFlight++;

@@ -16,7 +16,7 @@ import type { ChallengeClientMessage, ChallengeServerMessage } from './challenge
 import { ephemeralKey, seal } from './seal.js';
 import { ServiceAttesterBusyError, serviceUserData } from './service-attester.js';
 import type { ServiceAttester } from './service-attester.js';
-import { StatusError } from './status-error.js';
+import { StatusError, retryAfterMetadata } from './status-error.js';
 
 /** Why a challenge exchange ended without an answer; stable strings for metrics. */
 export type ChallengeRejection =
@@ -57,12 +57,6 @@ export interface ChallengeServerOptions {
 }
 
 type Stream = grpc.ServerDuplexStream<ChallengeClientMessage, ChallengeServerMessage>;
-
-function retryAfter(ms: number): grpc.Metadata {
-  const metadata = new grpc.Metadata();
-  metadata.set('retry-after-ms', String(ms));
-  return metadata;
-}
 
 /**
  * Runs the service side of one challenge stream: hello → fresh nonce → attested request →
@@ -187,14 +181,14 @@ export function serveChallenge(call: Stream, options: ChallengeServerOptions): v
           if (err instanceof AttestationError) {
             finish(grpc.status.PERMISSION_DENIED, `attestation rejected: ${err.message}`, `attestation:${err.reason}`);
           } else if (err instanceof ServiceAttesterBusyError) {
-            finish(grpc.status.UNAVAILABLE, err.message, 'handler', retryAfter(1_000));
+            finish(grpc.status.UNAVAILABLE, err.message, 'handler', retryAfterMetadata(1_000));
           } else {
             log.error('could not prepare the challenge', { err });
             finish(
               grpc.status.UNAVAILABLE,
               "the service could not check the node's identity or attest its own host; retry",
               'handler',
-              retryAfter(2_000),
+              retryAfterMetadata(2_000),
             );
           }
         },

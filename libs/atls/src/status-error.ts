@@ -19,3 +19,10 @@ export class StatusError extends Error {
     for (const [key, value] of Object.entries(metadata)) this.metadata.set(key, value);
   }
 }
+
+/** The `retry-after-ms` trailer a retryable refusal carries: when the caller should come back. */
+export function retryAfterMetadata(ms: number): grpc.Metadata {
+  const metadata = new grpc.Metadata();
+  metadata.set('retry-after-ms', String(ms));
+  return metadata;
+}
