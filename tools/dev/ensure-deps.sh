@@ -15,6 +15,12 @@ declare -A needed=(
   [openssl]=openssl
   [gpg]=gpg
   [systemd-analyze]=systemd
+  # release artifacts (docs/artifacts.md): the JoinService image, the node .deb
+  [buildah]=buildah
+  [podman]=podman
+  [runc]=runc
+  [lintian]=lintian
+  [dpkg-deb]=dpkg
 )
 missing=()
 for program in "${!needed[@]}"; do

@@ -14,6 +14,7 @@ import {
 import { rekeyStateDisk } from './disk-activation.js';
 import type { NodeContext } from './node-context.js';
 import { writeNodeState } from './node-state.js';
+import { errorMessage } from '@constellation/errors';
 
 type Call = grpc.ServerWritableStream<InitRequest, InitResponse>;
 
@@ -64,7 +65,7 @@ export function initService(context: NodeContext, hooks: InitServiceHooks): Init
     try {
       hash = await context.metadata.initSecretHash();
     } catch (err) {
-      fail(grpc.status.UNAVAILABLE, `cannot check the init secret: ${(err as Error).message}`);
+      fail(grpc.status.UNAVAILABLE, `cannot check the init secret: ${errorMessage(err)}`);
       return;
     }
     if (!(await verifyInitSecret(request.initSecret, hash))) {
@@ -189,7 +190,7 @@ async function sendLogs(call: Call, context: NodeContext): Promise<void> {
       sent += data.length;
     }
   } catch (err) {
-    collectionError = (err as Error).message;
+    collectionError = errorMessage(err);
   }
   await Promise.resolve();
   call.write({ kind: { $case: 'logsDone', value: { bytesSent: sent, collectionError } } });

@@ -14,6 +14,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { BootstrapOutcome } from './bootstrapper.js';
 import { BOOT, MEASUREMENTS, TestNode, callInit, initRequest, startCluster } from './node.fixture.js';
 import type { Cluster } from './node.fixture.js';
+import { errorMessage } from '@constellation/errors';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -189,7 +190,7 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
     );
     const result = await callInit(node, initRequest(), tampered);
     expect(result.messages).toEqual([]);
-    expect((result.identityError as Error).message).toMatch(/PCR 9: expected/);
+    expect(errorMessage(result.identityError)).toMatch(/PCR 9: expected/);
     expect(result.credentials.failure?.message).toMatch(/PCR 9: expected/);
     expect(node.context.lock.heldBy).toBeUndefined();
   });

@@ -10,6 +10,7 @@ import { kubeadmJoin } from './kubeadm-driver.js';
 import type { NodeContext } from './node-context.js';
 import { writeNodeState } from './node-state.js';
 import { writeFileAtomic } from './secure-files.js';
+import { errorMessage } from '@constellation/errors';
 
 export interface JoinClientOptions {
   initialBackoffMs: number;
@@ -64,7 +65,7 @@ export class JoinClient {
         const code = (failure as { code?: number }).code;
         log.info('no join ticket yet', {
           attempt,
-          error: (failure as Error).message,
+          error: errorMessage(failure),
           retryInMs: delayMs,
           ...(code === undefined ? {} : { code: grpc.status[code] }),
         });

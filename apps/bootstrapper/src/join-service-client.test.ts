@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JoinServiceConnection, JoinServiceUnavailableError, nextAttemptDelay } from './join-service-client.js';
 import { MetadataClient } from './metadata-client.js';
 import type { NodeContext } from './node-context.js';
+import { errorMessage } from '@constellation/errors';
 
 // The JoinService tells nodes when to come back (`retry-after-ms`, for example while another
 // control plane holds the join lease); the node's one JoinService client must read it and wait.
@@ -53,9 +54,7 @@ describe('the JoinService client honours retry-after-ms', () => {
       const err = await call().catch((e: unknown) => e);
       expect(err).toBeInstanceOf(JoinServiceUnavailableError);
       expect(err).toMatchObject({ retryAfterMs: 4000, code: grpc.status.UNAVAILABLE });
-      expect((err as Error).message).toMatch(
-        /^127\.0\.0\.1:\d+: 14 UNAVAILABLE: another control-plane node is joining$/,
-      );
+      expect(errorMessage(err)).toMatch(/^127\.0\.0\.1:\d+: 14 UNAVAILABLE: another control-plane node is joining$/);
       // Early attempts back off for at most 100-200 ms; the service asked for 4 s, so the node waits that long.
       for (let attempt = 0; attempt < 3; attempt++) {
         const delay = nextAttemptDelay(attempt, err, 100, 30_000);

@@ -3,6 +3,7 @@ import { SERVICE_CHANNEL_OPTIONS, requestWithAttestation, serviceChannelCredenti
 import { JoinServiceClient, JoinTicket, RejoinTicket, createClient } from '@constellation/proto';
 import { backoffDelay } from './backoff.js';
 import type { NodeContext } from './node-context.js';
+import { errorMessage } from '@constellation/errors';
 
 /** Longest wait a service may ask for with `retry-after-ms`; a larger value is capped, not obeyed. */
 const MAX_RETRY_AFTER_MS = 5 * 60_000;
@@ -87,7 +88,7 @@ export class JoinServiceConnection {
           checkService ? this.context.joinServiceCheck : undefined,
         );
       } catch (err) {
-        failures.push(`${address}: ${(err as Error).message}`);
+        failures.push(`${address}: ${errorMessage(err)}`);
         const asked = retryAfter(err);
         if (asked !== undefined) retryAfterMs = Math.max(retryAfterMs ?? 0, asked);
         code = (err as Partial<grpc.ServiceError>).code;

@@ -4,6 +4,7 @@ import * as k8s from '@kubernetes/client-node';
 import { clusterConfigMap, initConfiguration, joinConfiguration, runKubeadm } from '@constellation/kubeadm';
 import type { ClusterConfig, InitConfigInput, JoinConfigInput } from '@constellation/kubeadm';
 import type { NodeContext } from './node-context.js';
+import { errorMessage } from '@constellation/errors';
 
 /** Runs kubeadm with the node's settings; its output goes to the node's log. */
 async function kubeadm(context: NodeContext, args: string[]): Promise<void> {
@@ -36,7 +37,7 @@ export async function kubeadmJoin(context: NodeContext, input: JoinConfigInput):
       return;
     } catch (err) {
       last = err;
-      context.logger.warn('kubeadm join failed', { attempt, error: (err as Error).message });
+      context.logger.warn('kubeadm join failed', { attempt, error: errorMessage(err) });
     }
   }
   throw last;
@@ -58,7 +59,7 @@ export async function waitForApiServer(core: k8s.CoreV1Api, timeoutMs: number): 
       await core.listNamespace();
       return;
     } catch (err) {
-      last = (err as Error).message;
+      last = errorMessage(err);
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { errorMessage } from '@constellation/errors';
 
 const instance = z.object({
   name: z.string().min(1),
@@ -66,7 +67,7 @@ export class MetadataClient {
     try {
       response = await fetch(`${this.url}${path}`, { headers, signal: AbortSignal.timeout(this.timeoutMs) });
     } catch (err) {
-      throw new Error(`instance metadata ${path} unreachable at ${this.url}: ${(err as Error).message}`, {
+      throw new Error(`instance metadata ${path} unreachable at ${this.url}: ${errorMessage(err)}`, {
         cause: err,
       });
     }

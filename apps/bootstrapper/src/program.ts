@@ -21,6 +21,7 @@ import { RecentLog } from './recent-log.js';
 import { parseTpmAddress, tpmTransport } from './tpm-address.js';
 import { serveVerifyEndpoint } from './verify-endpoint.js';
 import { VERSION } from './version.js';
+import { errorMessage } from '@constellation/errors';
 
 function runCommand(command: string): () => Promise<void> {
   return () =>
@@ -50,7 +51,7 @@ async function readPemOption(file: string | undefined, option: string): Promise<
   try {
     return (await readPemCertificates(file)).certificates;
   } catch (err) {
-    throw new UsageError(`${option}: ${(err as Error).message}`);
+    throw new UsageError(`${option}: ${errorMessage(err)}`);
   }
 }
 

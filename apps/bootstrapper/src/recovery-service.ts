@@ -5,6 +5,7 @@ import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey } from '@c
 import type { RecoverRequest, RecoverResponse, RecoveryServiceServer } from '@constellation/proto';
 import type { NodeContext } from './node-context.js';
 import type { NodeState } from './node-state.js';
+import { errorMessage } from '@constellation/errors';
 
 /** What a Recover caller is told to wait before asking again while another attempt is checked. */
 export const RECOVERY_RETRY_AFTER_MS = 1_000;
@@ -81,7 +82,7 @@ export function recoveryService(context: NodeContext, options: RecoveryServiceOp
       } catch (err) {
         throw new StatusError(
           grpc.status.INTERNAL,
-          `could not check the key against the state disk: ${(err as Error).message}`,
+          `could not check the key against the state disk: ${errorMessage(err)}`,
         );
       }
       if (!opens) {
@@ -115,7 +116,7 @@ export function recoveryService(context: NodeContext, options: RecoveryServiceOp
             return;
           }
           log.error('Recover failed', { err });
-          callback({ code: grpc.status.INTERNAL, details: `recovery failed: ${(err as Error).message}` });
+          callback({ code: grpc.status.INTERNAL, details: `recovery failed: ${errorMessage(err)}` });
         },
       );
     },

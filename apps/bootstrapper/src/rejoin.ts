@@ -6,6 +6,7 @@ import { JoinServiceConnection, nextAttemptDelay } from './join-service-client.j
 import type { NodeContext } from './node-context.js';
 import { readNodeState } from './node-state.js';
 import { recoveryService } from './recovery-service.js';
+import { errorMessage } from '@constellation/errors';
 
 export interface RejoinOptions {
   initialBackoffMs: number;
@@ -94,7 +95,7 @@ export async function rejoin(context: NodeContext, options: RejoinOptions): Prom
       }
       const delayMs = nextAttemptDelay(attempt, failure, options.initialBackoffMs, options.maxBackoffMs);
       if (failure !== undefined)
-        log.info('no rejoin ticket yet', { attempt, error: (failure as Error).message, retryInMs: delayMs });
+        log.info('no rejoin ticket yet', { attempt, error: errorMessage(failure), retryInMs: delayMs });
       await new Promise((resolve) => setTimeout(resolve, delayMs));
     }
     return new Promise<Keys>(() => undefined);

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { UsageError } from '@constellation/command-line';
 import { parseMeasurements, pemCertificatesToDer } from '@constellation/attestation';
 import type { AttestationPolicy, Measurements } from '@constellation/attestation';
+import { errorMessage } from '@constellation/errors';
 
 /** `constellation-conf.yaml`: what cluster to create and what its nodes must measure. */
 export interface ClusterConfig {
@@ -105,7 +106,7 @@ export async function loadClusterConfig(path: string): Promise<ClusterConfig> {
       `${path}: attestation`,
     );
   } catch (err) {
-    throw new UsageError((err as Error).message);
+    throw new UsageError(errorMessage(err));
   }
   const attestation = parsed.data.attestation;
   return {

@@ -13,6 +13,7 @@ import { configYaml } from './cluster-config.js';
 import { runInit } from './init-command.js';
 import { verifyNode } from './verify-command.js';
 import { workspaceFiles, writeWorkspaceFile } from './workspace.js';
+import { errorMessage } from '@constellation/errors';
 
 // Attacker 1 poses as the first control-plane node: no TPM, the cluster's public measurements,
 // and (in the second case) the public EK certificate of a genuine machine.
@@ -92,7 +93,7 @@ describe('constellation init and verify against a fake node with no TPM', () => 
     try {
       const workspace = await workspaceFor(node.port);
       const err = await runInit({ workspace, print: () => undefined, attempts: 1 }).catch((e: unknown) => e);
-      expect((err as Error).message).toBe(
+      expect(errorMessage(err)).toBe(
         `the node at 127.0.0.1:${node.port} failed attestation, nothing was sent to it: server certificate carries no attestation for an accepted variant: tpm2-ek (1.3.9900.5.100)`,
       );
       expect(node.received).toEqual([]);
@@ -108,7 +109,7 @@ describe('constellation init and verify against a fake node with no TPM', () => 
     try {
       const workspace = await workspaceFor(node.port);
       const err = await runInit({ workspace, print: () => undefined, attempts: 1 }).catch((e: unknown) => e);
-      expect((err as Error).message).toBe(
+      expect(errorMessage(err)).toBe(
         `the node at 127.0.0.1:${node.port} failed attestation, nothing was sent to it: credential activation failed: the attestation key does not live in the TPM that holds the certified endorsement key`,
       );
       expect(node.received).toEqual([]);

@@ -18,6 +18,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { configYaml } from './cluster-config.js';
 import { runInit } from './init-command.js';
 import { workspaceFiles, writeWorkspaceFile } from './workspace.js';
+import { errorMessage } from '@constellation/errors';
 
 const root = repoRoot();
 const bundle = join(root, 'apps/bootstrapper/dist/bootstrapper.mjs');
@@ -90,7 +91,7 @@ describe('constellation init', () => {
       await writeWorkspaceFile(workspaceFiles(workspace).initSecret, 'secret', true);
       const lines: string[] = [];
       const err = await runInit({ workspace, print: (l) => lines.push(l), retryDelayMs: 10 }).catch((e: unknown) => e);
-      expect((err as Error).message).toMatch(
+      expect(errorMessage(err)).toMatch(
         /^the node at 127\.0\.0\.1:\d+ failed attestation, nothing was sent to it: measurements do not match: PCR 9: expected [0-9a-f]{64}, actual [0-9a-f]{64}/,
       );
       // The node never saw a request: no init started, nothing refused, still unlocked and listening.

@@ -10,6 +10,7 @@ import { AttestationRefusedError, connectAttested } from './attested-connection.
 import { loadClusterConfig } from './cluster-config.js';
 import { writeClusterState } from './cluster-state.js';
 import { workspaceFiles, writeWorkspaceFile } from './workspace.js';
+import { errorMessage } from '@constellation/errors';
 
 export interface InitCommandOptions {
   workspace: string;
@@ -92,7 +93,7 @@ export async function runInit(options: InitCommandOptions): Promise<InitResult> 
         );
       }
       if ((err as { code?: number }).code !== grpc.status.UNAVAILABLE || attempt >= attempts) throw err;
-      options.print(`node not reachable yet (${(err as Error).message}); retrying`);
+      options.print(`node not reachable yet (${errorMessage(err)}); retrying`);
       await new Promise((resolve) => setTimeout(resolve, options.retryDelayMs ?? 2_000));
       continue;
     }
@@ -159,7 +160,7 @@ export async function runInit(options: InitCommandOptions): Promise<InitResult> 
         attempt >= attempts
       )
         throw err;
-      options.print(`node not reachable yet (${(err as Error).message}); retrying`);
+      options.print(`node not reachable yet (${errorMessage(err)}); retrying`);
       await new Promise((resolve) => setTimeout(resolve, options.retryDelayMs ?? 2_000));
     } finally {
       client.close();

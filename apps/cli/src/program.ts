@@ -14,6 +14,7 @@ import { miniUp } from './mini/mini-up.js';
 import { selfCommand } from './self-command.js';
 import { VERSION } from './version.js';
 import { workspaceFiles, writeWorkspaceFile } from './workspace.js';
+import { errorMessage } from '@constellation/errors';
 
 const outputOption = (): Option<'--output <format>', undefined, 'text', 'text' | 'json'> =>
   new Option('--output <format>', 'how to print the result')
@@ -63,7 +64,7 @@ export function createProgram(): Command {
         try {
           return (await readPemCertificates(file)).text;
         } catch (err) {
-          throw new UsageError(`${option}: ${(err as Error).message}`);
+          throw new UsageError(`${option}: ${errorMessage(err)}`);
         }
       };
       const ekRoots = await pem(options.ekRoots, '--ek-roots');

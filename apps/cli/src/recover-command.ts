@@ -8,6 +8,7 @@ import { AttestationRefusedError, connectAttested } from './attested-connection.
 import { loadClusterConfig } from './cluster-config.js';
 import { readClusterState } from './cluster-state.js';
 import { workspaceFiles } from './workspace.js';
+import { errorMessage } from '@constellation/errors';
 
 /**
  * `constellation recover`: after a full control-plane shutdown, hand a waiting control-plane node
@@ -37,7 +38,7 @@ export async function recoverNode(
   } catch (err) {
     if (err instanceof AttestationRefusedError)
       throw new Error(`${target} failed attestation, the master secret was not sent: ${err.message}`, { cause: err });
-    throw new Error(`recovery of ${target} failed: ${(err as Error).message}`, { cause: err });
+    throw new Error(`recovery of ${target} failed: ${errorMessage(err)}`, { cause: err });
   }
   let answer: RecoverResponse;
   try {
@@ -53,7 +54,7 @@ export async function recoverNode(
       );
     });
   } catch (err) {
-    throw new Error(`recovery of ${target} failed: ${(err as Error).message}`, { cause: err });
+    throw new Error(`recovery of ${target} failed: ${errorMessage(err)}`, { cause: err });
   } finally {
     client.close();
   }

@@ -7,6 +7,7 @@ import { connectAttested } from './attested-connection.js';
 import { loadClusterConfig } from './cluster-config.js';
 import { readClusterState } from './cluster-state.js';
 import { workspaceFiles } from './workspace.js';
+import { errorMessage } from '@constellation/errors';
 
 export interface PcrReport {
   pcr: number;
@@ -42,7 +43,7 @@ export async function verifyNode(
       warn,
     });
   } catch (err) {
-    throw new Error(`could not attest ${endpoint}: ${(err as Error).message}`, { cause: err });
+    throw new Error(`could not attest ${endpoint}: ${errorMessage(err)}`, { cause: err });
   }
   const { client, credentials, identity } = connection;
   try {

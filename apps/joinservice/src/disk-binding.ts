@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import type { CoreV1Api, V1ConfigMap } from '@kubernetes/client-node';
 import { StatusError } from '@constellation/atls';
+import { errorMessage } from '@constellation/errors';
 
 export interface DiskBindingsOptions {
   core: CoreV1Api;
@@ -83,7 +84,7 @@ function bindingName(diskUuid: string, machine: string): string {
 function unavailable(err: unknown): StatusError {
   return new StatusError(
     grpc.status.UNAVAILABLE,
-    `could not read or record the state-disk binding: ${(err as Error).message}`,
+    `could not read or record the state-disk binding: ${errorMessage(err)}`,
     { 'retry-after-ms': '1000' },
     'api-unavailable',
   );

@@ -40,6 +40,7 @@ import { NodeTokens } from './node-tokens.js';
 import { TicketBudget } from './ticket-budget.js';
 import { TicketService } from './ticket-service.js';
 import type { AdmittedNode } from './ticket-service.js';
+import { errorMessage } from '@constellation/errors';
 
 /** Everything the JoinService needs, parsed and validated by the program before it starts. */
 export interface JoinServiceSettings {
@@ -165,7 +166,7 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
     } catch (err) {
       throw new StatusError(
         grpc.status.UNAVAILABLE,
-        `the instance registry is not reachable: ${(err as Error).message}`,
+        `the instance registry is not reachable: ${errorMessage(err)}`,
         { 'retry-after-ms': '2000' },
         'registry-unavailable',
       );

@@ -7,6 +7,7 @@ import { logLevelOption, parseInteger, parsePort } from '@constellation/command-
 import { bridgeGrpcLogs, createWinstonLogger } from '@constellation/logger';
 import { startJoinService } from './join-service.js';
 import { VERSION } from './version.js';
+import { errorMessage } from '@constellation/errors';
 
 function parseEndpoint(value: string): string {
   if (!/^[A-Za-z0-9.-]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/.test(value)) {
@@ -20,7 +21,7 @@ function parseVariant(value: string): 'tpm2-ek' | 'qemu-vtpm' {
   try {
     name = variantByName(value).name;
   } catch (err) {
-    throw new InvalidArgumentError((err as Error).message);
+    throw new InvalidArgumentError(errorMessage(err));
   }
   if (name !== 'tpm2-ek' && name !== 'qemu-vtpm')
     throw new InvalidArgumentError(`the JoinService validates "tpm2-ek" or "qemu-vtpm", not "${name}"`);

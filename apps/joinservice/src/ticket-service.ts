@@ -12,6 +12,7 @@ import type { DiskBindings } from './disk-binding.js';
 import type { RegisteredInstance } from './instance-registry.js';
 import type { NodeTokens } from './node-tokens.js';
 import type { TicketBudget } from './ticket-budget.js';
+import { errorMessage } from '@constellation/errors';
 
 /**
  * Who the JoinService is talking to, as far as attestation established it. `machineId` names the
@@ -104,7 +105,7 @@ export class TicketService {
     } catch (err) {
       throw new StatusError(
         grpc.status.FAILED_PRECONDITION,
-        `cluster configuration is not available yet: ${(err as Error).message}`,
+        `cluster configuration is not available yet: ${errorMessage(err)}`,
       );
     }
     await disks.bind(request.diskUuid, node.machineId, issued.nodeName);
@@ -121,7 +122,7 @@ export class TicketService {
         ).catch((err: unknown) => {
           throw new StatusError(
             grpc.status.UNAVAILABLE,
-            `could not create a bootstrap token in the cluster: ${(err as Error).message}`,
+            `could not create a bootstrap token in the cluster: ${errorMessage(err)}`,
             { 'retry-after-ms': '1000' },
             'api-unavailable',
           );

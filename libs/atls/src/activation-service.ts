@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { AttestedChannelCredentials } from './attested-channel.js';
 import { AtlsError } from './errors.js';
 import { retryAfterMetadata } from './status-error.js';
+import { errorMessage } from '@constellation/errors';
 
 const NONCE_BYTES = 32;
 
@@ -117,7 +118,7 @@ export function addActivationService(server: grpc.Server, rooted: RootedIdentity
           (err: unknown) => {
             callback({
               code: grpc.status.PERMISSION_DENIED,
-              details: `this TPM cannot activate the credential: ${(err as Error).message}`,
+              details: `this TPM cannot activate the credential: ${errorMessage(err)}`,
             });
           },
         )

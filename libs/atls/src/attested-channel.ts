@@ -8,6 +8,7 @@ import { AtlsError } from './errors.js';
 import { NONCE_BYTES, nonceToServerName } from './nonce-server-name.js';
 import { atlsPublicRoot } from './public-root.js';
 import { spkiUserData } from './spki-binding.js';
+import { errorMessage } from '@constellation/errors';
 
 /**
  * Credentials for one attested connection to a server-attests endpoint. Each instance carries
@@ -72,7 +73,7 @@ export class AttestedChannelCredentials {
       return this.fail(new AtlsError(`server certificate carries no attestation for an accepted variant: ${accepted}`));
     } catch (err) {
       if (err instanceof AttestationError) return this.fail(err);
-      return this.fail(new AtlsError(`server certificate is malformed: ${(err as Error).message}`, { cause: err }));
+      return this.fail(new AtlsError(`server certificate is malformed: ${errorMessage(err)}`, { cause: err }));
     }
   }
 

@@ -15,6 +15,7 @@ import type { ChallengeClientMessage, ChallengeServerMessage } from './challenge
 import { AtlsError } from './errors.js';
 import { ephemeralKey, open } from './seal.js';
 import { serviceUserData } from './service-attester.js';
+import { errorMessage } from '@constellation/errors';
 
 /**
  * What a node requires of the service before it trusts an answer: the service's host attests
@@ -108,12 +109,12 @@ export async function requestWithAttestation(
       try {
         identity = service.pending.prove(sealed.serviceActivationProof, serviceNonce);
       } catch (err) {
-        throw new ServiceAttestationError(`the service failed attestation: ${(err as Error).message}`, { cause: err });
+        throw new ServiceAttestationError(`the service failed attestation: ${errorMessage(err)}`, { cause: err });
       }
       try {
         await serviceCheck.admit(identity, service.result);
       } catch (err) {
-        throw new ServiceAttestationError(`the service is not trusted: ${(err as Error).message}`, { cause: err });
+        throw new ServiceAttestationError(`the service is not trusted: ${errorMessage(err)}`, { cause: err });
       }
     }
     return open(sealed, key, challenge.nonce);

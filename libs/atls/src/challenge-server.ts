@@ -17,6 +17,7 @@ import { ephemeralKey, seal } from './seal.js';
 import { ServiceAttesterBusyError, serviceUserData } from './service-attester.js';
 import type { ServiceAttester } from './service-attester.js';
 import { StatusError, retryAfterMetadata } from './status-error.js';
+import { errorMessage } from '@constellation/errors';
 
 /** Why a challenge exchange ended without an answer; stable strings for metrics. */
 export type ChallengeRejection =
@@ -280,7 +281,7 @@ export function serveChallenge(call: Stream, options: ChallengeServerOptions): v
           sealed = seal(answer, ephemeralPublicKey, currentNonce, currentService?.key);
         } catch (err) {
           state = 'answer';
-          finish(grpc.status.INVALID_ARGUMENT, (err as Error).message, 'protocol');
+          finish(grpc.status.INVALID_ARGUMENT, errorMessage(err), 'protocol');
           return;
         }
         state = 'done';

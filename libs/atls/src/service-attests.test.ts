@@ -22,6 +22,7 @@ import { serveChallenge } from './challenge-server.js';
 import { issuerAttester, serveAttestationAgent, AgentAttester } from './service-attester.js';
 import type { ServiceAttester } from './service-attester.js';
 import { serviceChannelCredentials, serviceServerCredentials } from './service-tls.js';
+import { errorMessage } from '@constellation/errors';
 
 // The service proves itself to the node: a fake JoinService (attacker 1) must not get a node to use
 // anything it sends. Real swtpm TPMs manufactured with EK certificates play the node, the genuine
@@ -165,7 +166,7 @@ describe('the JoinService proves its host before a node uses its answer', () => 
     // The service did answer (its handler ran); the node threw the answer away unopened.
     expect(handled).toBe(before + 1);
     expect(err).toBeInstanceOf(ServiceAttestationError);
-    expect((err as Error).message).toBe(
+    expect(errorMessage(err)).toBe(
       'the service did not attest its host: this node joins only through a JoinService on an attested control-plane node',
     );
   });
@@ -182,21 +183,21 @@ describe('the JoinService proves its host before a node uses its answer', () => 
       close: () => undefined,
     });
     expect(err).toBeInstanceOf(ServiceAttestationError);
-    expect((err as Error).message).toBe(
+    expect(errorMessage(err)).toBe(
       'the service failed attestation: credential activation failed: the attestation key does not live in the TPM that holds the certified endorsement key',
     );
   });
 
   it('refuses a service on a genuine machine that is not a registered control plane', async () => {
     const err = await join(issuerAttester(worker.issuer));
-    expect((err as Error).message).toBe(
+    expect(errorMessage(err)).toBe(
       `the service is not trusted: machine sha256:${worker.hash} is not a registered control plane`,
     );
   });
 
   it('refuses a service whose host runs another image, naming the PCR', async () => {
     const err = await join(issuerAttester(tamperedControlPlane.issuer));
-    expect((err as Error).message).toMatch(
+    expect(errorMessage(err)).toMatch(
       /^the service failed attestation: measurements do not match: PCR 9: expected [0-9a-f]{64}, actual [0-9a-f]{64}/,
     );
   });
@@ -205,7 +206,7 @@ describe('the JoinService proves its host before a node uses its answer', () => 
     const fresh = await machine('control-plane-fresh', image);
     try {
       const err = await join(issuerAttester(fresh.issuer));
-      expect((err as Error).message).toBe(
+      expect(errorMessage(err)).toBe(
         'the service is not trusted: its host has not joined any cluster (PCR 15 is zero)',
       );
     } finally {

@@ -1,6 +1,7 @@
 import { TPM_ALG, TPM_ECC, TPMA_OBJECT, parsePublic } from '@constellation/tpm';
 import type { TpmPublic } from '@constellation/tpm';
 import { AttestationError } from './errors.js';
+import { errorMessage } from '@constellation/errors';
 
 /** Attributes every attestation key must have: a TPM-resident key that only signs TPM-made structures. */
 const REQUIRED_AK_ATTRIBUTES =
@@ -19,10 +20,7 @@ export function checkAttestationKey(bytes: Uint8Array): TpmPublic {
   try {
     ak = parsePublic(bytes);
   } catch (err) {
-    throw new AttestationError(
-      'attestation-key',
-      `attestation key public area is malformed: ${(err as Error).message}`,
-    );
+    throw new AttestationError('attestation-key', `attestation key public area is malformed: ${errorMessage(err)}`);
   }
   if (
     (ak.objectAttributes & REQUIRED_AK_ATTRIBUTES) !== REQUIRED_AK_ATTRIBUTES ||

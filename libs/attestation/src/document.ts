@@ -1,5 +1,6 @@
 import { AttestationDocument } from '@constellation/proto';
 import { AttestationError } from './errors.js';
+import { errorMessage } from '@constellation/errors';
 
 /** Largest serialized document we decode: ~1.5 KiB is typical, the event log can add a few KiB. */
 export const MAX_DOCUMENT_BYTES = 64 * 1024;
@@ -22,7 +23,7 @@ export function decodeDocument(bytes: Uint8Array): AttestationDocument {
   } catch (err) {
     throw new AttestationError(
       'malformed',
-      `attestation document is not a valid protobuf message: ${(err as Error).message}`,
+      `attestation document is not a valid protobuf message: ${errorMessage(err)}`,
     );
   }
   if (doc.quotes.length === 0) throw new AttestationError('malformed', 'attestation document has no quote');

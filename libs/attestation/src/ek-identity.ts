@@ -8,6 +8,7 @@ import { verifyEkCertificate } from './ek-certificate.js';
 import { checkEkPublic, ekPublicKeyHash } from './ek-public.js';
 import { AttestationError } from './errors.js';
 import { makeCredential } from './make-credential.js';
+import { errorMessage } from '@constellation/errors';
 
 /** What a verifier knows about a TPM once its EK certificate validated and its AK was activated. */
 export interface VerifiedTpmIdentity {
@@ -71,7 +72,7 @@ export class EkIdentityVerifier {
     try {
       ek = parsePublic(identity.ekPublic);
     } catch (err) {
-      throw new AttestationError('ek-public', `EK public area is malformed: ${(err as Error).message}`);
+      throw new AttestationError('ek-public', `EK public area is malformed: ${errorMessage(err)}`);
     }
     const certificate = await verifyEkCertificate({
       certificate: identity.ekCertificate,

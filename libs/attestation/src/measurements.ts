@@ -2,6 +2,7 @@ import { isScalar, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { PCR_COUNT } from '@constellation/tpm';
 import { AttestationConfigError } from './errors.js';
+import { errorMessage } from '@constellation/errors';
 
 /** The expected value of one PCR. */
 export interface Measurement {
@@ -90,7 +91,7 @@ export function parseMeasurements(text: string, source = 'measurements'): Measur
     // of vanishing into the prototype. Unresolved aliases and alias bombs only show here.
     content = plain(doc.toJS({ mapAsMap: true, maxAliasCount: 100 }));
   } catch (err) {
-    throw new AttestationConfigError(`${source}: not valid JSON or YAML: ${(err as Error).message}`);
+    throw new AttestationConfigError(`${source}: not valid JSON or YAML: ${errorMessage(err)}`);
   }
   // zod's record() skips a "__proto__" key; every key must be a PCR index, that one included.
   const entries = (content as { measurements?: unknown } | null)?.measurements;

@@ -20,6 +20,7 @@ import type { Measurements } from './measurements.js';
 import type { ValidationResult, Validator } from './validator.js';
 import { unrootedVariantWarning, variantByName } from './variant.js';
 import type { Variant, VariantName } from './variant.js';
+import { errorMessage } from '@constellation/errors';
 
 export interface TpmValidatorOptions {
   /** Expected PCR values; a function is called per validation, so a reloaded file takes effect at once. */
@@ -111,7 +112,7 @@ function checkQuote(quote: TpmQuote, index: number, ak: TpmPublic, extraData: Bu
   try {
     valid = verifySignature(ak, quote.attest, signature);
   } catch (err) {
-    throw new AttestationError('signature', `${where}: signature cannot be checked: ${(err as Error).message}`);
+    throw new AttestationError('signature', `${where}: signature cannot be checked: ${errorMessage(err)}`);
   }
   if (!valid) {
     throw new AttestationError(

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { generateMasterSecret, masterSecretFromJson, masterSecretToJson } from './master-secret.js';
+import { errorMessage } from '@constellation/errors';
 
 describe('master secret file', () => {
   it('round-trips', () => {
@@ -14,7 +15,7 @@ describe('master secret file', () => {
     try {
       masterSecretFromJson(short);
     } catch (err) {
-      expect((err as Error).message).not.toContain(secretValue);
+      expect(errorMessage(err)).not.toContain(secretValue);
     }
     expect(() => masterSecretFromJson('{"key": 1, "salt": ""}')).toThrow('"key" must be base64');
     expect(() => masterSecretFromJson('{"key":"AAAA","salt":"AAAA","extra":1}')).toThrow('unknown field "extra"');

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
+import { errorMessage } from '@constellation/errors';
 
 export interface RetryPolicy {
   tries: number;
@@ -26,7 +27,7 @@ export async function fetchBytes(location: string, policy: RetryPolicy = DEFAULT
       if (response.ok) return Buffer.from(await response.arrayBuffer());
       last = `HTTP ${response.status}`;
     } catch (err) {
-      last = (err as Error).message;
+      last = errorMessage(err);
     }
     if (attempt < policy.tries) await new Promise((resolve) => setTimeout(resolve, policy.pauseMs));
   }

@@ -12,6 +12,7 @@ import { verifyDetachedSignature } from './signature.js';
 import { renderUrlTemplate } from './url-template.js';
 import { discoverKubernetesVersion } from './version-discovery.js';
 import type { VersionSource } from './version-discovery.js';
+import { errorMessage } from '@constellation/errors';
 
 export interface NodePreparationOptions {
   /** Every path below is inside this root (`/` on a node). */
@@ -75,13 +76,13 @@ export async function prepareNode(options: NodePreparationOptions): Promise<Node
   if (options.verifySignatures) {
     const signature = (await fetchBytes(`${url}.asc`, options.retry)).toString('utf8');
     const keyring = await readFile(inRoot(options.keyringPath), 'utf8').catch((err: unknown) => {
-      throw new Error(`pinned keyring ${options.keyringPath} cannot be read: ${(err as Error).message}`);
+      throw new Error(`pinned keyring ${options.keyringPath} cannot be read: ${errorMessage(err)}`);
     });
     try {
       const keyId = await verifyDetachedSignature(manifestBytes, signature, keyring);
       logger.info('component manifest signature verified', { keyId });
     } catch (err) {
-      throw new Error(`component manifest ${url} is not signed by the pinned keyring: ${(err as Error).message}`, {
+      throw new Error(`component manifest ${url} is not signed by the pinned keyring: ${errorMessage(err)}`, {
         cause: err,
       });
     }

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { parseEnvFile } from './env-file.js';
+import { errorMessage } from '@constellation/errors';
 
 export interface OsInfo {
   /** VERSION_ID, e.g. "3815.2.0". */
@@ -16,7 +17,7 @@ export async function readOsInfo(path: string, arch: string = process.arch): Pro
   try {
     text = await readFile(path, 'utf8');
   } catch (err) {
-    throw new Error(`cannot read ${path}: ${(err as Error).message}`, { cause: err });
+    throw new Error(`cannot read ${path}: ${errorMessage(err)}`, { cause: err });
   }
   const values = parseEnvFile(text);
   const version = values.get('VERSION_ID');

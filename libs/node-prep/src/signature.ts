@@ -1,4 +1,5 @@
 import * as openpgp from 'openpgp';
+import { errorMessage } from '@constellation/errors';
 
 /**
  * Checks an armored detached OpenPGP signature over `data` against a pinned armored keyring. The
@@ -14,13 +15,13 @@ export async function verifyDetachedSignature(
   try {
     keys = await openpgp.readKeys({ armoredKeys: armoredKeyring });
   } catch (err) {
-    throw new Error(`the pinned keyring cannot be read: ${(err as Error).message}`, { cause: err });
+    throw new Error(`the pinned keyring cannot be read: ${errorMessage(err)}`, { cause: err });
   }
   let signature: openpgp.Signature;
   try {
     signature = await openpgp.readSignature({ armoredSignature });
   } catch (err) {
-    throw new Error(`the signature is not an armored OpenPGP signature: ${(err as Error).message}`, { cause: err });
+    throw new Error(`the signature is not an armored OpenPGP signature: ${errorMessage(err)}`, { cause: err });
   }
   const message = await openpgp.createMessage({ binary: data });
   const { signatures } = await openpgp.verify({ message, signature, verificationKeys: keys, format: 'binary' });
@@ -30,7 +31,7 @@ export async function verifyDetachedSignature(
       await entry.verified;
       return entry.keyID.toHex();
     } catch (err) {
-      errors.push((err as Error).message);
+      errors.push(errorMessage(err));
     }
   }
   throw new Error(`signature check failed: ${errors.join('; ') || 'no signature'}`);

@@ -3,6 +3,7 @@ import type { Logger } from '@constellation/logger';
 import { parseEnvFile, tagToVersion } from './env-file.js';
 import { fetchBytes } from './fetch-with-retry.js';
 import type { RetryPolicy } from './fetch-with-retry.js';
+import { errorMessage } from '@constellation/errors';
 
 export type VersionSource = 'forced' | 'request' | 'api-server' | 'seed-file';
 
@@ -45,9 +46,9 @@ export async function discoverKubernetesVersion(
       reasons.push('API server /version has no gitVersion');
     } catch (err) {
       options.logger.warn('API server version unavailable; falling back to the local seed file', {
-        error: (err as Error).message,
+        error: errorMessage(err),
       });
-      reasons.push(`API server: ${(err as Error).message}`);
+      reasons.push(`API server: ${errorMessage(err)}`);
     }
   } else {
     reasons.push('no API server configured');
@@ -57,7 +58,7 @@ export async function discoverKubernetesVersion(
     if (tag !== undefined && tag !== '') return pick(tagToVersion(tag), 'seed-file');
     reasons.push(`${options.seedFile} has no KUBELET_IMAGE_TAG`);
   } catch (err) {
-    reasons.push(`seed file: ${(err as Error).message}`);
+    reasons.push(`seed file: ${errorMessage(err)}`);
   }
   throw new Error(`unable to determine the Kubernetes version: ${reasons.join('; ')}`);
 }

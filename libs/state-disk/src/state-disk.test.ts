@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { requireProgram, tempDirForTest } from '@constellation/testing';
 import { describe, expect, it } from 'vitest';
 import { StateDisk, StateDiskError } from './state-disk.js';
+import { errorMessage } from '@constellation/errors';
 
 async function image(): Promise<string> {
   await requireProgram('cryptsetup', 'cryptsetup-bin');
@@ -51,7 +52,7 @@ describe('StateDisk with real cryptsetup on an image file', () => {
     await disk.format(randomBytes(32));
     const err = await disk.changePassphrase(randomBytes(32), randomBytes(32)).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(StateDiskError);
-    expect((err as Error).message).toMatch(
+    expect(errorMessage(err)).toMatch(
       new RegExp(`could not re-key the state disk \\(${device}\\): cryptsetup luksChangeKey exited with 2`),
     );
   });

@@ -9,6 +9,7 @@ import { manufactureTpm, spkiSha256 } from './manufacture.js';
 import type { ManufacturedTpm } from './manufacture.js';
 import { startSwtpmProcess } from './process.js';
 import { runProgram, SwtpmToolError } from './programs.js';
+import { errorMessage } from '@constellation/errors';
 
 // This package sits below @constellation/testing and @constellation/tpm (the test harness is
 // built on it), so its tests use node:fs and tpm2-tools directly. The cross-check against our
@@ -115,7 +116,7 @@ describe('manufactureTpm', () => {
     );
     expect(err).toBeInstanceOf(SwtpmToolError);
     expect((err as SwtpmToolError).program).toBe('swtpm_setup');
-    expect((err as Error).message).toMatch(/^swtpm_setup exited with 1: /);
-    expect((err as Error).message).toMatch(/swtpm_localca|missing\.conf/);
+    expect(errorMessage(err)).toMatch(/^swtpm_setup exited with 1: /);
+    expect(errorMessage(err)).toMatch(/swtpm_localca|missing\.conf/);
   });
 });

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSwtpmProcess } from './process.js';
 import { runProgram, SwtpmToolError } from './programs.js';
+import { errorMessage } from '@constellation/errors';
 
 let root: string;
 
@@ -96,7 +97,7 @@ describe('startSwtpmProcess', () => {
         })
         .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(SwtpmToolError);
-      expect((err as Error).message).toMatch(/swtpm exited during start/);
+      expect(errorMessage(err)).toMatch(/swtpm exited during start/);
     } finally {
       await new Promise((resolve) => blocker.close(resolve));
     }

@@ -4,6 +4,7 @@ import { TPM_ALG, TPM_ECC } from './constants.js';
 import { TpmParseError } from './errors.js';
 import { hashAlgorithm } from './hash-algorithm.js';
 import { TpmReader, TpmWriter } from './marshal.js';
+import { errorMessage } from '@constellation/errors';
 
 /** TPMT_SYM_DEF_OBJECT; keyBits and mode are 0/NULL when algorithm is NULL. */
 export interface SymmetricDefinition {
@@ -130,7 +131,7 @@ export function publicKeyObject(pub: TpmPublic): KeyObject {
       });
     } catch (err) {
       // Node refuses points that are not on the curve; a hostile public area must not surface that untyped.
-      throw new TpmParseError(`ECC point is not on NIST P-256: ${(err as Error).message}`);
+      throw new TpmParseError(`ECC point is not on NIST P-256: ${errorMessage(err)}`);
     }
   }
   if (pub.modulus.length * 8 !== pub.keyBits) {
@@ -144,7 +145,7 @@ export function publicKeyObject(pub: TpmPublic): KeyObject {
       format: 'jwk',
     });
   } catch (err) {
-    throw new TpmParseError(`RSA public key is not usable: ${(err as Error).message}`);
+    throw new TpmParseError(`RSA public key is not usable: ${errorMessage(err)}`);
   }
 }
 

@@ -23,6 +23,7 @@ import { createNetwork, inNode } from './network.js';
 import type { MiniNetwork } from './network.js';
 import { freeLoopbackPort } from './ports.js';
 import { MINI_OS, publishSignedComponents, signManifest } from './signed-components.js';
+import { errorMessage } from '@constellation/errors';
 
 export interface MiniUpOptions {
   workspace: string;
@@ -120,7 +121,7 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniUpResult> {
     return await bringUp(options, artifacts, state, instances, boot, measurements, initSecret, started);
   } catch (err) {
     throw new Error(
-      `${(err as Error).message}\n(the partly started cluster is still there: \`constellation mini down\` removes it)`,
+      `${errorMessage(err)}\n(the partly started cluster is still there: \`constellation mini down\` removes it)`,
       { cause: err },
     );
   }

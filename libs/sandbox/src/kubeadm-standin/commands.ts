@@ -7,6 +7,7 @@ import { httpsJson } from './https-json.js';
 import { kubeconfig } from './kubeconfig.js';
 import { standinPaths } from './paths.js';
 import { ensureClusterPki, missingSharedPki } from './pki.js';
+import { errorMessage } from '@constellation/errors';
 
 /** A kubeadm-style failure: printed as "error execution phase <phase>: <message>", exit code 1. */
 export class PhaseError extends Error {
@@ -28,7 +29,7 @@ async function waitReady(url: string, ca: string, timeoutMs: number): Promise<vo
       if (res.status === 200) return;
       last = `status ${res.status}`;
     } catch (err) {
-      last = (err as Error).message;
+      last = errorMessage(err);
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
@@ -132,7 +133,7 @@ export async function join(root: string, configPath: string, print: Print): Prom
   try {
     info = await httpsJson(`${server}/api/v1/namespaces/kube-public/configmaps/cluster-info`, { timeoutMs: 10_000 });
   } catch (err) {
-    throw new PhaseError('preflight', `couldn't validate the identity of the API Server: ${(err as Error).message}`);
+    throw new PhaseError('preflight', `couldn't validate the identity of the API Server: ${errorMessage(err)}`);
   }
   const data = (info.body as { data?: { kubeconfig?: string } }).data?.kubeconfig;
   if (info.status !== 200 || data === undefined)

@@ -1,5 +1,6 @@
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
+import { errorMessage } from '@constellation/errors';
 
 /*
  * The part of kubeadm's v1beta4 configuration the stand-in accepts. Decoding is strict like
@@ -87,7 +88,7 @@ export function parseKubeadmConfig(text: string): KubeadmDocuments {
       // Unresolved aliases and alias bombs only show here, as yaml's ReferenceError.
       value = doc.toJS({ maxAliasCount: 100 }) as { kind?: unknown } | null;
     } catch (err) {
-      throw new ConfigError(`document ${index}: invalid YAML: ${(err as Error).message}`);
+      throw new ConfigError(`document ${index}: invalid YAML: ${errorMessage(err)}`);
     }
     if (value === null) continue;
     const kind = typeof value.kind === 'string' ? value.kind : '';

@@ -4,6 +4,7 @@
 import { Command } from '@commander-js/extra-typings';
 import { serveApiServer } from './api-server-process.js';
 import { PhaseError, init, join, reset } from './commands.js';
+import { errorMessage } from '@constellation/errors';
 
 const root = process.env['KUBEADM_STANDIN_ROOT'];
 const print = (line: string): void => {
@@ -48,6 +49,6 @@ try {
   const code = (err as { code?: string }).code;
   if (code === 'commander.helpDisplayed' || code === 'commander.version') process.exit(0);
   if (typeof code === 'string' && code.startsWith('commander.')) process.exit(2);
-  process.stderr.write(`${err instanceof PhaseError ? err.message : `error: ${(err as Error).message}`}\n`);
+  process.stderr.write(`${err instanceof PhaseError ? err.message : `error: ${errorMessage(err)}`}\n`);
   process.exit(1);
 }

@@ -1,0 +1,1 @@
+export { errorMessage } from './error-message.js';
