@@ -79,6 +79,12 @@ async function buildCommonJs() {
       'const __nodeRequire = require;',
       "const __importMetaUrl = require('node:url').pathToFileURL(__filename).href;",
       '(async () => {',
+      // Optional dependencies probe for native add-ons (ws: bufferutil) and expect "not found";
+      // a single executable's require() would also print a warning for each.
+      'const require = (id) => {',
+      "  if (__nodeRequire('node:module').isBuiltin(id)) return __nodeRequire(id);",
+      "  throw Object.assign(new Error(`Cannot find module '${id}'`), { code: 'MODULE_NOT_FOUND' });",
+      '};',
       body,
       '})().catch((err) => {',
       '  process.stderr.write(`${err instanceof Error && err.stack ? err.stack : String(err)}\\n`);',

@@ -1,0 +1,71 @@
+import { copyFile, chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { sha256File } from './file-digest.js';
+import { bundleScript, entryPoint } from './programs.js';
+import type { Program } from './programs.js';
+import { runTool } from './run-tool.js';
+
+/** The fuse Node's single-executable support looks for (Node's documented sentinel). */
+const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
+
+export interface ExecutableOptions {
+  /** The Node.js binary the executable is made from; the one running this build by default. */
+  nodeBinary?: string;
+}
+
+/**
+ * Builds one program as a Node single executable application: the CommonJS bundle of its entry
+ * point, prepared as a blob (with V8's code cache, so it starts faster), injected into a copy of
+ * the Node.js binary with postject. Returns the executable's path (`<outDir>/<command>`).
+ *
+ * The bundle is always rebuilt; the injection (the slow part) is skipped when the bundle, the
+ * Node.js binary and postject are byte-identical to the last build's.
+ */
+export async function buildExecutable(program: Program, outDir: string, options: ExecutableOptions = {}): Promise<string> {
+  const nodeBinary = options.nodeBinary ?? process.execPath;
+  const work = join(outDir, '.work', program.command);
+  await mkdir(work, { recursive: true });
+  const bundle = join(work, `${program.command}.cjs`);
+  await runTool(process.execPath, [bundleScript, '--cjs', entryPoint(program), bundle]);
+
+  const executable = join(outDir, program.command);
+  const inputsFile = join(work, 'inputs.sha256');
+  const outputFile = join(work, 'executable.sha256');
+  const postjectCli = createRequire(import.meta.url).resolve('postject/dist/cli.js');
+  const inputs = (await Promise.all([bundle, nodeBinary, postjectCli].map(sha256File))).join('\n');
+  if ((await readIfExists(inputsFile)) === inputs && (await readIfExists(outputFile)) === (await hashIfExists(executable))) {
+    return executable;
+  }
+
+  const blob = join(work, `${program.command}.blob`);
+  const seaConfig = join(work, 'sea-config.json');
+  await writeFile(
+    seaConfig,
+    JSON.stringify({ main: bundle, output: blob, disableExperimentalSEAWarning: true, useCodeCache: true }),
+  );
+  await runTool(nodeBinary, ['--experimental-sea-config', seaConfig]);
+  await rm(executable, { force: true });
+  await copyFile(nodeBinary, executable);
+  await chmod(executable, 0o755);
+  await runTool(process.execPath, [postjectCli, executable, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', SEA_FUSE]);
+  await writeFile(outputFile, await sha256File(executable));
+  await writeFile(inputsFile, inputs);
+  return executable;
+}
+
+async function readIfExists(path: string): Promise<string | undefined> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+async function hashIfExists(path: string): Promise<string | undefined> {
+  try {
+    return await sha256File(path);
+  } catch {
+    return undefined;
+  }
+}
