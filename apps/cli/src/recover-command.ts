@@ -6,6 +6,7 @@ import { RecoveryServiceClient } from '@constellation/proto';
 import type { RecoverResponse } from '@constellation/proto';
 import { AttestationRefusedError, connectAttested } from './attested-connection.js';
 import { loadClusterConfig } from './cluster-config.js';
+import { CLI_DEFAULTS } from './config.js';
 import { readClusterState } from './cluster-state.js';
 import { workspaceFiles } from './workspace.js';
 import { errorMessage } from '@constellation/errors';
@@ -31,7 +32,7 @@ export async function recoverNode(
     );
   }
   const masterSecret = masterSecretFromJson(secretText, files.masterSecret);
-  const target = endpoint.includes(':') ? endpoint : `${endpoint}:9999`;
+  const target = endpoint.includes(':') ? endpoint : `${endpoint}:${CLI_DEFAULTS.recoveryPort}`;
   let client: RecoveryServiceClient;
   try {
     ({ client } = await connectAttested(RecoveryServiceClient, target, config.attestation, { warn }));

@@ -4,10 +4,18 @@ import { UsageError } from '@constellation/command-line';
 import { markedPcr15 } from '@constellation/keys';
 import { HealthClient } from '@constellation/proto';
 import { connectAttested } from './attested-connection.js';
+import { CLI_DEFAULTS } from './config.js';
 import { loadClusterConfig } from './cluster-config.js';
 import { readClusterState } from './cluster-state.js';
 import { workspaceFiles } from './workspace.js';
 import { errorMessage } from '@constellation/errors';
+
+export interface VerifyReport {
+  node: string;
+  pcrs: PcrReport[];
+  attestationKey: string;
+  endorsementKey?: string;
+}
 
 export interface PcrReport {
   pcr: number;
@@ -24,10 +32,10 @@ export async function verifyNode(
   workspace: string,
   node: string,
   warn: (message: string) => void = () => undefined,
-): Promise<{ node: string; pcrs: PcrReport[]; attestationKey: string; endorsementKey?: string }> {
+): Promise<VerifyReport> {
   const files = workspaceFiles(workspace);
   const config = await loadClusterConfig(files.config);
-  const endpoint = node.includes(':') ? node : `${node}:30081`;
+  const endpoint = node.includes(':') ? node : `${node}:${CLI_DEFAULTS.verifyPort}`;
   const expected = new Map(config.attestation.measurements);
   // Without a cluster yet, PCR 15 is compared with the config (zero).
   const state = await readClusterState(files.state);

@@ -12,3 +12,4 @@ export type { InitConfigInput, JoinConfigInput } from './kubeadm-config.js';
 export { CRI_SOCKET, KUBEADM_API, KUBELET_API, initConfiguration, joinConfiguration } from './kubeadm-config.js';
 export type { KubeadmRunOptions } from './kubeadm-runner.js';
 export { KubeadmError, runKubeadm } from './kubeadm-runner.js';
+export { DEFAULT_KUBERNETES_VERSION } from './kubernetes-version.js';

@@ -10,6 +10,7 @@ import { createEkCa, manufactureTpm, startSwtpmProcess } from '@constellation/sw
 import type { EkCa } from '@constellation/swtpm';
 import { SocketTransport, Tpm } from '@constellation/tpm';
 import { configYaml } from '../cluster-config.js';
+import { CLI_DEFAULTS } from '../config.js';
 import { readClusterState } from '../cluster-state.js';
 import { runInit } from '../init-command.js';
 import { workspaceFiles, writeWorkspaceFile } from '../workspace.js';
@@ -164,7 +165,7 @@ async function bringUp(
     }),
   );
   // Node preparation: the kubeadm stand-in reaches every node as a signed, digest-checked component.
-  const kubernetesVersion = options.kubernetesVersion ?? 'v1.32.9';
+  const kubernetesVersion = options.kubernetesVersion ?? CLI_DEFAULTS.kubernetesVersion;
   const publicKey = await publishSignedComponents(join(dir, 'artifacts'), artifacts.kubeadm, kubernetesVersion);
   const urlFile = join(dir, 'metadata.url');
   state.metadataPid = await spawnDetached(
@@ -221,7 +222,7 @@ async function bringUp(
     files.config,
     configYaml({
       name: 'mini',
-      kubernetesVersion: options.kubernetesVersion ?? 'v1.32.9',
+      kubernetesVersion: options.kubernetesVersion ?? CLI_DEFAULTS.kubernetesVersion,
       initEndpoint: `${cp.ip}:${cp.initPort}`,
       apiServerCertSans: [],
       serviceCidr: '10.96.0.0/12',

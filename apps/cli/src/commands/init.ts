@@ -1,0 +1,26 @@
+import { Command } from '@commander-js/extra-typings';
+import type { CommandUnknownOpts } from '@commander-js/extra-typings';
+import { runInit } from '../init-command.js';
+import { outputOption, writeJson, writeResult } from './command-context.js';
+import type { CommandContext } from './command-context.js';
+
+/** `constellation init`: create the cluster from the first control-plane node. */
+export function initCommand(context: CommandContext): CommandUnknownOpts {
+  return new Command('init')
+    .alias('apply')
+    .addHelpText('after', '\nExamples:\n  constellation init\n  constellation --workspace ./prod init --output json\n')
+    .description(
+      'create the cluster: dial the first control-plane node over attested TLS, verify it against the ' +
+        'configured measurements (nothing is sent before that), send the master secret, show progress, ' +
+        'write kubeconfig, state and master secret (0600)',
+    )
+    .addOption(outputOption())
+    .action(async (options) => {
+      const result = await runInit({ workspace: context.workspace(), print: context.print });
+      if (options.output === 'json') writeJson(result);
+      else
+        writeResult(
+          `cluster ${result.clusterId} created\nkubeconfig: ${result.kubeconfig}\nstate: ${result.state}\nmaster secret: ${result.masterSecret}\n`,
+        );
+    });
+}

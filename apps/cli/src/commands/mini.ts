@@ -1,0 +1,122 @@
+import { Command, Option } from '@commander-js/extra-typings';
+import type { CommandUnknownOpts } from '@commander-js/extra-typings';
+import { parseInteger } from '@constellation/command-line';
+import { CLI_DEFAULTS } from '../config.js';
+import { serveMetadata } from '../mini/metadata-daemon.js';
+import { miniDown } from '../mini/mini-down.js';
+import { miniReboot } from '../mini/mini-reboot.js';
+import { miniUp } from '../mini/mini-up.js';
+import type { MiniUpResult } from '../mini/mini-up.js';
+import { selfCommand } from '../self-command.js';
+import { outputOption, writeJson, writeResult } from './command-context.js';
+import type { CommandContext } from './command-context.js';
+
+/** The node table `mini up` prints, columns padded to their widest cell. */
+function nodeTable(result: MiniUpResult): string {
+  const rows = [
+    ['NODE', 'ROLE', 'ADDRESS', 'STATE', 'ATTESTATION'],
+    ...result.nodes.map((n) => [n.name, n.role, n.ip, n.state, n.attestation]),
+  ];
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
+  return rows
+    .map(
+      (row) =>
+        `${row
+          .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+          .join('  ')
+          .trimEnd()}\n`,
+    )
+    .join('');
+}
+
+function miniUpCommand(context: CommandContext): CommandUnknownOpts {
+  const { mini } = CLI_DEFAULTS;
+  return new Command('up')
+    .description('start nodes (each with its own swtpm, state disk and bootstrapper), init and join them')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  constellation mini up\n  constellation mini up --workers 8\n  constellation mini up --tampered-workers 1   # see a modified node refused\n',
+    )
+    .option(
+      '--control-planes <n>',
+      'number of control-plane nodes',
+      (v) => parseInteger(v, 1, mini.maxControlPlanes),
+      mini.controlPlanes,
+    )
+    .option('--workers <n>', 'number of worker nodes', (v) => parseInteger(v, 0, mini.maxWorkers), mini.workers)
+    .addOption(
+      new Option(
+        '--network <mode>',
+        'node networking: namespaces (needs root), loopback, or auto (namespaces when root)',
+      )
+        .choices(['auto', 'namespaces', 'loopback'] as const)
+        .default('auto' as const),
+    )
+    .addOption(
+      new Option('--tampered-workers <n>', 'workers whose bootstrapper bundle is modified (they must be refused)')
+        .argParser((v) => parseInteger(v, 0, mini.maxWorkers))
+        .default(0),
+    )
+    .addOption(outputOption())
+    .action(async (options) => {
+      const workspace = context.workspace();
+      const result = await miniUp({
+        workspace,
+        controlPlanes: options.controlPlanes,
+        workers: options.workers,
+        tamperedWorkers: options.tamperedWorkers,
+        network: options.network,
+        print: context.print,
+      });
+      if (options.output === 'json') {
+        writeJson(result);
+        return;
+      }
+      writeResult(
+        `${nodeTable(result)}\nkubeconfig: ${result.kubeconfig}\nstate: ${result.state}\nup in ${(result.elapsedMs / 1000).toFixed(1)} s; stop with: ${selfCommand(workspace, ['mini', 'down'])}\n`,
+      );
+    });
+}
+
+function miniDownCommand(context: CommandContext): CommandUnknownOpts {
+  return new Command('down')
+    .description('stop the local cluster and remove its processes and files')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  constellation mini down\n  constellation mini down --keep   # keep logs and disks for inspection\n',
+    )
+    .option('--keep', 'keep the files (state disks, logs) for inspection', false)
+    .action((options) => miniDown(context.workspace(), options.keep, context.print));
+}
+
+function miniRebootCommand(context: CommandContext): CommandUnknownOpts {
+  return new Command('reboot')
+    .description('reboot a node: TPM power cycle, measured boot, bootstrapper again (it rejoins)')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  constellation mini reboot worker-1\n  constellation mini reboot control-plane-0 --stop-joinservice   # then: constellation recover\n',
+    )
+    .argument('<node>', 'node name, for example worker-1')
+    .option('--stop-joinservice', 'also stop the JoinService, as in a full control-plane shutdown', false)
+    .action((node, options) => miniReboot(context.workspace(), node, options.stopJoinservice, context.print));
+}
+
+/** Internal: the metadata service daemon that `mini up` starts detached. */
+function miniServeMetadataCommand(): CommandUnknownOpts {
+  return new Command('serve-metadata')
+    .requiredOption('--document <file>')
+    .requiredOption('--url-file <file>')
+    .option('--host <address>', 'address to listen on', '127.0.0.1')
+    .option('--artifacts <dir>', 'also serve this directory under /artifacts/')
+    .action((options) => serveMetadata(options.document, options.urlFile, options.host, options.artifacts));
+}
+
+/** `constellation mini`: a whole attested cluster on this machine. */
+export function miniCommand(context: CommandContext): CommandUnknownOpts {
+  return new Command('mini')
+    .description('run a whole attested cluster on this machine')
+    .addCommand(miniUpCommand(context))
+    .addCommand(miniDownCommand(context))
+    .addCommand(miniRebootCommand(context))
+    .addCommand(miniServeMetadataCommand(), { hidden: true });
+}

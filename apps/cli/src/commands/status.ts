@@ -1,0 +1,30 @@
+import { Command } from '@commander-js/extra-typings';
+import type { CommandUnknownOpts } from '@commander-js/extra-typings';
+import { clusterStatus } from '../status-command.js';
+import { outputOption, writeJson, writeResult } from './command-context.js';
+import type { CommandContext } from './command-context.js';
+
+/** `constellation status`: nodes, roles, join state; for mini also refused machines. */
+export function statusCommand(context: CommandContext): CommandUnknownOpts {
+  return new Command('status')
+    .description(
+      'show nodes, roles, join state and versions of the cluster; for mini also machines that were refused, and why',
+    )
+    .addHelpText('after', '\nExamples:\n  constellation status\n  constellation status --output json\n')
+    .addOption(outputOption())
+    .action(async (options) => {
+      const status = await clusterStatus(context.workspace());
+      if (options.output === 'json') {
+        writeJson(status);
+        return;
+      }
+      const lines = [`cluster ${status.clusterId}\n`];
+      for (const node of status.nodes) {
+        const detail = node.joined
+          ? `joined, Kubernetes ${node.kubernetesVersion}`
+          : `NOT JOINED: ${node.problem ?? ''}`;
+        lines.push(`${node.name.padEnd(18)}${node.role.padEnd(15)}${detail}\n`);
+      }
+      writeResult(lines.join(''));
+    });
+}
