@@ -21,6 +21,7 @@ declare -A needed=(
   [runc]=runc
   [lintian]=lintian
   [dpkg-deb]=dpkg
+  [strip]=binutils
 )
 missing=()
 for program in "${!needed[@]}"; do

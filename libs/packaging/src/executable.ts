@@ -1,6 +1,7 @@
 import { copyFile, chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { sha256File } from './file-digest.js';
 import { bundleScript, entryPoint } from './programs.js';
 import type { Program } from './programs.js';
@@ -17,7 +18,7 @@ export interface ExecutableOptions {
 /**
  * Builds one program as a Node single executable application: the CommonJS bundle of its entry
  * point, prepared as a blob (with V8's code cache, so it starts faster), injected into a copy of
- * the Node.js binary with postject. Returns the executable's path (`<outDir>/<command>`).
+ * a stripped copy of the Node.js binary with postject. Returns the executable's path (`<outDir>/<command>`).
  *
  * The bundle is always rebuilt; the injection (the slow part) is skipped when the bundle, the
  * Node.js binary and postject are byte-identical to the last build's.
@@ -33,7 +34,9 @@ export async function buildExecutable(program: Program, outDir: string, options:
   const inputsFile = join(work, 'inputs.sha256');
   const outputFile = join(work, 'executable.sha256');
   const postjectCli = createRequire(import.meta.url).resolve('postject/dist/cli.js');
-  const inputs = (await Promise.all([bundle, nodeBinary, postjectCli].map(sha256File))).join('\n');
+  // This file is the recipe: a change to it must rebuild.
+  const recipe = fileURLToPath(import.meta.url);
+  const inputs = (await Promise.all([bundle, nodeBinary, postjectCli, recipe].map(sha256File))).join('\n');
   if ((await readIfExists(inputsFile)) === inputs && (await readIfExists(outputFile)) === (await hashIfExists(executable))) {
     return executable;
   }
@@ -48,6 +51,9 @@ export async function buildExecutable(program: Program, outDir: string, options:
   await rm(executable, { force: true });
   await copyFile(nodeBinary, executable);
   await chmod(executable, 0o755);
+  // Symbols only help debuggers of Node.js itself; stripped, the executable is 12 MB smaller.
+  // (Stripping after injection would drop the blob.)
+  await runTool('strip', ['--strip-all', executable]);
   await runTool(process.execPath, [postjectCli, executable, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', SEA_FUSE]);
   await writeFile(outputFile, await sha256File(executable));
   await writeFile(inputsFile, inputs);
