@@ -7,6 +7,7 @@ import { checkInitRequest } from './init-request.js';
 import {
   adminClient,
   kubeadmInit,
+  kubeadmRunner,
   publishClusterConfig,
   readAdminKubeconfig,
   waitForApiServer,
@@ -134,7 +135,7 @@ export function initService(context: NodeContext, hooks: InitServiceHooks): Init
         progress(StepState.STEP_STATE_SUCCEEDED, 'components verified and installed');
       }
       begin(InitStep.INIT_STEP_KUBEADM_INIT, `kubernetes ${version}`);
-      await kubeadmInit(context, {
+      await kubeadmInit(kubeadmRunner(context), {
         nodeName: self.name,
         nodeIp: self.ip,
         bindPort: context.apiServerBindPort,
@@ -148,7 +149,7 @@ export function initService(context: NodeContext, hooks: InitServiceHooks): Init
       progress(StepState.STEP_STATE_SUCCEEDED);
 
       begin(InitStep.INIT_STEP_WAIT_FOR_API_SERVER);
-      const core = adminClient(context);
+      const core = adminClient(context.paths.adminConf);
       await waitForApiServer(core, 120_000);
       progress(StepState.STEP_STATE_SUCCEEDED);
 
@@ -157,7 +158,7 @@ export function initService(context: NodeContext, hooks: InitServiceHooks): Init
       progress(StepState.STEP_STATE_SUCCEEDED);
 
       begin(InitStep.INIT_STEP_ISSUE_ADMIN_KUBECONFIG);
-      const kubeconfig = await readAdminKubeconfig(context);
+      const kubeconfig = await readAdminKubeconfig(context.paths.adminConf);
       progress(StepState.STEP_STATE_SUCCEEDED);
       await context.startKubelet();
 

@@ -6,7 +6,7 @@ import { JoinTicketRequest } from '@constellation/proto';
 import type { JoinTicket } from '@constellation/proto';
 import { JoinServiceConnection, nextAttemptDelay } from './join-service-client.js';
 import { rekeyStateDisk } from './disk-activation.js';
-import { kubeadmJoin } from './kubeadm-driver.js';
+import { kubeadmJoin, kubeadmRunner } from './kubeadm-driver.js';
 import type { NodeContext } from './node-context.js';
 import { writeNodeState } from './node-state.js';
 import { writeFileAtomic } from './secure-files.js';
@@ -121,7 +121,7 @@ export class JoinClient {
     await writeNodeState(context.paths.nodeState, { role, measurementSalt: ticket.measurementSalt, clusterId });
     const self = await context.metadata.self();
     if (context.prepareNode !== undefined) await context.prepareNode(ticket.kubernetesVersion);
-    await kubeadmJoin(context, {
+    await kubeadmJoin(kubeadmRunner(context), {
       nodeName: self.name,
       nodeIp: self.ip,
       apiServerEndpoint: ticket.apiServerEndpoint,

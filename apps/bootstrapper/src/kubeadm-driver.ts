@@ -3,50 +3,69 @@ import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { clusterConfigMap, initConfiguration, joinConfiguration, runKubeadm } from '@constellation/kubeadm';
 import type { ClusterConfig, InitConfigInput, JoinConfigInput } from '@constellation/kubeadm';
+import type { Logger } from '@constellation/logger';
 import type { NodeContext } from './node-context.js';
+import type { RecentLog } from './recent-log.js';
 import { errorMessage } from '@constellation/errors';
 
+/** What running kubeadm takes from the node: the program, where its config goes, and the logs. */
+export interface KubeadmRunner {
+  kubeadm: NodeContext['kubeadm'];
+  kubeadmDir: string;
+  logger: Logger;
+  recentLog: RecentLog;
+}
+
+export function kubeadmRunner(context: NodeContext): KubeadmRunner {
+  const { kubeadm, logger, recentLog } = context;
+  return { kubeadm, kubeadmDir: context.paths.kubeadmDir, logger, recentLog };
+}
+
 /** Runs kubeadm with the node's settings; its output goes to the node's log. */
-async function kubeadm(context: NodeContext, args: string[]): Promise<void> {
-  const log = context.logger.child({ component: 'kubeadm' });
+async function kubeadm(runner: KubeadmRunner, args: string[]): Promise<void> {
+  const log = runner.logger.child({ component: 'kubeadm' });
   await runKubeadm(args, {
-    ...context.kubeadm,
+    ...runner.kubeadm,
     onOutput: (line) => {
-      context.recentLog.append(Buffer.from(`kubeadm: ${line}\n`));
+      runner.recentLog.append(Buffer.from(`kubeadm: ${line}\n`));
       log.debug(line);
     },
   });
 }
 
-export async function kubeadmInit(context: NodeContext, input: InitConfigInput): Promise<void> {
-  await mkdir(context.paths.kubeadmDir, { recursive: true });
-  const file = join(context.paths.kubeadmDir, 'kubeadm-init.yaml');
-  await writeFile(file, initConfiguration(input), { mode: 0o600 });
-  await kubeadm(context, ['init', '--config', file, '-v=5']);
+/** Writes a kubeadm configuration file (0600: join configurations hold a token). */
+async function writeKubeadmConfig(runner: KubeadmRunner, name: string, yaml: string): Promise<string> {
+  await mkdir(runner.kubeadmDir, { recursive: true });
+  const file = join(runner.kubeadmDir, name);
+  await writeFile(file, yaml, { mode: 0o600 });
+  return file;
+}
+
+export async function kubeadmInit(runner: KubeadmRunner, input: InitConfigInput): Promise<void> {
+  const file = await writeKubeadmConfig(runner, 'kubeadm-init.yaml', initConfiguration(input));
+  await kubeadm(runner, ['init', '--config', file, '-v=5']);
 }
 
 /** kubeadm join, up to three attempts (the API server may still settle after another node's join). */
-export async function kubeadmJoin(context: NodeContext, input: JoinConfigInput): Promise<void> {
-  await mkdir(context.paths.kubeadmDir, { recursive: true });
-  const file = join(context.paths.kubeadmDir, 'kubeadm-join.yaml');
-  await writeFile(file, joinConfiguration(input), { mode: 0o600 });
+export async function kubeadmJoin(runner: KubeadmRunner, input: JoinConfigInput): Promise<void> {
+  const file = await writeKubeadmConfig(runner, 'kubeadm-join.yaml', joinConfiguration(input));
   let last: unknown;
   for (let attempt = 1; attempt <= 3; attempt++) {
     try {
-      await kubeadm(context, ['join', '--config', file, '-v=5']);
+      await kubeadm(runner, ['join', '--config', file, '-v=5']);
       return;
     } catch (err) {
       last = err;
-      context.logger.warn('kubeadm join failed', { attempt, error: errorMessage(err) });
+      runner.logger.warn('kubeadm join failed', { attempt, error: errorMessage(err) });
     }
   }
   throw last;
 }
 
 /** A client for the new cluster, from the admin kubeconfig kubeadm wrote. */
-export function adminClient(context: NodeContext): k8s.CoreV1Api {
+export function adminClient(adminConf: string): k8s.CoreV1Api {
   const kc = new k8s.KubeConfig();
-  kc.loadFromFile(context.paths.adminConf);
+  kc.loadFromFile(adminConf);
   return kc.makeApiClient(k8s.CoreV1Api);
 }
 
@@ -71,6 +90,6 @@ export async function publishClusterConfig(core: k8s.CoreV1Api, config: ClusterC
   await core.createNamespacedConfigMap({ namespace: 'kube-system', body: clusterConfigMap(config) });
 }
 
-export async function readAdminKubeconfig(context: NodeContext): Promise<Buffer> {
-  return readFile(context.paths.adminConf);
+export async function readAdminKubeconfig(adminConf: string): Promise<Buffer> {
+  return readFile(adminConf);
 }

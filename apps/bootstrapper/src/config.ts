@@ -1,0 +1,109 @@
+import { InvalidArgumentError } from '@commander-js/extra-typings';
+import { readPemCertificates } from '@constellation/attestation';
+import { UsageError } from '@constellation/command-line';
+import { errorMessage } from '@constellation/errors';
+import { DEFAULT_KUBERNETES_VERSION } from '@constellation/kubeadm';
+import type { TpmAddress } from './tpm-address.js';
+
+/**
+ * The bootstrapper's documented defaults. The command line overrides the first group; the
+ * second group are fixed timings and node-preparation paths that a node image never changes.
+ */
+export const BOOTSTRAPPER_DEFAULTS = {
+  root: '/',
+  tpm: '/dev/tpmrm0',
+  attestationVariant: 'tpm2-ek',
+  measuredPcrs: [4, 8, 9, 11, 12, 13],
+  stateDisk: '/dev/disk/by-partlabel/state',
+  metadataUrl: 'http://10.42.0.1:8080',
+  initHost: '0.0.0.0',
+  initPort: 9000,
+  verifyPort: 30081,
+  recoveryPort: 9999,
+  keyring: '/etc/constellation/pubring.asc',
+  kubeadm: 'kubeadm',
+  apiServerBindPort: 6443,
+  kubernetesVersion: DEFAULT_KUBERNETES_VERSION,
+  kubeletStartCommand: 'systemctl start kubelet',
+  joinBackoffMaxMs: 30_000,
+
+  joinInitialBackoffMs: 1_000,
+  requestTimeoutMs: 30_000,
+  kubeadmTimeoutMs: 10 * 60_000,
+  nodePreparation: {
+    osReleasePath: '/usr/lib/os-release',
+    seedFile: '/etc/kubernetes/installer/kubelet.env',
+    kubeletEnvPath: '/etc/kubernetes/kubelet.env',
+    retry: { tries: 5, pauseMs: 2_000, timeoutMs: 60_000 },
+    apiRetry: { tries: 3, pauseMs: 5_000, timeoutMs: 10_000 },
+  },
+} as const;
+
+export type AttestationVariantName = 'tpm2-ek' | 'qemu-vtpm';
+
+/** The options as the command line parsed them (flags with defaults are always present). */
+export interface BootstrapperFlags {
+  root: string;
+  tpm: TpmAddress;
+  attestationVariant: AttestationVariantName;
+  ekIntermediates?: string;
+  ekRoots?: string;
+  measuredPcrs: number[];
+  stateDisk: string;
+  diskKdf: 'default' | 'fast';
+  metadataUrl: string;
+  nodeName?: string;
+  initHost: string;
+  initPort: number;
+  verifyPort: number;
+  recoveryPort: number;
+  manifestUrl?: string;
+  keyring: string;
+  verifySignatures: boolean;
+  kubeadm: string;
+  apiServerBindPort: number;
+  defaultKubernetesVersion: string;
+  kubeletStartCommand: string;
+  joinBackoffMaxMs: number;
+  onFatal: 'reboot' | 'exit';
+}
+
+/** The compiled configuration: flags checked and files read once, before any device is opened. */
+export interface BootstrapperConfig extends BootstrapperFlags {
+  /** Pinned EK CA roots (DER); empty with the unrooted variant. */
+  ekRootCertificates: Buffer[];
+  /** EK CA intermediates (DER) sent with the TPM's EK certificate. */
+  ekIntermediateCertificates: Buffer[];
+}
+
+async function readPemOption(file: string | undefined, option: string, required: boolean): Promise<Buffer[]> {
+  if (file === undefined) {
+    if (!required) return [];
+    throw new UsageError(
+      `${option} is required with --attestation-variant=tpm2-ek: the node checks the JoinService's TPM identity against the pinned EK CA roots before it uses a join ticket`,
+    );
+  }
+  try {
+    return (await readPemCertificates(file)).certificates;
+  } catch (err) {
+    throw new UsageError(`${option}: ${errorMessage(err)}`);
+  }
+}
+
+/** Reads the files the flags name; a bad file is a usage error naming the flag. */
+export async function compileConfig(flags: BootstrapperFlags): Promise<BootstrapperConfig> {
+  const rooted = flags.attestationVariant === 'tpm2-ek';
+  return {
+    ...flags,
+    ekRootCertificates: rooted ? await readPemOption(flags.ekRoots, '--ek-roots', true) : [],
+    ekIntermediateCertificates: await readPemOption(flags.ekIntermediates, '--ek-intermediates', false),
+  };
+}
+
+/** `--measured-pcrs`: comma-separated PCR indexes. */
+export function parsePcrList(value: string): number[] {
+  const pcrs = value.split(',').map((part) => Number(part.trim()));
+  if (pcrs.length === 0 || pcrs.some((pcr) => !Number.isInteger(pcr) || pcr < 0 || pcr > 23))
+    throw new InvalidArgumentError(`expected comma-separated PCR indexes from 0 to 23, got "${value}"`);
+  return pcrs;
+}

@@ -1,0 +1,107 @@
+import { TpmIssuer, unrootedVariantWarning } from '@constellation/attestation';
+import type { Issuer } from '@constellation/attestation';
+import type { ServiceCheck } from '@constellation/atls';
+import type { Logger } from '@constellation/logger';
+import { NodeLock } from '@constellation/nodelock';
+import { prepareNode } from '@constellation/node-prep';
+import { StateDisk } from '@constellation/state-disk';
+import { Tpm } from '@constellation/tpm';
+import { BOOTSTRAPPER_DEFAULTS } from './config.js';
+import type { BootstrapperConfig } from './config.js';
+import { joinServiceCheck } from './join-service-check.js';
+import { MetadataClient } from './metadata-client.js';
+import type { NodeContext } from './node-context.js';
+import { nodePaths } from './node-paths.js';
+import type { RecentLog } from './recent-log.js';
+import { shellCommand } from './shell-command.js';
+import { tpmTransport } from './tpm-address.js';
+
+/** The node's attestation issuer: rooted in the TPM's EK certificate unless configured otherwise. */
+async function createIssuer(tpm: Tpm, config: BootstrapperConfig, logger: Logger): Promise<Issuer> {
+  if (config.attestationVariant === 'qemu-vtpm') {
+    const issuer = new TpmIssuer(tpm);
+    logger.warn(unrootedVariantWarning(issuer.variant));
+    return issuer;
+  }
+  const issuer = await TpmIssuer.rooted(tpm, { ekIntermediates: config.ekIntermediateCertificates });
+  logger.info('attesting with the TPM endorsement key', {
+    variant: issuer.variant.name,
+    akName: issuer.rooted?.akName.toString('hex'),
+  });
+  return issuer;
+}
+
+/** Node preparation before kubeadm, when the node image names a manifest URL. */
+function nodePreparation(config: BootstrapperConfig, logger: Logger): Pick<NodeContext, 'prepareNode'> {
+  const manifestUrlTemplate = config.manifestUrl;
+  if (manifestUrlTemplate === undefined) return {};
+  const defaults = BOOTSTRAPPER_DEFAULTS.nodePreparation;
+  return {
+    prepareNode: async (kubernetesVersion: string) => {
+      await prepareNode({
+        root: config.root,
+        osReleasePath: defaults.osReleasePath,
+        requestVersion: kubernetesVersion,
+        seedFile: defaults.seedFile,
+        manifestUrlTemplate,
+        verifySignatures: config.verifySignatures,
+        keyringPath: config.keyring,
+        kubeletEnvPath: defaults.kubeletEnvPath,
+        // The bootstrapper runs before the kubelet and never reboots the node for an OS update.
+        reboot: () => Promise.resolve(),
+        retry: defaults.retry,
+        apiRetry: defaults.apiRetry,
+        logger,
+      });
+    },
+  };
+}
+
+/**
+ * Opens the node's devices and builds what every bootstrap path shares. The TPM connection is
+ * closed again when building the attestation parts fails.
+ */
+export async function createNodeContext(
+  config: BootstrapperConfig,
+  logger: Logger,
+  recentLog: RecentLog,
+): Promise<{ context: NodeContext; issuer: Issuer }> {
+  const tpm = new Tpm(tpmTransport(config.tpm));
+  const metadata = new MetadataClient(config.metadataUrl, config.nodeName);
+  let issuer: Issuer;
+  let checkJoinService: ServiceCheck | undefined;
+  try {
+    issuer = await createIssuer(tpm, config, logger);
+    checkJoinService =
+      config.attestationVariant === 'tpm2-ek'
+        ? await joinServiceCheck({
+            tpm,
+            metadata,
+            ekRoots: config.ekRootCertificates,
+            ekIntermediates: config.ekIntermediateCertificates,
+            measuredPcrs: config.measuredPcrs,
+            logger,
+          })
+        : undefined;
+  } catch (err) {
+    await tpm.close();
+    throw err;
+  }
+  const context: NodeContext = {
+    paths: nodePaths(config.root),
+    tpm,
+    issuer,
+    disk: new StateDisk({ device: config.stateDisk, kdf: config.diskKdf }),
+    lock: new NodeLock(tpm),
+    metadata,
+    ...(checkJoinService === undefined ? {} : { joinServiceCheck: checkJoinService }),
+    logger,
+    recentLog,
+    kubeadm: { program: config.kubeadm, env: process.env, timeoutMs: BOOTSTRAPPER_DEFAULTS.kubeadmTimeoutMs },
+    apiServerBindPort: config.apiServerBindPort,
+    defaultKubernetesVersion: config.defaultKubernetesVersion,
+    startKubelet: shellCommand(config.kubeletStartCommand),
+    ...nodePreparation(config, logger),
+  };
+  return { context, issuer };
+}
