@@ -2,6 +2,12 @@ import { createServer as createHttpServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { KubeApiError, badRequest, invalid } from './kube-api-status.js';
+import { AccessControl, secretReader } from './kube-api/access-control.js';
+import type { KubeApiAuthentication } from './kube-api/access-control.js';
+import { discoveryDocument } from './kube-api/discovery.js';
+import { nonResourceAttributes, resourceAttributes } from './kube-api/request-attributes.js';
+import type { UserInfo } from './kube-api/request-attributes.js';
+import { TABLE_CONTENT_TYPE, asTable, wantsTable } from './kube-api/table.js';
 import { KubeObjectStore } from './kube-object-store.js';
 import type { KubeObject, ResourceType } from './kube-object-store.js';
 
@@ -27,6 +33,11 @@ export interface KubeApiServerOptions {
   tls?: { cert: string; key: string };
   /** What /version reports. */
   gitVersion?: string;
+  /**
+   * Authenticate and authorise like kube-apiserver (kube-api/access-control.ts). Undefined: an
+   * open server that serves everyone, as the stand-in did before.
+   */
+  authentication?: KubeApiAuthentication;
 }
 
 export interface RecordedRequest {
@@ -51,10 +62,19 @@ export class KubeApiServer {
   private readonly gitVersion: string;
   private port = 0;
   private readonly scheme: 'http' | 'https';
+  private readonly access: AccessControl | undefined;
 
   private constructor(options: KubeApiServerOptions) {
     this.gitVersion = options.gitVersion ?? 'v1.32.9';
     this.scheme = options.tls === undefined ? 'http' : 'https';
+    const secrets = RESOURCE_TYPES.find((t) => t.resource === 'secrets') ?? NAMESPACES;
+    this.access =
+      options.authentication === undefined
+        ? undefined
+        : new AccessControl(
+            options.authentication,
+            secretReader((namespace, name) => this.store.get(secrets, namespace, name)),
+          );
     const handler = (req: IncomingMessage, res: ServerResponse): void => {
       this.handle(req, res).catch((err: unknown) => {
         respond(res, 500, {
@@ -69,7 +89,7 @@ export class KubeApiServer {
     this.server =
       options.tls === undefined
         ? createHttpServer(handler)
-        : createHttpsServer({ cert: options.tls.cert, key: options.tls.key }, handler);
+        : createHttpsServer({ cert: options.tls.cert, key: options.tls.key, ...this.access?.tlsOptions() }, handler);
     for (const name of ['default', 'kube-system', 'kube-public', 'kube-node-lease']) {
       this.store.create(NAMESPACES, undefined, { metadata: { name } });
     }
@@ -107,6 +127,22 @@ export class KubeApiServer {
     );
   }
 
+  /** /version, in kube-apiserver's version.Info shape. */
+  private versionInfo(): Record<string, string> {
+    const [, major = '1', minor = '0'] = /^v(\d+)\.(\d+)/.exec(this.gitVersion) ?? [];
+    return {
+      major,
+      minor,
+      gitVersion: this.gitVersion,
+      gitCommit: '',
+      gitTreeState: 'clean',
+      buildDate: '',
+      goVersion: '',
+      compiler: 'gc',
+      platform: 'linux/amd64',
+    };
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const method = req.method ?? 'GET';
@@ -119,16 +155,23 @@ export class KubeApiServer {
       respond(res, 503, new KubeApiError(503, 'ServiceUnavailable', 'the API server is starting').status);
       return;
     }
-    if (url.pathname === '/version' && method === 'GET') {
-      const [, major = '1', minor = '0'] = /^v(\d+)\.(\d+)/.exec(this.gitVersion) ?? [];
-      respond(res, 200, { major, minor, gitVersion: this.gitVersion, platform: 'linux/amd64' });
-      return;
-    }
+    let user: UserInfo | undefined;
     try {
+      user = await this.access?.authenticate(req);
+      const discovery =
+        method === 'GET' ? discoveryDocument(url.pathname, RESOURCE_TYPES, `127.0.0.1:${this.port}`) : undefined;
+      if (discovery !== undefined || (url.pathname === '/version' && method === 'GET')) {
+        if (user !== undefined) this.access?.authorize(nonResourceAttributes(user, method, url.pathname));
+        respond(res, 200, discovery ?? this.versionInfo());
+        return;
+      }
       const route = parseRoute(url.pathname);
       const body = method === 'POST' || method === 'PUT' || method === 'PATCH' ? await readJson(req) : undefined;
+      if (user !== undefined) this.access?.authorize(resourceAttributes(user, method, route, body, url.searchParams));
       const result = this.dispatch(method, route, body, url.searchParams);
-      respond(res, method === 'POST' ? 201 : 200, result);
+      if (method === 'GET' && wantsTable(req.headers.accept))
+        respond(res, 200, asTable(route.type, result), TABLE_CONTENT_TYPE);
+      else respond(res, method === 'POST' ? 201 : 200, result);
     } catch (err) {
       if (err instanceof KubeApiError) respond(res, err.status.code, err.status);
       else throw err;
@@ -247,6 +290,6 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
   }
 }
 
-function respond(res: ServerResponse, code: number, body: unknown): void {
-  res.writeHead(code, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+function respond(res: ServerResponse, code: number, body: unknown, contentType = 'application/json'): void {
+  res.writeHead(code, { 'content-type': contentType }).end(JSON.stringify(body));
 }
