@@ -26,3 +26,6 @@ export function serializeEnvFile(values: ReadonlyMap<string, string>): string {
 /** Kubernetes versions in image tags use `_` for `+` (tags cannot contain `+`). */
 export const tagToVersion = (tag: string): string => tag.replace(/_/g, '+');
 export const versionToTag = (version: string): string => version.replace(/\+/g, '_');
+
+/** The seed keys carried into kubelet.env (0644, read by the kubelet unit); anything else, secrets included, stays out. */
+export const KUBELET_ENV_KEYS: readonly string[] = ['KUBELET_IMAGE_URL', 'KUBELET_IMAGE_TAG'];

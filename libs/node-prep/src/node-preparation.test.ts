@@ -1,173 +1,20 @@
-import { createHash } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import type { Server } from 'node:http';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { MemoryLogger } from '@constellation/logger';
-import { createTempDir, runChecked, tempDirForTest } from '@constellation/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MANIFEST_KIND } from './component-manifest.js';
+import { createTempDir, runChecked } from '@constellation/testing';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { MANIFEST_PATH, componentsOf, signingKey, testNode } from './node-prep.fixture.js';
+import type { SigningKey } from './node-prep.fixture.js';
 import { prepareNode } from './node-preparation.js';
-import type { NodePreparationOptions } from './node-preparation.js';
 
-/** A gpg home with one Ed25519 signing key; signs files with real detached OpenPGP signatures. */
-async function gpgKey(name: string): Promise<{ publicKey: string; sign: (file: string) => Promise<void> }> {
-  const dir = await createTempDir('constellation-gpg-');
-  const home = dir.path;
-  const env = { ...process.env, GNUPGHOME: home };
-  cleanups.push(async () => {
-    // gpg starts an agent per home directory; stop it with the directory.
-    await runChecked('gpgconf', ['--kill', 'gpg-agent'], { timeoutMs: 10_000, env }).catch(() => undefined);
-    await dir.remove();
-  });
-  await runChecked(
-    'gpg',
-    ['--batch', '--passphrase', '', '--quick-gen-key', `${name} <${name}@example.invalid>`, 'ed25519', 'sign', 'never'],
-    { timeoutMs: 30_000, env },
-  );
-  const publicKey = (
-    await runChecked('gpg', ['--armor', '--export', `${name}@example.invalid`], { timeoutMs: 10_000, env })
-  ).stdout.toString();
-  return {
-    publicKey,
-    sign: async (file) => {
-      await runChecked('gpg', ['--batch', '--yes', '--armor', '--detach-sign', '--output', `${file}.asc`, file], {
-        timeoutMs: 10_000,
-        env,
-      });
-    },
-  };
-}
-
-/** Serves a directory over HTTP on 127.0.0.1:0, recording requests; `failFirst` answers 503 first. */
-async function artifactHost(
-  dir: string,
-): Promise<{ url: string; requests: string[]; failFirst: Map<string, number>; close: () => Promise<void> }> {
-  const requests: string[] = [];
-  const failFirst = new Map<string, number>();
-  const server: Server = createServer((req, res) => {
-    const path = req.url ?? '/';
-    requests.push(path);
-    const remaining = failFirst.get(path) ?? 0;
-    if (remaining > 0) {
-      failFirst.set(path, remaining - 1);
-      res.writeHead(503).end();
-      return;
-    }
-    readFile(join(dir, path)).then(
-      (body) => res.writeHead(200).end(body),
-      () => res.writeHead(404).end(),
-    );
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  const port = typeof address === 'object' && address !== null ? address.port : 0;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    requests,
-    failFirst,
-    close: () =>
-      new Promise((resolve) =>
-        server.close(() => {
-          resolve();
-        }),
-      ),
-  };
-}
-
-const cleanups: (() => Promise<void>)[] = [];
-const sha256 = (b: Buffer | string): string => `sha256:${createHash('sha256').update(b).digest('hex')}`;
-let trusted: Awaited<ReturnType<typeof gpgKey>>;
-let stranger: Awaited<ReturnType<typeof gpgKey>>;
-
+let trusted: SigningKey;
+let stranger: SigningKey;
 beforeAll(async () => {
-  [trusted, stranger] = await Promise.all([gpgKey('release'), gpgKey('stranger')]);
-}, 60_000);
-
-/** A node root and an artifact host with a manifest for v1.32.9 listing kubelet and kubeadm. */
-async function setup(overrides: { signWith?: 'trusted' | 'stranger' | 'none'; tamper?: boolean } = {}) {
-  const root = await tempDirForTest();
-  const site = await tempDirForTest();
-  const host = await artifactHost(site);
-  cleanups.push(host.close);
-  await mkdir(join(root, 'usr/lib'), { recursive: true });
-  await writeFile(join(root, 'usr/lib/os-release'), 'NAME="Node OS"\nVERSION_ID=3815.2.0\nCOREOS_BOARD=amd64-usr\n');
-  await mkdir(join(root, 'etc/kubernetes/installer'), { recursive: true });
-  await writeFile(
-    join(root, 'etc/kubernetes/installer/kubelet.env'),
-    'KUBELET_IMAGE_URL=registry.example/kubelet\nKUBELET_IMAGE_TAG=v1.31.0_node.1\n',
-  );
-  await writeFile(join(root, 'etc/pubring.asc'), trusted.publicKey);
-  const kubelet = Buffer.from('#!/bin/sh\necho kubelet v1.32.9\n');
-  const kubeadm = Buffer.from('#!/bin/sh\necho kubeadm v1.32.9\n');
-  await mkdir(join(site, 'pkgs'), { recursive: true });
-  await writeFile(
-    join(site, 'pkgs/kubelet'),
-    overrides.tamper === true ? Buffer.concat([kubelet, Buffer.from('# evil\n')]) : kubelet,
-  );
-  await writeFile(join(site, 'pkgs/kubeadm'), kubeadm);
-  const manifestDir = join(site, 'manifests/amd64-usr/3815.2.0');
-  await mkdir(manifestDir, { recursive: true });
-  const manifestFile = join(manifestDir, 'v1.32.9.json');
-  await writeFile(
-    manifestFile,
-    JSON.stringify({
-      kind: MANIFEST_KIND,
-      kubernetesVersion: 'v1.32.9',
-      components: [
-        {
-          name: 'kubelet',
-          url: `${host.url}/pkgs/kubelet`,
-          hash: sha256(kubelet),
-          installPath: '/run/state/bin/kubelet',
-        },
-        {
-          name: 'kubeadm',
-          url: `${host.url}/pkgs/kubeadm`,
-          hash: sha256(kubeadm),
-          installPath: '/run/state/bin/kubeadm',
-        },
-      ],
-    }),
-  );
-  const signWith = overrides.signWith ?? 'trusted';
-  if (signWith === 'trusted') await trusted.sign(manifestFile);
-  if (signWith === 'stranger') await stranger.sign(manifestFile);
-  const logger = new MemoryLogger();
-  let reboots = 0;
-  const options: NodePreparationOptions = {
-    root,
-    osReleasePath: '/usr/lib/os-release',
-    forcedVersion: 'v1.32.9',
-    seedFile: '/etc/kubernetes/installer/kubelet.env',
-    manifestUrlTemplate: `${host.url}/manifests/{{.Board}}/{{.OSVersion}}/{{.KubernetesVersion}}.json`,
-    verifySignatures: true,
-    keyringPath: '/etc/pubring.asc',
-    kubeletEnvPath: '/etc/kubernetes/kubelet.env',
-    reboot: () => {
-      reboots++;
-      return Promise.resolve();
-    },
-    retry: { tries: 3, pauseMs: 10, timeoutMs: 5_000 },
-    apiRetry: { tries: 2, pauseMs: 10, timeoutMs: 2_000 },
-    logger,
-  };
-  return { root, site, host, options, logger, reboots: () => reboots, manifestFile };
-}
-
-afterAll(async () => {
-  await Promise.all(cleanups.map((c) => c()));
+  [trusted, stranger] = await Promise.all([signingKey('release'), signingKey('stranger')]);
 });
-
-const exists = (path: string): Promise<boolean> =>
-  readFile(path).then(
-    () => true,
-    () => false,
-  );
 
 describe('node preparation with a local artifact host and real OpenPGP signatures', () => {
   it('installs the signed components by digest and writes kubelet.env last, deterministically', async () => {
-    const { root, options } = await setup();
+    const { root, options } = await testNode(trusted);
     const result = await prepareNode(options);
     expect(result).toEqual({
       kubernetesVersion: 'v1.32.9',
@@ -176,13 +23,41 @@ describe('node preparation with a local artifact host and real OpenPGP signature
       rebooting: false,
     });
     expect(await readFile(join(root, 'run/state/bin/kubelet'), 'utf8')).toContain('kubelet v1.32.9');
+    expect((await stat(join(root, 'run/state/bin/kubelet'))).mode & 0o777).toBe(0o755);
     expect(await readFile(join(root, 'etc/kubernetes/kubelet.env'), 'utf8')).toBe(
       'KUBELET_IMAGE_TAG=v1.32.9\nKUBELET_IMAGE_URL=registry.example/kubelet\n',
     );
+    expect(await readFile(join(root, 'var/lib/constellation/node-prep/highest-manifest-serial'), 'utf8')).toBe('10\n');
+  });
+
+  it('verifies a manifest signed by gpg (interoperability with the usual release tooling)', async () => {
+    const home = await createTempDir('constellation-gpg-');
+    const env = { ...process.env, GNUPGHOME: home.path };
+    try {
+      await runChecked(
+        'gpg',
+        ['--batch', '--passphrase', '', '--quick-gen-key', 'gpg <gpg@example.invalid>', 'ed25519', 'sign', '1y'],
+        { timeoutMs: 30_000, env },
+      );
+      const publicKey = (
+        await runChecked('gpg', ['--armor', '--export'], { timeoutMs: 10_000, env })
+      ).stdout.toString();
+      const node = await testNode({ publicKey, sign: () => Promise.resolve('') });
+      await node.publish(undefined, 'none');
+      const file = join(node.site, MANIFEST_PATH);
+      await runChecked('gpg', ['--batch', '--yes', '--armor', '--detach-sign', '--output', `${file}.asc`, file], {
+        timeoutMs: 10_000,
+        env,
+      });
+      expect((await prepareNode(node.options)).installed).toBe(true);
+    } finally {
+      await runChecked('gpgconf', ['--kill', 'gpg-agent'], { timeoutMs: 10_000, env }).catch(() => undefined);
+      await home.remove();
+    }
   });
 
   it('reuses components already in place with the right digest', async () => {
-    const { host, options } = await setup();
+    const { host, options } = await testNode(trusted);
     await prepareNode(options);
     const downloads = host.requests.filter((r) => r.startsWith('/pkgs/')).length;
     expect((await prepareNode(options)).installed).toBe(false);
@@ -190,110 +65,86 @@ describe('node preparation with a local artifact host and real OpenPGP signature
   });
 
   it.each([
-    [
-      'a signature from another key',
-      { signWith: 'stranger' as const },
-      /not signed by the pinned keyring: signature check failed/,
-    ],
-    ['a missing .asc', { signWith: 'none' as const }, /v1\.32\.9\.json\.asc failed after 3 tries: HTTP 404/],
+    ['a signature from another key', 'stranger', /not signed by the pinned keyring: signature check failed/],
+    ['a missing .asc', 'none', /v1\.32\.9\.json\.asc failed after 3 tries: HTTP 404/],
     [
       'a tampered artifact',
-      { tamper: true },
-      /component kubelet from .* has digest sha256:[0-9a-f]{64}, the manifest says sha256:[0-9a-f]{64}/,
+      'tamper',
+      /^component kubelet \(http:.*\): the download does not match the manifest's digest$/,
     ],
-  ])('stops with a clear error and installs nothing for %s', async (_what, overrides, message) => {
-    const { root, options } = await setup(overrides);
-    await expect(prepareNode(options)).rejects.toThrow(message);
-    expect(await exists(join(root, 'run/state/bin/kubelet'))).toBe(false);
-    expect(await exists(join(root, 'run/state/bin/kubeadm'))).toBe(false);
-    expect(await exists(join(root, 'etc/kubernetes/kubelet.env'))).toBe(false);
+  ] as const)('stops with a clear error and installs nothing for %s', async (_what, attack, message) => {
+    const node = await testNode(trusted);
+    if (attack === 'stranger') await node.publish(undefined, stranger);
+    if (attack === 'none') await node.publish(undefined, 'none');
+    if (attack === 'tamper')
+      node.host.routes.set('/pkgs/kubelet', (_req, res) => res.end(node.kubelet.toString().replace('kubelet', 'evillet')));
+    await expect(prepareNode(node.options)).rejects.toThrow(message);
+    expect(await node.exists('run/state/bin/kubelet')).toBe(false);
+    expect(await node.exists('run/state/bin/kubeadm')).toBe(false);
+    expect(await node.exists('etc/kubernetes/kubelet.env')).toBe(false);
   });
 
   it('rejects a manifest changed after signing, and an unreachable manifest host', async () => {
-    const { root, options, manifestFile } = await setup();
+    const node = await testNode(trusted);
+    const signed = await node.publish();
+    const { writeFile } = await import('node:fs/promises');
     await writeFile(
-      manifestFile,
-      (await readFile(manifestFile, 'utf8')).replace('/run/state/bin/kubeadm', '/usr/bin/kubeadm'),
+      join(node.site, MANIFEST_PATH),
+      signed.toString().replace('/run/state/bin/kubeadm', '/opt/bin/kubeadm'),
     );
-    await expect(prepareNode(options)).rejects.toThrow(/not signed by the pinned keyring/);
+    await expect(prepareNode(node.options)).rejects.toThrow(/not signed by the pinned keyring/);
     await expect(
-      prepareNode({ ...options, manifestUrlTemplate: 'http://127.0.0.1:1/{{.Board}}.json' }),
+      prepareNode({ ...node.options, manifestUrlTemplate: 'http://127.0.0.1:1/{{.Board}}.json' }),
     ).rejects.toThrow(/failed after 3 tries/);
-    expect(await exists(join(root, 'etc/kubernetes/kubelet.env'))).toBe(false);
+    expect(await node.exists('etc/kubernetes/kubelet.env')).toBe(false);
   });
 
-  it('with --no-verify-signatures warns loudly and never fetches the signature', async () => {
-    const { host, options, logger } = await setup({ signWith: 'none' });
-    await prepareNode({ ...options, verifySignatures: false });
-    expect(host.requests.some((r) => r.endsWith('.asc'))).toBe(false);
+  it('with --no-verify-signatures warns loudly, never fetches the signature, and never raises the serial floor', async () => {
+    const node = await testNode(trusted);
+    await node.publish((m) => (m['serial'] = 999), 'none');
+    await prepareNode({ ...node.options, verifySignatures: false });
+    expect(node.host.requests.some((r) => r.endsWith('.asc'))).toBe(false);
     expect(
-      logger.entries.some((e) => e.level === 'warn' && e.message.startsWith('SIGNATURE VERIFICATION IS DISABLED')),
+      node.logger.entries.some((e) => e.level === 'warn' && e.message.startsWith('SIGNATURE VERIFICATION IS DISABLED')),
     ).toBe(true);
+    expect(await node.exists('var/lib/constellation/node-prep/highest-manifest-serial')).toBe(false);
   });
 
   it('retries non-2xx answers and succeeds once the host recovers', async () => {
-    const { host, options } = await setup();
-    host.failFirst.set('/manifests/amd64-usr/3815.2.0/v1.32.9.json', 2);
+    const { host, options } = await testNode(trusted);
+    host.failFirst.set(MANIFEST_PATH, 2);
     await prepareNode(options);
-    expect(host.requests.filter((r) => r === '/manifests/amd64-usr/3815.2.0/v1.32.9.json')).toHaveLength(3);
+    expect(host.requests.filter((r) => r === MANIFEST_PATH)).toHaveLength(3);
   });
 
-  it('reboots only when the OS update hook staged an update, and then leaves kubelet.env unwritten', async () => {
-    const { root, options, reboots } = await setup();
-    const staged = await prepareNode({ ...options, osUpdateCommand: ['sh', '-c', 'echo "update staged: 3815.3.0"'] });
-    expect(staged.rebooting).toBe(true);
-    expect(reboots()).toBe(1);
-    expect(await exists(join(root, 'etc/kubernetes/kubelet.env'))).toBe(false);
-    const nothing = await prepareNode({ ...options, osUpdateCommand: ['sh', '-c', 'echo "no update"'] });
-    expect(nothing.rebooting).toBe(false);
-    expect(reboots()).toBe(1);
-    expect(await exists(join(root, 'etc/kubernetes/kubelet.env'))).toBe(true);
-  });
-
-  it('leaves no kubelet.env when it fails right before that step', async () => {
-    const { root, options } = await setup();
-    await expect(
-      prepareNode({ ...options, osUpdateCommand: ['sh', '-c', 'echo crashed >&2; exit 3'] }),
-    ).rejects.toThrow(/exited with 3: crashed/);
-    expect(await exists(join(root, 'run/state/bin/kubelet'))).toBe(true); // work before the crash is kept, verified
-    expect(await exists(join(root, 'etc/kubernetes/kubelet.env'))).toBe(false);
+  it('installs several components of the same name prefix in one run without mixing their bytes', async () => {
+    const node = await testNode(trusted);
+    const { writeFile } = await import('node:fs/promises');
+    const { sha256 } = await import('./node-prep.fixture.js');
+    const bodies = Array.from({ length: 40 }, (_, i) => Buffer.from(`tool ${i} `.repeat(1000)));
+    await Promise.all(bodies.map((b, i) => writeFile(join(node.site, `pkgs/tool-${i}`), b)));
+    await node.publish((m) => {
+      m['components'] = bodies.map((b, i) => ({
+        name: `tool-${i}`,
+        url: `${node.host.url}/pkgs/tool-${i}`,
+        hash: sha256(b),
+        size: b.length,
+        installPath: `/opt/bin/tool-${i}`,
+      }));
+    });
+    await prepareNode(node.options);
+    for (const [i, b] of bodies.entries()) expect(await readFile(join(node.root, `opt/bin/tool-${i}`))).toEqual(b);
+    expect(componentsOf(node.manifest)).toHaveLength(2);
   });
 });
 
-describe('Kubernetes version discovery', () => {
-  async function apiServer(gitVersion: string): Promise<{ url: string; close: () => Promise<void> }> {
-    const server = createServer((_req, res) =>
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ gitVersion })),
-    );
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const address = server.address();
-    return {
-      url: `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`,
-      close: () =>
-        new Promise((resolve) =>
-          server.close(() => {
-            resolve();
-          }),
-        ),
-    };
-  }
-
-  it('prefers the forced value, then the request, then the API server, then the seed file', async () => {
-    const { options, logger } = await setup();
+describe('Kubernetes version discovery (plain sources)', () => {
+  it('prefers the forced value, then the request, then the seed file', async () => {
+    const { options, logger } = await testNode(trusted);
     const { forcedVersion: _forced, ...base } = options;
-    const api = await apiServer('v1.32.9');
-    cleanups.push(api.close);
-    expect((await prepareNode({ ...base, requestVersion: 'v1.32.9', apiServerUrl: api.url })).versionSource).toBe(
-      'request',
-    );
-    expect((await prepareNode({ ...base, apiServerUrl: api.url })).versionSource).toBe('api-server');
-    expect(
-      logger.entries.some((e) => e.message === 'kubernetes version determined' && e.fields['source'] === 'api-server'),
-    ).toBe(true);
-    // API down: falls back to the seed file (v1.31.0_node.1 means v1.31.0+node.1), which has no manifest here.
-    await expect(prepareNode({ ...base, apiServerUrl: 'http://127.0.0.1:1' })).rejects.toThrow(
-      /v1\.31\.0%2Bnode\.1\.json failed/,
-    );
+    expect((await prepareNode({ ...base, requestVersion: 'v1.32.9' })).versionSource).toBe('request');
+    // No API server: the seed file (v1.31.0_node.1 means v1.31.0+node.1), which has no manifest here.
+    await expect(prepareNode(base)).rejects.toThrow(/v1\.31\.0%2Bnode\.1\.json failed/);
     expect(
       logger.entries.some(
         (e) =>
@@ -305,12 +156,10 @@ describe('Kubernetes version discovery', () => {
   });
 
   it('fails with every reason when no source has a version', async () => {
-    const { options } = await setup();
+    const { options } = await testNode(trusted);
     const { forcedVersion: _forced, ...base } = options;
-    await expect(
-      prepareNode({ ...base, seedFile: '/nonexistent', apiServerUrl: 'http://127.0.0.1:1' }),
-    ).rejects.toThrow(
-      /^unable to determine the Kubernetes version: no forced version; none in the request; API server: fetching http:\/\/127\.0\.0\.1:1\/version failed after 2 tries: .*; seed file: ENOENT/,
+    await expect(prepareNode({ ...base, seedFile: '/nonexistent' })).rejects.toThrow(
+      /^unable to determine the Kubernetes version: no forced version; none in the request; no API server configured; seed file: ENOENT/,
     );
   });
 });

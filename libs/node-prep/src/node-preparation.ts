@@ -1,18 +1,32 @@
-import { spawn } from 'node:child_process';
-import { mkdir, open, readFile, rename } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { readFile } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { writeFileAtomic } from '@constellation/files';
 import type { Logger } from '@constellation/logger';
+import { errorMessage } from '@constellation/errors';
 import { parseComponentManifest } from './component-manifest.js';
 import { installComponents } from './component-installer.js';
-import { parseEnvFile, serializeEnvFile, versionToTag } from './env-file.js';
+import { KUBELET_ENV_KEYS, parseEnvFile, serializeEnvFile, versionToTag } from './env-file.js';
 import { fetchBytes } from './fetch-with-retry.js';
 import type { RetryPolicy } from './fetch-with-retry.js';
+import { DEFAULT_INSTALL_DIRS } from './install-policy.js';
+import { readKeyring } from './keyring.js';
+import { checkManifestApplies } from './manifest-policy.js';
+import { runOsUpdateHook } from './os-update-hook.js';
 import { readOsInfo } from './os-release.js';
+import { ensureDirectoryInsideRoot } from './root-paths.js';
+import { readHighestSerial, recordHighestSerial } from './serial-record.js';
 import { verifyDetachedSignature } from './signature.js';
+import { readTrustedFile } from './trusted-file.js';
 import { renderUrlTemplate } from './url-template.js';
 import { discoverKubernetesVersion } from './version-discovery.js';
 import type { VersionSource } from './version-discovery.js';
-import { errorMessage } from '@constellation/errors';
+
+/** Bounds for what node preparation reads before it trusts it. */
+export const MAX_MANIFEST_BYTES = 1024 * 1024;
+export const MAX_SIGNATURE_BYTES = 64 * 1024;
+export const MAX_KEYRING_BYTES = 1024 * 1024;
+
+export const DEFAULT_SERIAL_PATH = '/var/lib/constellation/node-prep/highest-manifest-serial';
 
 export interface NodePreparationOptions {
   /** Every path below is inside this root (`/` on a node). */
@@ -20,18 +34,30 @@ export interface NodePreparationOptions {
   osReleasePath: string;
   forcedVersion?: string;
   requestVersion?: string;
+  /** API server base URL; https only, pinned to `apiServerCaPath`. */
   apiServerUrl?: string;
+  /** PEM of the cluster CA (a path inside root). */
+  apiServerCaPath?: string;
+  /** Versions older than this are refused from every source. */
+  minimumVersion?: string;
   /** Local seed and kubelet.env template (`/etc/kubernetes/installer/kubelet.env`). */
   seedFile: string;
   /** `{{.Board}}`, `{{.OSVersion}}`, `{{.KubernetesVersion}}`; http(s), file:// or a path. */
   manifestUrlTemplate: string;
   verifySignatures: boolean;
-  /** Pinned armored keyring (a path inside root). */
+  /** Pinned armored keyring (a path inside root): root-owned, not group- or world-writable. */
   keyringPath: string;
+  /** Where the highest accepted manifest serial is kept (inside root). */
+  serialPath?: string;
+  /** Directories components may be installed under (default /run/state/bin, /opt/bin). */
+  allowedInstallDirs?: readonly string[];
   /** The marker: written last, atomically (`/etc/kubernetes/kubelet.env`). */
   kubeletEnvPath: string;
-  /** A command whose output containing "update staged" means an OS update awaits a reboot. */
+  /** Seed keys carried into kubelet.env (default KUBELET_IMAGE_URL, KUBELET_IMAGE_TAG). */
+  kubeletEnvKeys?: readonly string[];
+  /** Exit code 0: nothing staged; 100: an OS update is staged and awaits a reboot; else a failure. */
   osUpdateCommand?: readonly string[];
+  /** Must reject when the reboot could not be started: preparation then fails and the unit retries. */
   reboot: () => Promise<void>;
   retry: RetryPolicy;
   apiRetry: RetryPolicy;
@@ -50,18 +76,28 @@ export interface NodePreparationResult {
 /**
  * Prepares a node before kubeadm runs: OS facts, the Kubernetes version (forced, request, API
  * server, local seed), the component manifest for this board/OS/version with its detached
- * OpenPGP signature checked against the pinned keyring before parsing, components installed by
- * digest, an optional OS update, and finally `kubelet.env`, atomically. Until `kubelet.env`
- * exists the kubelet does not start, so any failure or crash before it makes the next run start over.
+ * OpenPGP signature checked against the pinned keyring before parsing, the manifest's serial,
+ * expiry and target checked, components installed by digest, an optional OS update, and finally
+ * `kubelet.env`, atomically. Until `kubelet.env` exists the kubelet does not start, so any
+ * failure or crash before it makes the next run start over.
  */
 export async function prepareNode(options: NodePreparationOptions): Promise<NodePreparationResult> {
   const { root, logger } = options;
   const inRoot = (path: string): string => join(root, path);
+  const serialPath = options.serialPath ?? DEFAULT_SERIAL_PATH;
   const os = await readOsInfo(inRoot(options.osReleasePath));
+  const apiServerCa =
+    options.apiServerCaPath === undefined
+      ? undefined
+      : await readFile(inRoot(options.apiServerCaPath), 'utf8').catch((err: unknown) => {
+          throw new Error(`cluster CA ${options.apiServerCaPath ?? ''} cannot be read: ${errorMessage(err)}`);
+        });
   const { version, source } = await discoverKubernetesVersion({
     ...(options.forcedVersion === undefined ? {} : { forced: options.forcedVersion }),
     ...(options.requestVersion === undefined ? {} : { fromRequest: options.requestVersion }),
     ...(options.apiServerUrl === undefined ? {} : { apiServerUrl: options.apiServerUrl }),
+    ...(apiServerCa === undefined ? {} : { apiServerCa }),
+    ...(options.minimumVersion === undefined ? {} : { minimumVersion: options.minimumVersion }),
     apiRetry: options.apiRetry,
     seedFile: inRoot(options.seedFile),
     logger,
@@ -72,14 +108,16 @@ export async function prepareNode(options: NodePreparationOptions): Promise<Node
     KubernetesVersion: version,
   });
   logger.info('fetching component manifest', { url });
-  const manifestBytes = await fetchBytes(url, options.retry);
+  const manifestBytes = await fetchBytes(url, options.retry, { maxBytes: MAX_MANIFEST_BYTES, allowLocal: true });
   if (options.verifySignatures) {
-    const signature = (await fetchBytes(`${url}.asc`, options.retry)).toString('utf8');
-    const keyring = await readFile(inRoot(options.keyringPath), 'utf8').catch((err: unknown) => {
-      throw new Error(`pinned keyring ${options.keyringPath} cannot be read: ${errorMessage(err)}`);
+    const armoredKeyring = await readTrustedFile(inRoot(options.keyringPath), 'pinned keyring', MAX_KEYRING_BYTES);
+    const keys = await readKeyring(armoredKeyring?.toString('utf8') ?? '', `pinned keyring ${options.keyringPath}`);
+    const signature = await fetchBytes(`${url}.asc`, options.retry, {
+      maxBytes: MAX_SIGNATURE_BYTES,
+      allowLocal: true,
     });
     try {
-      const keyId = await verifyDetachedSignature(manifestBytes, signature, keyring);
+      const keyId = await verifyDetachedSignature(manifestBytes, signature.toString('utf8'), keys);
       logger.info('component manifest signature verified', { keyId });
     } catch (err) {
       throw new Error(`component manifest ${url} is not signed by the pinned keyring: ${errorMessage(err)}`, {
@@ -93,56 +131,58 @@ export async function prepareNode(options: NodePreparationOptions): Promise<Node
     );
   }
   const manifest = parseComponentManifest(manifestBytes, url);
-  if (manifest.kubernetesVersion !== version) {
-    throw new Error(
-      `component manifest ${url} is for Kubernetes ${manifest.kubernetesVersion}, this node needs ${version}`,
-    );
-  }
-  const installed = await installComponents(root, manifest.components, options.retry, logger);
+  const highestSerial = await readHighestSerial(root, serialPath);
+  checkManifestApplies(manifest, url, {
+    board: os.board,
+    osVersion: os.version,
+    kubernetesVersion: version,
+    highestSerial,
+    now: new Date(),
+  });
+  // Only a verified manifest may raise the floor; an unsigned one could otherwise lock out every signed one.
+  if (options.verifySignatures && manifest.serial > highestSerial)
+    await recordHighestSerial(root, serialPath, manifest.serial);
+  const installed = await installComponents(root, manifest.components, {
+    retry: options.retry,
+    allowedDirs: options.allowedInstallDirs ?? DEFAULT_INSTALL_DIRS,
+    protectedPaths: [options.kubeletEnvPath, options.keyringPath, options.seedFile, serialPath],
+    logger,
+  });
 
   if (options.osUpdateCommand !== undefined && options.osUpdateCommand.length > 0) {
-    const output = await run(options.osUpdateCommand);
-    if (/update staged/i.test(output)) {
+    if ((await runOsUpdateHook(options.osUpdateCommand)) === 'staged') {
       // kubelet.env stays unwritten: after the reboot preparation runs again for the new OS.
       logger.info('OS update staged; rebooting before kubelet.env is written');
-      await options.reboot();
+      try {
+        await options.reboot();
+      } catch (err) {
+        throw new Error(
+          `an OS update is staged but the reboot failed (kubelet.env stays unwritten): ${errorMessage(err)}`,
+          {
+            cause: err,
+          },
+        );
+      }
       return { kubernetesVersion: version, versionSource: source, installed, rebooting: true };
     }
   }
 
-  const template = await readFile(inRoot(options.seedFile), 'utf8').then(parseEnvFile, () => new Map<string, string>());
-  template.set('KUBELET_IMAGE_TAG', versionToTag(version));
-  await writeAtomically(inRoot(options.kubeletEnvPath), serializeEnvFile(template));
+  await writeKubeletEnv(options, version);
   logger.info('node prepared', { kubernetesVersion: version, source, installed });
   return { kubernetesVersion: version, versionSource: source, installed, rebooting: false };
 }
 
-async function writeAtomically(path: string, content: string): Promise<void> {
-  await mkdir(dirname(path), { recursive: true });
-  const temp = `${path}.partial`;
-  const handle = await open(temp, 'w', 0o644);
-  try {
-    await handle.writeFile(content);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  await rename(temp, path);
-}
-
-function run(command: readonly string[]): Promise<string> {
-  const [program = '', ...args] = command;
-  return new Promise((resolve, reject) => {
-    const child = spawn(program, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
-    child.once('error', (err) => {
-      reject(new Error(`OS update command ${program} cannot run: ${err.message}`));
-    });
-    child.once('close', (code) => {
-      if (code === 0) resolve(out);
-      else reject(new Error(`OS update command ${command.join(' ')} exited with ${String(code)}: ${out.trim()}`));
-    });
-  });
+/** kubelet.env from the allowed seed keys with KUBELET_IMAGE_TAG set; other keys (secrets too) stay out. */
+async function writeKubeletEnv(options: NodePreparationOptions, version: string): Promise<void> {
+  const allowed = options.kubeletEnvKeys ?? KUBELET_ENV_KEYS;
+  const seed = await readFile(join(options.root, options.seedFile), 'utf8').then(
+    parseEnvFile,
+    () => new Map<string, string>(),
+  );
+  const values = new Map([...seed].filter(([key]) => allowed.includes(key)));
+  const dropped = [...seed.keys()].filter((key) => !allowed.includes(key));
+  if (dropped.length > 0) options.logger.info('seed keys not carried into kubelet.env', { keys: dropped });
+  values.set('KUBELET_IMAGE_TAG', versionToTag(version));
+  const dir = await ensureDirectoryInsideRoot(options.root, dirname(options.kubeletEnvPath));
+  await writeFileAtomic(join(dir, basename(options.kubeletEnvPath)), serializeEnvFile(values), { mode: 0o644 });
 }

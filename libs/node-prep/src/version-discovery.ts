@@ -1,35 +1,46 @@
 import { readFile } from 'node:fs/promises';
 import type { Logger } from '@constellation/logger';
+import { errorMessage } from '@constellation/errors';
 import { parseEnvFile, tagToVersion } from './env-file.js';
 import { fetchBytes } from './fetch-with-retry.js';
 import type { RetryPolicy } from './fetch-with-retry.js';
-import { errorMessage } from '@constellation/errors';
+import { compareKubernetesVersions, parseKubernetesVersion } from './kubernetes-version.js';
 
 export type VersionSource = 'forced' | 'request' | 'api-server' | 'seed-file';
+
+/** A real /version body is ~500 bytes. */
+export const MAX_VERSION_BODY_BYTES = 64 * 1024;
 
 export interface VersionDiscoveryOptions {
   /** `--force-kube-version`: wins over everything. */
   forced?: string;
   /** From the join ticket or the init request. */
   fromRequest?: string;
-  /** API server base URL; `/version` is asked with bounded retries. */
+  /** API server base URL (https); `/version` is asked with bounded retries. */
   apiServerUrl?: string;
+  /** PEM of the cluster CA: the only CA trusted for the API server. */
+  apiServerCa?: string;
   apiRetry: RetryPolicy;
   /** Local seed (`/etc/kubernetes/installer/kubelet.env`): KUBELET_IMAGE_TAG, `_` meaning `+`. */
   seedFile: string;
+  /** Versions older than this are refused, whichever source names them. */
+  minimumVersion?: string;
   logger: Logger;
 }
-
-const VERSION = /^v\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]+)?$/;
 
 /** The Kubernetes version to prepare for, from the first source that has one; logs which source won. */
 export async function discoverKubernetesVersion(
   options: VersionDiscoveryOptions,
 ): Promise<{ version: string; source: VersionSource }> {
+  const minimum =
+    options.minimumVersion === undefined ? undefined : parseKubernetesVersion(options.minimumVersion, 'the minimum');
   const reasons: string[] = [];
   const pick = (version: string, source: VersionSource): { version: string; source: VersionSource } => {
-    if (!VERSION.test(version))
-      throw new Error(`Kubernetes version "${version}" from ${source} does not look like v1.32.9`);
+    const parsed = parseKubernetesVersion(version, source);
+    if (minimum !== undefined && compareKubernetesVersions(parsed, minimum) < 0)
+      throw new Error(
+        `Kubernetes version ${version} from ${source} is older than the minimum ${options.minimumVersion ?? ''} (downgrade refused)`,
+      );
     options.logger.info('kubernetes version determined', { version, source });
     return { version, source };
   };
@@ -39,10 +50,8 @@ export async function discoverKubernetesVersion(
   reasons.push('none in the request');
   if (options.apiServerUrl !== undefined) {
     try {
-      const body = JSON.parse(
-        (await fetchBytes(`${options.apiServerUrl.replace(/\/$/, '')}/version`, options.apiRetry)).toString(),
-      ) as { gitVersion?: unknown };
-      if (typeof body.gitVersion === 'string') return pick(body.gitVersion, 'api-server');
+      const version = await askApiServer(options.apiServerUrl, options.apiServerCa, options.apiRetry);
+      if (version !== undefined) return pick(version, 'api-server');
       reasons.push('API server /version has no gitVersion');
     } catch (err) {
       options.logger.warn('API server version unavailable; falling back to the local seed file', {
@@ -53,12 +62,26 @@ export async function discoverKubernetesVersion(
   } else {
     reasons.push('no API server configured');
   }
-  try {
-    const tag = parseEnvFile(await readFile(options.seedFile, 'utf8')).get('KUBELET_IMAGE_TAG');
-    if (tag !== undefined && tag !== '') return pick(tagToVersion(tag), 'seed-file');
-    reasons.push(`${options.seedFile} has no KUBELET_IMAGE_TAG`);
-  } catch (err) {
-    reasons.push(`seed file: ${errorMessage(err)}`);
-  }
+  const seed = await readFile(options.seedFile, 'utf8').then(
+    (text) => parseEnvFile(text).get('KUBELET_IMAGE_TAG') ?? '',
+    (err: unknown) => new Error(`seed file: ${errorMessage(err)}`),
+  );
+  if (typeof seed === 'string' && seed !== '') return pick(tagToVersion(seed), 'seed-file');
+  reasons.push(seed instanceof Error ? seed.message : `${options.seedFile} has no KUBELET_IMAGE_TAG`);
   throw new Error(`unable to determine the Kubernetes version: ${reasons.join('; ')}`);
+}
+
+/** `gitVersion` from `/version`, over https pinned to the cluster CA, with a bounded body. */
+async function askApiServer(url: string, ca: string | undefined, retry: RetryPolicy): Promise<string | undefined> {
+  if (!url.startsWith('https://')) throw new Error(`${url} is not https; /version is only trusted over TLS`);
+  if (ca === undefined) throw new Error('no cluster CA configured to pin the API server to');
+  const body = await fetchBytes(`${url.replace(/\/$/, '')}/version`, retry, { maxBytes: MAX_VERSION_BODY_BYTES, ca });
+  let json: unknown;
+  try {
+    json = JSON.parse(body.toString('utf8'));
+  } catch {
+    throw new Error('/version is not JSON');
+  }
+  const gitVersion = (json as { gitVersion?: unknown } | null)?.gitVersion;
+  return typeof gitVersion === 'string' ? gitVersion : undefined;
 }

@@ -1,0 +1,46 @@
+import { createHash } from 'node:crypto';
+import type { FileHandle } from 'node:fs/promises';
+import type { ManifestComponent } from './component-manifest.js';
+import { withRetry } from './fetch-with-retry.js';
+import type { RetryPolicy } from './fetch-with-retry.js';
+import { httpGet, PermanentFetchError } from './http-get.js';
+
+/**
+ * Streams a component into `file` (an open temporary file), hashing while it streams and stopping
+ * the transfer at the manifest's size, so memory stays flat and an endless body ends at once.
+ * Each try starts the file over. Errors name the component and the cause; the actual digest is
+ * never reported.
+ */
+export async function downloadComponent(
+  component: ManifestComponent,
+  file: FileHandle,
+  retry: RetryPolicy,
+): Promise<void> {
+  const algorithm = component.hash.slice(0, component.hash.indexOf(':'));
+  await withRetry(`component ${component.name} (${component.url})`, retry, async (signal) => {
+    await file.truncate(0);
+    const response = await httpGet(component.url, { signal });
+    const hash = createHash(algorithm);
+    let written = 0;
+    for await (const chunk of response as AsyncIterable<Buffer>) {
+      if (written + chunk.length > component.size) {
+        response.destroy();
+        throw new PermanentFetchError(`the download is larger than the manifest's size of ${component.size} bytes`);
+      }
+      hash.update(chunk);
+      try {
+        await file.write(chunk, 0, chunk.length, written);
+      } catch (err) {
+        response.destroy();
+        throw new PermanentFetchError(`cannot be written: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, {
+          cause: err,
+        });
+      }
+      written += chunk.length;
+    }
+    if (written !== component.size)
+      throw new PermanentFetchError(`the download has ${written} bytes, the manifest says ${component.size}`);
+    if (`${algorithm}:${hash.digest('hex')}` !== component.hash)
+      throw new PermanentFetchError(`the download does not match the manifest's digest`);
+  });
+}
