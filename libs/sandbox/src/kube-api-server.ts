@@ -1,7 +1,8 @@
 import { createServer as createHttpServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import { KubeApiError, badRequest, invalid } from './kube-api-status.js';
+import { KubeApiError, badRequest } from './kube-api-status.js';
+import { handleResourceRequest, parseResourceRoute } from './kube-api-resources.js';
 import { AccessControl, secretReader } from './kube-api/access-control.js';
 import type { KubeApiAuthentication } from './kube-api/access-control.js';
 import { discoveryDocument } from './kube-api/discovery.js';
@@ -9,7 +10,7 @@ import { nonResourceAttributes, resourceAttributes } from './kube-api/request-at
 import type { UserInfo } from './kube-api/request-attributes.js';
 import { TABLE_CONTENT_TYPE, asTable, wantsTable } from './kube-api/table.js';
 import { KubeObjectStore } from './kube-object-store.js';
-import type { KubeObject, ResourceType } from './kube-object-store.js';
+import type { ResourceType } from './kube-object-store.js';
 
 /** The resources the stand-in serves: exactly what this project reads and writes. */
 const NAMESPACES: ResourceType = {
@@ -46,7 +47,6 @@ export interface RecordedRequest {
 }
 
 const MAX_BODY_BYTES = 3 * 1024 * 1024;
-const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 
 /**
  * A small Kubernetes API server on loopback: core/v1 namespaces, nodes, secrets and configmaps,
@@ -165,111 +165,25 @@ export class KubeApiServer {
         respond(res, 200, discovery ?? this.versionInfo());
         return;
       }
-      const route = parseRoute(url.pathname);
+      const route = parseResourceRoute(url.pathname, RESOURCE_TYPES);
       const body = method === 'POST' || method === 'PUT' || method === 'PATCH' ? await readJson(req) : undefined;
       if (user !== undefined) this.access?.authorize(resourceAttributes(user, method, route, body, url.searchParams));
-      const result = this.dispatch(method, route, body, url.searchParams);
-      if (method === 'GET' && wantsTable(req.headers.accept))
-        respond(res, 200, asTable(route.type, result), TABLE_CONTENT_TYPE);
-      else respond(res, method === 'POST' ? 201 : 200, result);
+      const contentType = req.headers['content-type'];
+      const result = handleResourceRequest(this.store, NAMESPACES, {
+        method,
+        route,
+        body,
+        query: url.searchParams,
+        contentType,
+      });
+      if (method === 'GET' && result.code === 200 && wantsTable(req.headers.accept))
+        respond(res, 200, asTable(route.type, result.body), TABLE_CONTENT_TYPE);
+      else respond(res, result.code, result.body);
     } catch (err) {
       if (err instanceof KubeApiError) respond(res, err.status.code, err.status);
       else throw err;
     }
   }
-
-  private dispatch(method: string, route: Route, body: unknown, query: URLSearchParams): unknown {
-    const { type, namespace, name } = route;
-    if (type.namespaced && namespace !== undefined && !(method === 'GET' && name === undefined)) {
-      this.store.get(NAMESPACES, undefined, namespace); // the namespace must exist
-    }
-    if (name === undefined) {
-      if (method === 'GET') {
-        const { items, resourceVersion } = this.store.list(type, namespace, query.get('labelSelector') ?? undefined);
-        return {
-          kind: `${type.kind}List`,
-          apiVersion: type.group === '' ? type.version : `${type.group}/${type.version}`,
-          metadata: { resourceVersion },
-          items,
-        };
-      }
-      if (method === 'POST') return this.store.create(type, namespace, validated(type, body));
-      throw new KubeApiError(405, 'MethodNotAllowed', `${method} is not supported on a collection`);
-    }
-    switch (method) {
-      case 'GET':
-        return this.store.get(type, namespace, name);
-      case 'PUT':
-        return this.store.replace(type, namespace, name, validated(type, body, name));
-      case 'PATCH':
-        return this.store.patch(type, namespace, name, body);
-      case 'DELETE':
-        this.store.delete(type, namespace, name);
-        return {
-          kind: 'Status',
-          apiVersion: 'v1',
-          metadata: {},
-          status: 'Success',
-          details: { name, kind: type.resource },
-        };
-      default:
-        throw new KubeApiError(405, 'MethodNotAllowed', `${method} is not supported`);
-    }
-  }
-}
-
-interface Route {
-  type: ResourceType;
-  namespace: string | undefined;
-  name: string | undefined;
-}
-
-function parseRoute(path: string): Route {
-  const parts = path.split('/').filter((p) => p !== '');
-  let group = '';
-  let rest: string[];
-  if (parts[0] === 'api' && parts[1] === 'v1') rest = parts.slice(2);
-  else if (parts[0] === 'apis' && parts.length >= 3) {
-    group = parts[1] ?? '';
-    rest = parts.slice(3);
-  } else throw new KubeApiError(404, 'NotFound', 'the server could not find the requested resource');
-  let namespace: string | undefined;
-  if (rest[0] === 'namespaces' && rest.length >= 3) {
-    namespace = rest[1];
-    rest = rest.slice(2);
-  }
-  const [resource, name, ...extra] = rest;
-  const type = RESOURCE_TYPES.find((t) => t.group === group && t.resource === resource);
-  if (type === undefined || extra.length > 0 || (namespace !== undefined && !type.namespaced)) {
-    throw new KubeApiError(404, 'NotFound', 'the server could not find the requested resource');
-  }
-  return { type, namespace, name };
-}
-
-function validated(type: ResourceType, body: unknown, urlName?: string): KubeObject {
-  if (body === null || typeof body !== 'object' || Array.isArray(body))
-    throw badRequest('request body must be a JSON object');
-  const object = body as KubeObject;
-  const metadata = (object.metadata as unknown) ?? {};
-  if (typeof metadata !== 'object') throw badRequest('metadata must be an object');
-  const name = object.metadata.name;
-  if (typeof name !== 'string' || name.length > 253 || !NAME.test(name)) {
-    throw invalid(
-      type.resource,
-      typeof name === 'string' ? name : '',
-      'metadata.name: must be a lowercase RFC 1123 subdomain',
-    );
-  }
-  if (urlName !== undefined && name !== urlName)
-    throw badRequest(`the name of the object (${name}) does not match the name on the URL (${urlName})`);
-  if (type.resource === 'secrets' && object['data'] !== undefined) {
-    for (const [key, value] of Object.entries(object['data'] as Record<string, unknown>)) {
-      if (typeof value !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(value)) {
-        throw badRequest(`Secret in version "v1" cannot be handled as a Secret: illegal base64 data at key "${key}"`);
-      }
-    }
-  }
-  return object;
 }
 
 async function readJson(req: IncomingMessage): Promise<unknown> {

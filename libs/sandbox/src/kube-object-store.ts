@@ -18,6 +18,18 @@ export interface KubeObject {
   [key: string]: unknown;
 }
 
+export interface WriteOptions {
+  /** Check and return the result without storing it (`?dryRun=All`). */
+  dryRun?: boolean;
+}
+
+/** One stored change: the object as stored, or as it was before deletion. */
+export interface StoreChange {
+  type: ResourceType;
+  object: KubeObject;
+  deleted: boolean;
+}
+
 export interface ResourceType {
   /** API group ("" for core). */
   group: string;
@@ -31,11 +43,13 @@ export interface ResourceType {
 /**
  * In-memory object storage with the API server's rules that our code depends on: names are
  * unique per namespace, every write bumps a global resourceVersion, an update whose
- * resourceVersion is stale is a conflict, immutable ConfigMaps and Secrets refuse changes.
+ * resourceVersion is stale is a conflict, immutable ConfigMaps and Secrets refuse changes, dry
+ * runs store nothing. Listeners see every change, as controllers watching the real server do.
  */
 export class KubeObjectStore {
   private readonly objects = new Map<string, KubeObject>();
   private revision = 1;
+  private readonly listeners: ((change: StoreChange) => void)[] = [];
 
   private key(type: ResourceType, namespace: string | undefined, name: string): string {
     return `${type.group}/${type.resource}/${namespace ?? ''}/${name}`;
@@ -64,25 +78,53 @@ export class KubeObjectStore {
     return { items, resourceVersion: String(this.revision) };
   }
 
-  create(type: ResourceType, namespace: string | undefined, object: KubeObject): KubeObject {
+  /** Stores a new object; with `dryRun` only checks and returns what would be stored. */
+  create(
+    type: ResourceType,
+    namespace: string | undefined,
+    object: KubeObject,
+    options: WriteOptions = {},
+  ): KubeObject {
     const name = object.metadata.name;
     const key = this.key(type, namespace, name);
     if (this.objects.has(key)) throw alreadyExists(qualified(type), name);
-    return this.store(key, type, namespace, object, { name, uid: randomUUID(), creationTimestamp: kubeTimestamp() });
+    const identity = { name, uid: randomUUID(), creationTimestamp: kubeTimestamp() };
+    return this.store(key, type, namespace, object, identity, options);
   }
 
-  replace(type: ResourceType, namespace: string | undefined, name: string, object: KubeObject): KubeObject {
+  /**
+   * Replaces an object, refusing a stale resourceVersion. A missing object is 404, or created
+   * when the kind allows create-on-update (`createIfMissing`, as for Leases).
+   */
+  replace(
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    object: KubeObject,
+    options: WriteOptions & { createIfMissing?: boolean } = {},
+  ): KubeObject {
     const key = this.key(type, namespace, name);
     const current = this.objects.get(key);
-    if (current === undefined) throw notFound(qualified(type), name);
+    if (current === undefined) {
+      if (options.createIfMissing !== true) throw notFound(qualified(type), name);
+      if (object.metadata.resourceVersion !== undefined && object.metadata.resourceVersion !== '')
+        throw conflict(qualified(type), name);
+      return this.create(type, namespace, object, options);
+    }
     const sent = object.metadata.resourceVersion;
     if (sent !== undefined && sent !== current.metadata.resourceVersion) throw conflict(qualified(type), name);
     this.checkImmutable(type, current, object);
-    return this.store(key, type, namespace, object, {
+    const identity = {
       name,
       uid: current.metadata.uid ?? randomUUID(),
       creationTimestamp: current.metadata.creationTimestamp ?? kubeTimestamp(),
-    });
+    };
+    return this.store(key, type, namespace, object, identity, options);
+  }
+
+  /** Called after every stored change (what a watch would deliver to a controller). */
+  onChange(listener: (change: StoreChange) => void): void {
+    this.listeners.push(listener);
   }
 
   /** Stores what the client sent with the server-managed fields set, under a new resourceVersion. */
@@ -92,7 +134,9 @@ export class KubeObjectStore {
     namespace: string | undefined,
     object: KubeObject,
     identity: { name: string; uid: string; creationTimestamp: string },
+    options: WriteOptions,
   ): KubeObject {
+    const dryRun = options.dryRun === true;
     const stored: KubeObject = {
       ...clone(object),
       apiVersion: apiVersion(type),
@@ -101,31 +145,29 @@ export class KubeObjectStore {
         ...clone(object.metadata),
         ...identity,
         ...(type.namespaced && namespace !== undefined ? { namespace } : {}),
-        resourceVersion: String(++this.revision),
+        // A dry run allocates no resourceVersion, as the real server's dry-run storage.
+        resourceVersion: dryRun ? (object.metadata.resourceVersion ?? '') : String(++this.revision),
       },
     };
+    if (dryRun) return clone(stored);
     this.objects.set(key, stored);
+    this.notify({ type, object: stored, deleted: false });
     return clone(stored);
   }
 
-  /** JSON merge patch (RFC 7386); strategic and merge patches are treated the same for our objects. */
-  patch(type: ResourceType, namespace: string | undefined, name: string, patch: unknown): KubeObject {
-    const current = this.get(type, namespace, name);
-    const merged = mergePatch(current, patch) as KubeObject;
-    const sent = (patch as { metadata?: { resourceVersion?: unknown } } | null)?.metadata?.resourceVersion;
-    if (typeof sent === 'string' && sent !== current.metadata.resourceVersion) throw conflict(qualified(type), name);
-    if (current.metadata.resourceVersion !== undefined)
-      merged.metadata.resourceVersion = current.metadata.resourceVersion;
-    return this.replace(type, namespace, name, merged);
-  }
-
-  delete(type: ResourceType, namespace: string | undefined, name: string): KubeObject {
+  delete(type: ResourceType, namespace: string | undefined, name: string, options: WriteOptions = {}): KubeObject {
     const key = this.key(type, namespace, name);
     const current = this.objects.get(key);
     if (current === undefined) throw notFound(qualified(type), name);
+    if (options.dryRun === true) return clone(current);
     this.objects.delete(key);
     this.revision++;
+    this.notify({ type, object: current, deleted: true });
     return clone(current);
+  }
+
+  private notify(change: StoreChange): void {
+    for (const listener of this.listeners) listener({ ...change, object: clone(change.object) });
   }
 
   private checkImmutable(type: ResourceType, current: KubeObject, next: KubeObject): void {
@@ -153,21 +195,6 @@ function kubeTimestamp(): string {
 
 function clone<T>(value: T): T {
   return structuredClone(value);
-}
-
-function mergePatch(target: unknown, patch: unknown): unknown {
-  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch;
-  const base: Record<string, unknown> =
-    target !== null && typeof target === 'object' && !Array.isArray(target)
-      ? { ...(target as Record<string, unknown>) }
-      : {};
-  const changes = Object.entries(patch as Record<string, unknown>);
-  const removed = new Set(changes.filter(([, value]) => value === null).map(([key]) => key));
-  const kept = Object.entries(base).filter(([key]) => !removed.has(key));
-  const updated = changes
-    .filter(([, value]) => value !== null)
-    .map(([key, value]) => [key, mergePatch(base[key], value)] as const);
-  return Object.fromEntries([...kept, ...updated]);
 }
 
 /** Equality-based label selectors: "a=b,c!=d,e" (presence). */
