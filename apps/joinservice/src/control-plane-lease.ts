@@ -1,6 +1,6 @@
 import type { CoordinationV1Api, CoreV1Api, V1Lease } from '@kubernetes/client-node';
-import * as grpc from '@grpc/grpc-js';
-import { StatusError } from '@constellation/atls';
+import { V1MicroTime } from '@kubernetes/client-node';
+import { Refusal } from '@constellation/errors';
 
 export interface ControlPlaneLeaseOptions {
   coordination: CoordinationV1Api;
@@ -44,8 +44,8 @@ export class ControlPlaneLease {
     const free = holder === nodeName || holder === '' || expiresAt <= now.getTime() || (await this.registered(holder));
     if (!free) {
       const retryAfterMs = Math.max(1_000, Math.min(30_000, expiresAt - now.getTime()));
-      throw new StatusError(grpc.status.UNAVAILABLE, `another control-plane node (${holder}) is joining; retry later`, {
-        'retry-after-ms': String(retryAfterMs),
+      throw new Refusal('unavailable', 'lease-held', `another control-plane node (${holder}) is joining; retry later`, {
+        retryAfterMs,
       });
     }
     const replacement = this.lease(nodeName, now, current.metadata?.resourceVersion);
@@ -53,8 +53,8 @@ export class ControlPlaneLease {
       await coordination.replaceNamespacedLease({ namespace, name, body: replacement });
     } catch (err) {
       if (codeOf(err) === 409) {
-        throw new StatusError(grpc.status.UNAVAILABLE, 'another control-plane node took the join lease first; retry', {
-          'retry-after-ms': '1000',
+        throw new Refusal('unavailable', 'lease-lost', 'another control-plane node took the join lease first; retry', {
+          retryAfterMs: 1_000,
         });
       }
       throw err;
@@ -83,6 +83,10 @@ export class ControlPlaneLease {
   }
 
   private lease(nodeName: string, now: Date, resourceVersion?: string): V1Lease {
+    // Lease times are metav1.MicroTime: kube-apiserver parses them as RFC 3339 with exactly six
+    // fractional digits and answers 400 to the three a plain Date serialises to
+    // (kubernetes-client/javascript#828). V1MicroTime serialises with six.
+    const micro = new V1MicroTime(now.getTime());
     return {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
@@ -94,8 +98,8 @@ export class ControlPlaneLease {
       spec: {
         holderIdentity: nodeName,
         leaseDurationSeconds: Math.ceil(this.options.holdMs / 1000),
-        acquireTime: now,
-        renewTime: now,
+        acquireTime: micro,
+        renewTime: micro,
       },
     };
   }
