@@ -77,7 +77,9 @@ describe('node preparation with a local artifact host and real OpenPGP signature
     if (attack === 'stranger') await node.publish(undefined, stranger);
     if (attack === 'none') await node.publish(undefined, 'none');
     if (attack === 'tamper')
-      node.host.routes.set('/pkgs/kubelet', (_req, res) => res.end(node.kubelet.toString().replace('kubelet', 'evillet')));
+      node.host.routes.set('/pkgs/kubelet', (_req, res) =>
+        res.end(node.kubelet.toString().replace('kubelet', 'evillet')),
+      );
     await expect(prepareNode(node.options)).rejects.toThrow(message);
     expect(await node.exists('run/state/bin/kubelet')).toBe(false);
     expect(await node.exists('run/state/bin/kubeadm')).toBe(false);
