@@ -68,8 +68,10 @@ export class AccessControl {
     }
     const header = req.headers.authorization;
     if (header === undefined) return { outcome: 'absent' };
+    // Only bearer tokens authenticate (kube-apiserver has no basic auth since 1.19): any other
+    // scheme is ignored, leaving the request anonymous.
     const bearer = /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1];
-    if (bearer === undefined) return { outcome: 'rejected', why: 'unsupported Authorization header' };
+    if (bearer === undefined) return { outcome: 'absent' };
     if (this.options.bootstrapTokens !== false) {
       const bootstrap = authenticateBootstrapToken(bearer, this.readSecret);
       if (bootstrap.outcome !== 'absent') return bootstrap;
