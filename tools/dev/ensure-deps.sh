@@ -22,6 +22,8 @@ declare -A needed=(
   [lintian]=lintian
   [dpkg-deb]=dpkg
   [strip]=binutils
+  # kubectl against mini and the API stand-in tests (libs/sandbox/src/kube-api)
+  [kubectl]=kubernetes-client
 )
 missing=()
 for program in "${!needed[@]}"; do
