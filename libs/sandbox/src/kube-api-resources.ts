@@ -24,6 +24,8 @@ export interface ResourceRequest {
   body: unknown;
   query: URLSearchParams;
   contentType: string | undefined;
+  /** The authenticated user; undefined on an open server. */
+  user?: { name: string; groups: readonly string[] } | undefined;
 }
 
 export interface ResourceResponse {
@@ -116,7 +118,7 @@ export function handleResourceRequest(
       };
     }
     if (method === 'POST') {
-      const object = checked(type, decodeObject(type, request.body));
+      const object = checked(type, prepareForCreate(type, decodeObject(type, request.body), request.user));
       return { code: 201, body: store.create(type, namespace, object, { dryRun: isDryRun(query, method) }) };
     }
     throw new KubeApiError(405, 'MethodNotAllowed', `${method} is not supported on a collection`);
@@ -156,6 +158,21 @@ export function handleResourceRequest(
     default:
       throw new KubeApiError(405, 'MethodNotAllowed', `${method} is not supported`);
   }
+}
+
+/**
+ * Registry strategies' PrepareForCreate: a CertificateSigningRequest records who asked
+ * (pkg/registry/certificates/certificates/strategy.go) and starts with no status.
+ */
+function prepareForCreate(type: ResourceType, object: KubeObject, user: ResourceRequest['user']): KubeObject {
+  if (type.kind !== 'CertificateSigningRequest') return object;
+  const spec = object['spec'];
+  if (spec === null || typeof spec !== 'object') throw badRequest('spec: Required value');
+  const { status: _ignored, ...rest } = object;
+  return {
+    ...rest,
+    spec: { ...spec, username: user?.name ?? '', groups: [...(user?.groups ?? [])] },
+  };
 }
 
 /** PUT semantics shared by update and patch: name match, status split, create-on-update. */

@@ -10,6 +10,8 @@ import { nonResourceAttributes, resourceAttributes } from './kube-api/request-at
 import type { UserInfo } from './kube-api/request-attributes.js';
 import { TABLE_CONTENT_TYPE, asTable, wantsTable } from './kube-api/table.js';
 import { KubeObjectStore } from './kube-object-store.js';
+import { startControllers } from './controllers/controller-manager.js';
+import type { CertificateAuthority } from '@constellation/keys';
 import type { ResourceType } from './kube-object-store.js';
 
 /** The resources the stand-in serves: exactly what this project reads and writes. */
@@ -27,6 +29,13 @@ export const RESOURCE_TYPES: readonly ResourceType[] = [
   { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true },
   { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true },
   { group: 'coordination.k8s.io', version: 'v1', resource: 'leases', kind: 'Lease', namespaced: true },
+  {
+    group: 'certificates.k8s.io',
+    version: 'v1',
+    resource: 'certificatesigningrequests',
+    kind: 'CertificateSigningRequest',
+    namespaced: false,
+  },
 ];
 
 export interface KubeApiServerOptions {
@@ -39,6 +48,11 @@ export interface KubeApiServerOptions {
    * open server that serves everyone, as the stand-in did before.
    */
   authentication?: KubeApiAuthentication;
+  /**
+   * The cluster CA for kube-controller-manager's kubelet client CSR approval and signing
+   * (controllers/). The bootstrap signer and token cleaner always run.
+   */
+  clusterCa?: CertificateAuthority;
 }
 
 export interface RecordedRequest {
@@ -63,6 +77,7 @@ export class KubeApiServer {
   private port = 0;
   private readonly scheme: 'http' | 'https';
   private readonly access: AccessControl | undefined;
+  private readonly controllers: { stop: () => void };
 
   private constructor(options: KubeApiServerOptions) {
     this.gitVersion = options.gitVersion ?? 'v1.32.9';
@@ -93,6 +108,7 @@ export class KubeApiServer {
     for (const name of ['default', 'kube-system', 'kube-public', 'kube-node-lease']) {
       this.store.create(NAMESPACES, undefined, { metadata: { name } });
     }
+    this.controllers = startControllers(this.store, RESOURCE_TYPES, options.clusterCa);
   }
 
   /** Starts the server on `host:port` (port 0 for any free port). */
@@ -119,6 +135,7 @@ export class KubeApiServer {
   }
 
   async close(): Promise<void> {
+    this.controllers.stop();
     this.server.closeAllConnections();
     await new Promise<void>((resolve) =>
       this.server.close(() => {
@@ -175,6 +192,7 @@ export class KubeApiServer {
         body,
         query: url.searchParams,
         contentType,
+        user,
       });
       if (method === 'GET' && result.code === 200 && wantsTable(req.headers.accept))
         respond(res, 200, asTable(route.type, result.body), TABLE_CONTENT_TYPE);

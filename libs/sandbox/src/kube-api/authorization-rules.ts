@@ -105,6 +105,41 @@ export const AUTHORIZATION_BINDINGS: readonly AuthorizationBinding[] = [
     rules: [{ apiGroups: [''], resources: ['nodes'], verbs: ['get'] }],
   },
   {
+    // kubeadm phases/bootstraptoken/node: ClusterRoleBinding kubeadm:kubelet-bootstrap to ClusterRole
+    // system:node-bootstrapper (bootstrappolicy): the kubelet's TLS bootstrap posts and reads its CSR.
+    mirrors: 'ClusterRoleBinding kubeadm:kubelet-bootstrap',
+    subjects: [group(KUBEADM_NODE_TOKEN_GROUP)],
+    rules: [
+      {
+        apiGroups: ['certificates.k8s.io'],
+        resources: ['certificatesigningrequests'],
+        verbs: ['create', 'get', 'list', 'watch'],
+      },
+    ],
+  },
+  {
+    // kubeadm phases/bootstraptoken/node: ClusterRoleBinding kubeadm:node-autoapprove-bootstrap
+    // (ClusterRole system:certificates.k8s.io:certificatesigningrequests:nodeclient), asked by csrapproving.
+    mirrors: 'ClusterRoleBinding kubeadm:node-autoapprove-bootstrap',
+    subjects: [group(KUBEADM_NODE_TOKEN_GROUP)],
+    rules: [
+      { apiGroups: ['certificates.k8s.io'], resources: ['certificatesigningrequests/nodeclient'], verbs: ['create'] },
+    ],
+  },
+  {
+    // kubeadm phases/bootstraptoken/node: ClusterRoleBinding kubeadm:node-autoapprove-certificate-rotation
+    // (ClusterRole ...:selfnodeclient) for nodes renewing their own client certificate.
+    mirrors: 'ClusterRoleBinding kubeadm:node-autoapprove-certificate-rotation',
+    subjects: [group(NODES_GROUP)],
+    rules: [
+      {
+        apiGroups: ['certificates.k8s.io'],
+        resources: ['certificatesigningrequests/selfnodeclient'],
+        verbs: ['create'],
+      },
+    ],
+  },
+  {
     // kubeadm phases/uploadconfig: Role kubeadm:nodes-kubeadm-config (kube-system).
     mirrors: 'RoleBinding kube-system/kubeadm:nodes-kubeadm-config',
     subjects: [group(KUBEADM_NODE_TOKEN_GROUP), group(NODES_GROUP)],
