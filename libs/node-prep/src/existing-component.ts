@@ -17,7 +17,8 @@ export async function inspectExistingComponent(path: string, expectedHash: strin
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return 'install';
-    if (code === 'ELOOP') throw new Error(`${path} exists and is a symbolic link; refusing to trust or replace it`);
+    if (code === 'ELOOP')
+      throw new Error(`${path} exists and is a symbolic link; refusing to trust or replace it`, { cause: err });
     throw err;
   }
   try {

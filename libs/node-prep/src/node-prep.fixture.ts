@@ -30,15 +30,17 @@ export async function signingKey(
   const key = await openpgp.readPrivateKey({ armoredKey: privateKey });
   return {
     publicKey,
-    sign: async (data, at) =>
+    sign: async (data, at) => {
       // openpgp's return type names web-stream types outside our lib set; armored output is a string.
-      (await openpgp.sign({
+      const signature = (await openpgp.sign({
         message: await openpgp.createMessage({ binary: data }),
         signingKeys: key,
         detached: true,
         format: 'armored',
-        ...(at === undefined ? {} : { date: at }),
-      })) as unknown as string,
+        date: at ?? new Date(),
+      })) as unknown as string;
+      return signature;
+    },
   };
 }
 

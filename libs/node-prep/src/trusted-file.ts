@@ -24,7 +24,8 @@ export async function readTrustedFile(
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' && missing === 'allow') return undefined;
-    if (code === 'ELOOP') throw new Error(`${what} ${path} is a symbolic link; it must be a regular file`);
+    if (code === 'ELOOP')
+      throw new Error(`${what} ${path} is a symbolic link; it must be a regular file`, { cause: err });
     throw new Error(`${what} ${path} cannot be opened: ${code ?? String(err)}`, { cause: err });
   }
   try {

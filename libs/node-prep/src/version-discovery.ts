@@ -49,16 +49,18 @@ export async function discoverKubernetesVersion(
   if (options.fromRequest !== undefined && options.fromRequest !== '') return pick(options.fromRequest, 'request');
   reasons.push('none in the request');
   if (options.apiServerUrl !== undefined) {
+    let version: string | undefined;
     try {
-      const version = await askApiServer(options.apiServerUrl, options.apiServerCa, options.apiRetry);
-      if (version !== undefined) return pick(version, 'api-server');
-      reasons.push('API server /version has no gitVersion');
+      version = await askApiServer(options.apiServerUrl, options.apiServerCa, options.apiRetry);
+      if (version === undefined) reasons.push('API server /version has no gitVersion');
     } catch (err) {
       options.logger.warn('API server version unavailable; falling back to the local seed file', {
         error: errorMessage(err),
       });
       reasons.push(`API server: ${errorMessage(err)}`);
     }
+    // An answer that is malformed or too old is refused outright, not replaced by the seed.
+    if (version !== undefined) return pick(version, 'api-server');
   } else {
     reasons.push('no API server configured');
   }
