@@ -1,0 +1,45 @@
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { findOnPath, runCommand } from '@constellation/testing';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { buildExecutable } from './executable.js';
+import { EXECUTABLE_PROGRAMS } from './programs.js';
+import { appVersion, repoRoot } from './release-layout.js';
+
+// Kept between runs (under the ignored .tmp/): the build skips the injection only when the
+// bundle, the Node.js binary and the recipe are byte-identical to the cached executable's.
+const outDir = join(repoRoot, '.tmp', 'packaging-test', 'executables');
+
+describe('one single executable per program', () => {
+  const executables = new Map<string, string>();
+  // A PATH with no node on it, and nothing else from this machine's environment.
+  const emptyBin = join(outDir, 'empty-bin');
+  const bareEnv = { PATH: emptyBin };
+
+  beforeAll(async () => {
+    await mkdir(emptyBin, { recursive: true });
+    for (const program of EXECUTABLE_PROGRAMS) {
+      executables.set(program.command, await buildExecutable(program, outDir));
+    }
+  }, 300_000);
+
+  it('has no node on the PATH the programs run with', async () => {
+    expect(await findOnPath('node', bareEnv.PATH)).toBeUndefined();
+  });
+
+  it.each(EXECUTABLE_PROGRAMS.map((p) => p.command))('%s prints its help without Node.js', async (command) => {
+    const result = await runCommand(executables.get(command)!, ['--help'], { timeoutMs: 30_000, env: bareEnv });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout.toString()).toContain(`Usage: ${command} [options]`);
+  });
+
+  it('runs the program, not Node.js: a version, a refused flag with its exit code', async () => {
+    const cli = executables.get('constellation')!;
+    const version = await runCommand(cli, ['--version'], { timeoutMs: 30_000, env: bareEnv });
+    expect(version.stdout.toString().trim()).toBe(appVersion('cli'));
+    const refused = await runCommand(cli, ['--eval', '1'], { timeoutMs: 30_000, env: bareEnv });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain("unknown option '--eval'");
+  });
+});
