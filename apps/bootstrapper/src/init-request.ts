@@ -1,7 +1,6 @@
 import { isIP } from 'node:net';
-import * as grpc from '@grpc/grpc-js';
-import { StatusError } from '@constellation/atls';
 import type { InitRequest } from '@constellation/proto';
+import { Refusal } from '@constellation/errors';
 
 const VERSION = /^v\d+\.\d+\.\d+$/;
 const NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
@@ -10,7 +9,7 @@ const DNS = /^[a-zA-Z0-9]([-a-zA-Z0-9.]{0,251}[a-zA-Z0-9])?$/;
 /** Throws INVALID_ARGUMENT naming the first field that is wrong; nothing has happened yet. */
 export function checkInitRequest(request: InitRequest): void {
   const bad = (field: string, expected: string): never => {
-    throw new StatusError(grpc.status.INVALID_ARGUMENT, `init request field ${field}: ${expected}`);
+    throw new Refusal('invalid-request', 'init-request', `init request field ${field}: ${expected}`);
   };
   if (request.initSecret.length === 0 || request.initSecret.length > 256) bad('init_secret', 'must be 1 to 256 bytes');
   if (request.masterSecret.length < 16 || request.masterSecret.length > 64)

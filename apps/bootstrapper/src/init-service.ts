@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { StatusError } from '@constellation/atls';
+import { StatusError, statusErrorOf } from '@constellation/proto';
 import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey, verifyInitSecret } from '@constellation/keys';
 import { InitStep, StepState } from '@constellation/proto';
 import type { InitRequest, InitResponse, InitServiceServer } from '@constellation/proto';
@@ -56,8 +56,9 @@ export function initService(context: NodeContext, hooks: InitServiceHooks): Init
     try {
       checkInitRequest(request);
     } catch (err) {
-      if (err instanceof StatusError) {
-        fail(err.code, err.message);
+      const status = statusErrorOf(err);
+      if (status !== undefined) {
+        fail(status.code, status.message);
         return;
       }
       throw err;
@@ -168,12 +169,13 @@ export function initService(context: NodeContext, hooks: InitServiceHooks): Init
       hooks.finished(undefined);
     } catch (err) {
       const error = err instanceof Error ? err : new Error(String(err));
-      const message = error instanceof StatusError ? error.message : `${InitStep[step]} failed: ${error.message}`;
+      const status = statusErrorOf(err);
+      const message = status?.message ?? `${InitStep[step]} failed: ${error.message}`;
       log.error('init failed', { step: InitStep[step], retrySafe: !committed, err: error });
       progress(StepState.STEP_STATE_FAILED, message);
       call.write({ kind: { $case: 'failure', value: { error: message, step, retrySafe: !committed } } });
       await sendLogs(call, context);
-      fail(error instanceof StatusError ? error.code : grpc.status.INTERNAL, message);
+      fail(status?.code ?? grpc.status.INTERNAL, message);
       if (committed) hooks.finished(error);
       else busy = false;
     }

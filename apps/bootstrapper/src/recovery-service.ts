@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { StatusError } from '@constellation/atls';
+import { StatusError, statusErrorOf } from '@constellation/proto';
 import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey } from '@constellation/keys';
 import type { RecoverRequest, RecoverResponse, RecoveryServiceServer } from '@constellation/proto';
 import type { NodeContext } from './node-context.js';
@@ -111,8 +111,9 @@ export function recoveryService(context: NodeContext, options: RecoveryServiceOp
           callback(null, response);
         },
         (err: unknown) => {
-          if (err instanceof StatusError) {
-            callback({ code: err.code, details: err.message, metadata: err.metadata });
+          const status = statusErrorOf(err);
+          if (status !== undefined) {
+            callback({ code: status.code, details: status.message, metadata: status.metadata });
             return;
           }
           log.error('Recover failed', { err });

@@ -1,8 +1,6 @@
 import { createHash } from 'node:crypto';
-import * as grpc from '@grpc/grpc-js';
 import type { CoreV1Api, V1ConfigMap } from '@kubernetes/client-node';
-import { StatusError } from '@constellation/atls';
-import { errorMessage } from '@constellation/errors';
+import { Refusal, errorMessage } from '@constellation/errors';
 
 export interface DiskBindingsOptions {
   core: CoreV1Api;
@@ -53,11 +51,10 @@ export class DiskBindings {
   /** At rejoin: this machine must have joined with this disk. */
   async check(diskUuid: string, ekPublicKeyHash: string): Promise<void> {
     if (await this.recorded(diskUuid, ekPublicKeyHash)) return;
-    throw new StatusError(
-      grpc.status.PERMISSION_DENIED,
-      `this machine never joined the cluster with state disk ${diskUuid}; a rejoin ticket is only given for a disk recorded at the machine's join`,
-      {},
+    throw new Refusal(
+      'denied',
       'disk',
+      `this machine never joined the cluster with state disk ${diskUuid}; a rejoin ticket is only given for a disk recorded at the machine's join`,
     );
   }
 
@@ -81,11 +78,11 @@ function bindingName(diskUuid: string, machine: string): string {
   return `constellation-disk-${diskUuid}-${createHash('sha256').update(machine).digest('hex').slice(0, 16)}`;
 }
 
-function unavailable(err: unknown): StatusError {
-  return new StatusError(
-    grpc.status.UNAVAILABLE,
-    `could not read or record the state-disk binding: ${errorMessage(err)}`,
-    { 'retry-after-ms': '1000' },
+function unavailable(err: unknown): Refusal {
+  return new Refusal(
+    'unavailable',
     'api-unavailable',
+    `could not read or record the state-disk binding: ${errorMessage(err)}`,
+    { retryAfterMs: 1_000 },
   );
 }

@@ -40,7 +40,8 @@ import { createTempDir, startSwtpm } from '@constellation/testing';
 import type { Swtpm, TempDir } from '@constellation/testing';
 import { SocketTransport, Tpm } from '@constellation/tpm';
 import { startJoinService } from './join-service.js';
-import type { JoinServiceSettings, RunningJoinService } from './join-service.js';
+import type { JoinServiceSettings } from './config.js';
+import type { RunningJoinService } from './join-service.js';
 
 export const BOOT: BootComponent[] = [
   { pcr: 4, description: 'kernel', digest: componentDigest('kernel v1') },

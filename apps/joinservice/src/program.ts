@@ -1,10 +1,9 @@
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { Command, InvalidArgumentError } from '@commander-js/extra-typings';
 import { variantByName } from '@constellation/attestation';
 import { logLevelOption, parseInteger, parsePort } from '@constellation/command-line';
 import { bridgeGrpcLogs, createWinstonLogger } from '@constellation/logger';
+import { JOINSERVICE_DEFAULTS as DEFAULTS, compileSettings } from './config.js';
 import { startJoinService } from './join-service.js';
 import { VERSION } from './version.js';
 import { errorMessage } from '@constellation/errors';
@@ -50,36 +49,36 @@ export function createProgram(): Command {
     )
     .version(VERSION, '--version', 'print the version and exit')
     .helpOption('-h, --help', 'show this help')
-    .option('--host <address>', 'address to serve gRPC on', '0.0.0.0')
-    .option('--port <port>', 'gRPC port to serve joins on (0: any free port)', (v) => parsePort(v, true), 9090)
-    .option('--metrics-host <address>', 'address of the Prometheus /metrics and /healthz endpoint', '0.0.0.0')
+    .option('--host <address>', 'address to serve gRPC on', DEFAULTS.host)
+    .option('--port <port>', 'gRPC port to serve joins on (0: any free port)', (v) => parsePort(v, true), DEFAULTS.port)
+    .option(
+      '--metrics-host <address>',
+      'address of the Prometheus /metrics and /healthz endpoint',
+      DEFAULTS.metricsHost,
+    )
     .option(
       '--metrics-port <port>',
       'port of the /metrics endpoint (0: any free port)',
       (v) => parsePort(v, true),
-      9091,
+      DEFAULTS.metricsPort,
     )
     .option(
       '--health-port <port>',
       'plaintext gRPC health port for Kubernetes probes, which cannot use TLS (0: any free port)',
       (v) => parsePort(v, true),
-      9092,
+      DEFAULTS.healthPort,
     )
     .option(
       '--config-dir <dir>',
       'mounted join-config: files attestationConfig (measurements), measurementSalt, ekRoots (PEM, pinned EK CA roots) and optionally ekIntermediates (PEM)',
-      '/var/config',
+      DEFAULTS.configDir,
     )
     .option(
       '--master-secret-file <file>',
       'mounted master secret (JSON with base64 key and salt)',
-      '/var/secrets/constellation-mastersecret/mastersecret.json',
+      DEFAULTS.masterSecretFile,
     )
-    .option(
-      '--pki-dir <dir>',
-      "the host's Kubernetes PKI (ca.crt, ca.key and the control-plane keys)",
-      '/etc/kubernetes/pki',
-    )
+    .option('--pki-dir <dir>', "the host's Kubernetes PKI (ca.crt, ca.key and the control-plane keys)", DEFAULTS.pkiDir)
     .option('--kubeconfig <file>', 'kubeconfig for the API; in-cluster credentials when not given')
     .requiredOption(
       '--api-server-endpoint <host:port>',
@@ -90,7 +89,7 @@ export function createProgram(): Command {
       '--attestation-variant <variant>',
       'attestation variant nodes must present: tpm2-ek (EK certificate, credential activation, instance registry) or qemu-vtpm (unrooted: trusts any key, logs a warning on every validation)',
       parseVariant,
-      'tpm2-ek' as const,
+      DEFAULTS.attestationVariant,
     )
     .option(
       '--instance-registry-url <url>',
@@ -110,60 +109,32 @@ export function createProgram(): Command {
       '--token-ttl-seconds <seconds>',
       'lifetime of each bootstrap token',
       (v) => parseInteger(v, 60, 86_400),
-      900,
+      DEFAULTS.tokenTtlSeconds,
     )
     .option(
       '--control-plane-join-timeout-seconds <seconds>',
       'how long one control-plane join may block the next',
       (v) => parseInteger(v, 10, 3_600),
-      600,
+      DEFAULTS.controlPlaneJoinTimeoutSeconds,
     )
     .option(
       '--challenge-ttl-ms <ms>',
       'how long a node has to answer its attestation challenge',
       (v) => parseInteger(v, 100, 120_000),
-      10_000,
+      DEFAULTS.challengeTtlMs,
     )
     .option(
       '--max-concurrent-tickets <n>',
       'tickets issued at once; more get a retryable error',
       (v) => parseInteger(v, 1, 10_000),
-      64,
+      DEFAULTS.maxConcurrentTickets,
     )
     .addOption(logLevelOption())
-    .action(async (options) => {
-      const log = createWinstonLogger({ service: 'joinservice', level: options.logLevel });
-      bridgeGrpcLogs(grpc, log, options.logLevel === 'debug');
-      log.info('joinservice starting', { version: VERSION, variant: options.attestationVariant });
-      const service = await startJoinService(
-        {
-          host: options.host,
-          port: options.port,
-          metricsHost: options.metricsHost,
-          metricsPort: options.metricsPort,
-          healthPort: options.healthPort,
-          attestationConfigPath: join(options.configDir, 'attestationConfig'),
-          attestationVariant: options.attestationVariant,
-          ekRootsPath: join(options.configDir, 'ekRoots'),
-          ...(existsSync(join(options.configDir, 'ekIntermediates'))
-            ? { ekIntermediatesPath: join(options.configDir, 'ekIntermediates') }
-            : {}),
-          ...(options.instanceRegistryUrl === undefined ? {} : { instanceRegistryUrl: options.instanceRegistryUrl }),
-          acceptUnregisteredEks: options.acceptUnregisteredEks,
-          ...(options.attestationAgent === undefined ? {} : { attestationAgentPath: options.attestationAgent }),
-          measurementSaltPath: join(options.configDir, 'measurementSalt'),
-          masterSecretPath: options.masterSecretFile,
-          pkiDir: options.pkiDir,
-          ...(options.kubeconfig === undefined ? {} : { kubeconfigPath: options.kubeconfig }),
-          apiServerEndpoint: options.apiServerEndpoint,
-          tokenTtlMs: options.tokenTtlSeconds * 1000,
-          controlPlaneHoldMs: options.controlPlaneJoinTimeoutSeconds * 1000,
-          challengeTtlMs: options.challengeTtlMs,
-          maxConcurrentTickets: options.maxConcurrentTickets,
-          measurementsPollMs: 5_000,
-        },
-        log,
-      );
+    .action(async ({ logLevel, ...flags }) => {
+      const log = createWinstonLogger({ service: 'joinservice', level: logLevel });
+      bridgeGrpcLogs(grpc, log, logLevel === 'debug');
+      log.info('joinservice starting', { version: VERSION, variant: flags.attestationVariant });
+      const service = await startJoinService(compileSettings(flags), log);
       await new Promise<void>((resolve) => {
         const stop = (signal: string): void => {
           log.info('joinservice stopping', { signal });

@@ -1,5 +1,4 @@
-import * as grpc from '@grpc/grpc-js';
-import { StatusError } from '@constellation/atls';
+import { Refusal } from '@constellation/errors';
 
 export interface TicketBudgetOptions {
   /** Tickets one machine may get in a burst. */
@@ -35,11 +34,11 @@ export class TicketBudget {
     const bucket = this.refilled(machine, now);
     if (bucket.tokens < 1) {
       const retryAfterMs = Math.ceil((1 - bucket.tokens) * this.options.refillMs);
-      throw new StatusError(
-        grpc.status.RESOURCE_EXHAUSTED,
-        `${description} asked for more than ${this.options.burst} tickets in a row; retry in ${Math.ceil(retryAfterMs / 1000)} s`,
-        { 'retry-after-ms': String(retryAfterMs) },
+      throw new Refusal(
+        'exhausted',
         'rate-limited',
+        `${description} asked for more than ${this.options.burst} tickets in a row; retry in ${Math.ceil(retryAfterMs / 1000)} s`,
+        { retryAfterMs },
       );
     }
     bucket.tokens -= 1;

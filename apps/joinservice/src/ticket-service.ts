@@ -1,6 +1,4 @@
-import * as grpc from '@grpc/grpc-js';
 import type { CoreV1Api } from '@kubernetes/client-node';
-import { StatusError } from '@constellation/atls';
 import { CsrError, deriveMeasurementSecret, deriveStateDiskKey } from '@constellation/keys';
 import type { MasterSecret } from '@constellation/keys';
 import { createBootstrapToken, readClusterConfig } from '@constellation/kubeadm';
@@ -12,7 +10,7 @@ import type { DiskBindings } from './disk-binding.js';
 import type { RegisteredInstance } from './instance-registry.js';
 import type { NodeTokens } from './node-tokens.js';
 import type { TicketBudget } from './ticket-budget.js';
-import { errorMessage } from '@constellation/errors';
+import { Refusal, errorMessage } from '@constellation/errors';
 
 /**
  * Who the JoinService is talking to, as far as attestation established it. `machineId` names the
@@ -48,11 +46,10 @@ const DISK_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
 
 function checkDiskUuid(uuid: string): void {
   if (!DISK_UUID.test(uuid)) {
-    throw new StatusError(
-      grpc.status.INVALID_ARGUMENT,
-      `disk_uuid must be a lower-case UUID, got ${JSON.stringify(uuid.slice(0, 64))}`,
-      {},
+    throw new Refusal(
+      'invalid-request',
       'disk',
+      `disk_uuid must be a lower-case UUID, got ${JSON.stringify(uuid.slice(0, 64))}`,
     );
   }
 }
@@ -74,11 +71,10 @@ export class TicketService {
     const registered = node.instance;
     budget.take(`join:${node.machineId}`, `machine ${registered?.name ?? node.machineId}`);
     if (registered !== undefined && (registered.role === 'control-plane') !== request.isControlPlane) {
-      throw new StatusError(
-        grpc.status.PERMISSION_DENIED,
-        `machine "${registered.name}" is registered as ${registered.role === 'control-plane' ? 'a control-plane node' : 'a worker'} but asked to join as ${request.isControlPlane ? 'a control-plane node' : 'a worker'}`,
-        {},
+      throw new Refusal(
+        'denied',
         'role',
+        `machine "${registered.name}" is registered as ${registered.role === 'control-plane' ? 'a control-plane node' : 'a worker'} but asked to join as ${request.isControlPlane ? 'a control-plane node' : 'a worker'}`,
       );
     }
     let issued;
@@ -89,12 +85,7 @@ export class TicketService {
       );
     } catch (err) {
       if (err instanceof CsrError)
-        throw new StatusError(
-          grpc.status.INVALID_ARGUMENT,
-          `kubelet certificate request refused: ${err.message}`,
-          {},
-          'csr',
-        );
+        throw new Refusal('invalid-request', 'csr', `kubelet certificate request refused: ${err.message}`);
       throw err;
     }
     const role = request.isControlPlane ? 'control-plane' : 'worker';
@@ -103,8 +94,9 @@ export class TicketService {
     try {
       cluster = await readClusterConfig(core);
     } catch (err) {
-      throw new StatusError(
-        grpc.status.FAILED_PRECONDITION,
+      throw new Refusal(
+        'precondition',
+        'cluster-config-unavailable',
         `cluster configuration is not available yet: ${errorMessage(err)}`,
       );
     }
@@ -120,11 +112,11 @@ export class TicketService {
           this.options.tokenTtlMs,
           `Bootstrap token for ${issued.nodeName}, minted by the Constellation JoinService`,
         ).catch((err: unknown) => {
-          throw new StatusError(
-            grpc.status.UNAVAILABLE,
-            `could not create a bootstrap token in the cluster: ${errorMessage(err)}`,
-            { 'retry-after-ms': '1000' },
+          throw new Refusal(
+            'unavailable',
             'api-unavailable',
+            `could not create a bootstrap token in the cluster: ${errorMessage(err)}`,
+            { retryAfterMs: 1_000 },
           );
         }));
       tokens.remember(node.machineId, token);

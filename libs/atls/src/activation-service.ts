@@ -7,7 +7,7 @@ import type { ActivateRequest, ActivateResponse } from '@constellation/proto';
 import { randomBytes } from 'node:crypto';
 import type { AttestedChannelCredentials } from './attested-channel.js';
 import { AtlsError } from './errors.js';
-import { retryAfterMetadata } from './status-error.js';
+import { retryAfterMetadata } from '@constellation/proto';
 import { errorMessage } from '@constellation/errors';
 
 const NONCE_BYTES = 32;

@@ -16,7 +16,7 @@ import type { ChallengeClientMessage, ChallengeServerMessage } from './challenge
 import { ephemeralKey, seal } from './seal.js';
 import { ServiceAttesterBusyError, serviceUserData } from './service-attester.js';
 import type { ServiceAttester } from './service-attester.js';
-import { StatusError, retryAfterMetadata } from './status-error.js';
+import { retryAfterMetadata, statusErrorOf } from '@constellation/proto';
 import { errorMessage } from '@constellation/errors';
 
 /** Why a challenge exchange ended without an answer; stable strings for metrics. */
@@ -290,8 +290,10 @@ export function serveChallenge(call: Stream, options: ChallengeServerOptions): v
       },
       (err: unknown) => {
         state = 'answer';
-        if (err instanceof StatusError) {
-          finish(err.code, err.message, 'handler', err.metadata);
+        // The edge: refusals by the handler's domain code become statuses here.
+        const status = statusErrorOf(err);
+        if (status !== undefined) {
+          finish(status.code, status.message, 'handler', status.metadata);
         } else {
           log.error('request handler failed', { err });
           finish(grpc.status.INTERNAL, 'the service failed to process the request', 'handler');

@@ -21,7 +21,7 @@ import { serveChallenge } from './challenge-server.js';
 import { AtlsError } from './errors.js';
 import { ephemeralKey, open } from './seal.js';
 import { serviceChannelCredentials, serviceServerCredentials } from './service-tls.js';
-import { StatusError } from './status-error.js';
+import { StatusError } from '@constellation/proto';
 
 const components: BootComponent[] = [
   { pcr: 9, description: 'bootstrapper bundle', digest: componentDigest('bundle v1') },

@@ -25,5 +25,4 @@ export {
   serveAttestationAgent,
   serviceUserData,
 } from './service-attester.js';
-export { StatusError } from './status-error.js';
 export { SERVICE_CHANNEL_OPTIONS, serviceChannelCredentials, serviceServerCredentials } from './service-tls.js';

@@ -71,3 +71,4 @@ export { MAX_MESSAGE_BYTES, grpcMessageLimits } from './message-limits.js';
 export { clientOptions, createClient, createGrpcServer } from './grpc-factory.js';
 export type { GrpcClientConstructor } from './grpc-factory.js';
 export { HealthStatus } from './health-service.js';
+export { StatusError, retryAfterMetadata, statusErrorOf } from './status-error.js';

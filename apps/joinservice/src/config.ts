@@ -1,0 +1,131 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** The JoinService's documented defaults; the DaemonSet in deploy/ relies on them. */
+export const JOINSERVICE_DEFAULTS = {
+  host: '0.0.0.0',
+  port: 9090,
+  metricsHost: '0.0.0.0',
+  metricsPort: 9091,
+  healthPort: 9092,
+  configDir: '/var/config',
+  masterSecretFile: '/var/secrets/constellation-mastersecret/mastersecret.json',
+  pkiDir: '/etc/kubernetes/pki',
+  attestationVariant: 'tpm2-ek',
+  tokenTtlSeconds: 900,
+  controlPlaneJoinTimeoutSeconds: 600,
+  challengeTtlMs: 10_000,
+  maxConcurrentTickets: 64,
+  /** How often the mounted measurements file is checked for a new version. */
+  measurementsPollMs: 5_000,
+  /** A join seldom needs more than one ticket: five in a row, then one a minute. */
+  ticketBudget: { burst: 5, refillMs: 60_000 },
+  /** A token is reused while at least this fraction of its lifetime is left: plenty for one kubeadm join. */
+  tokenReuseFraction: 1 / 3,
+  /** When a caller refused for load or an unreachable registry should come back. */
+  busyRetryAfterMs: 500,
+  registryRetryAfterMs: 2_000,
+  /** Largest ticket request accepted (the requests carry a CSR and a few names). */
+  maxRequestBytes: 16 * 1024,
+} as const;
+
+/** Everything the JoinService needs, parsed and validated before it starts. */
+export interface JoinServiceSettings {
+  host: string;
+  port: number;
+  metricsHost: string;
+  metricsPort: number;
+  /** Plaintext gRPC port that serves only the health service: Kubernetes `grpc:` probes cannot use TLS. */
+  healthPort: number;
+  /** Measurements file (ConfigMap join-config, key attestationConfig). */
+  attestationConfigPath: string;
+  /**
+   * "tpm2-ek" (EK certificate to a pinned root, credential activation, instance registry) or the
+   * unrooted "qemu-vtpm", which trusts any attestation key and is accepted only when named.
+   */
+  attestationVariant: 'tpm2-ek' | 'qemu-vtpm';
+  /** PEM file of the pinned EK CA roots (join-config key ekRoots); required for "tpm2-ek". */
+  ekRootsPath?: string;
+  /** PEM file of EK CA intermediates the service knows (join-config key ekIntermediates); optional. */
+  ekIntermediatesPath?: string;
+  /** The platform's instance registry (cloud API; mini's metadata service). */
+  instanceRegistryUrl?: string;
+  /**
+   * Bare metal without a registry: admit any node whose EK chains to the roots, taking its name
+   * and addresses from its own request. Off by default; exclusive with instanceRegistryUrl.
+   */
+  acceptUnregisteredEks: boolean;
+  /**
+   * Unix socket of the host's attestation agent (served by the control-plane bootstrapper): lets
+   * the service prove to joining nodes that it runs on an attested control-plane node. Nodes that
+   * require it refuse a service without one.
+   */
+  attestationAgentPath?: string;
+  /** Tickets one machine may get in a row, then one per `refillMs`. */
+  ticketBudget?: { burst: number; refillMs: number };
+  /** 32 raw bytes (ConfigMap join-config, key measurementSalt). */
+  measurementSaltPath: string;
+  /** Master secret JSON (Secret constellation-mastersecret). */
+  masterSecretPath: string;
+  /** The host's /etc/kubernetes/pki. */
+  pkiDir: string;
+  /** Kubeconfig file; in-cluster service account credentials when absent. */
+  kubeconfigPath?: string;
+  apiServerEndpoint: string;
+  tokenTtlMs: number;
+  controlPlaneHoldMs: number;
+  challengeTtlMs: number;
+  maxConcurrentTickets: number;
+  measurementsPollMs: number;
+}
+
+/** The options as the command line parsed them. */
+export interface JoinServiceFlags {
+  host: string;
+  port: number;
+  metricsHost: string;
+  metricsPort: number;
+  healthPort: number;
+  configDir: string;
+  masterSecretFile: string;
+  pkiDir: string;
+  kubeconfig?: string;
+  apiServerEndpoint: string;
+  attestationVariant: 'tpm2-ek' | 'qemu-vtpm';
+  instanceRegistryUrl?: string;
+  attestationAgent?: string;
+  acceptUnregisteredEks: boolean;
+  tokenTtlSeconds: number;
+  controlPlaneJoinTimeoutSeconds: number;
+  challengeTtlMs: number;
+  maxConcurrentTickets: number;
+}
+
+/** Flags → settings: the mounted join-config files by their key names, durations in ms. */
+export function compileSettings(flags: JoinServiceFlags): JoinServiceSettings {
+  const configFile = (key: string): string => join(flags.configDir, key);
+  return {
+    host: flags.host,
+    port: flags.port,
+    metricsHost: flags.metricsHost,
+    metricsPort: flags.metricsPort,
+    healthPort: flags.healthPort,
+    attestationConfigPath: configFile('attestationConfig'),
+    attestationVariant: flags.attestationVariant,
+    ekRootsPath: configFile('ekRoots'),
+    ...(existsSync(configFile('ekIntermediates')) ? { ekIntermediatesPath: configFile('ekIntermediates') } : {}),
+    ...(flags.instanceRegistryUrl === undefined ? {} : { instanceRegistryUrl: flags.instanceRegistryUrl }),
+    acceptUnregisteredEks: flags.acceptUnregisteredEks,
+    ...(flags.attestationAgent === undefined ? {} : { attestationAgentPath: flags.attestationAgent }),
+    measurementSaltPath: configFile('measurementSalt'),
+    masterSecretPath: flags.masterSecretFile,
+    pkiDir: flags.pkiDir,
+    ...(flags.kubeconfig === undefined ? {} : { kubeconfigPath: flags.kubeconfig }),
+    apiServerEndpoint: flags.apiServerEndpoint,
+    tokenTtlMs: flags.tokenTtlSeconds * 1000,
+    controlPlaneHoldMs: flags.controlPlaneJoinTimeoutSeconds * 1000,
+    challengeTtlMs: flags.challengeTtlMs,
+    maxConcurrentTickets: flags.maxConcurrentTickets,
+    measurementsPollMs: JOINSERVICE_DEFAULTS.measurementsPollMs,
+  };
+}

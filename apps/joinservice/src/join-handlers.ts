@@ -1,0 +1,96 @@
+import type * as grpc from '@grpc/grpc-js';
+import { serveChallenge } from '@constellation/atls';
+import type { ChallengeRejection, ChallengeServerOptions } from '@constellation/atls';
+import { Refusal } from '@constellation/errors';
+import { JoinTicket, JoinTicketRequest, RejoinTicket, RejoinTicketRequest } from '@constellation/proto';
+import type {
+  IssueJoinTicketRequest,
+  IssueJoinTicketResponse,
+  IssueRejoinTicketRequest,
+  IssueRejoinTicketResponse,
+  JoinServiceServer,
+} from '@constellation/proto';
+import type { Admission } from './admission.js';
+import type { ConcurrencyLimit } from './concurrency-limit.js';
+import type { JoinMetrics } from './metrics.js';
+import type { TicketService } from './ticket-service.js';
+
+type Outcome = 'issued' | 'rejected' | 'retry' | 'error';
+
+/** Counts a refusal by the ticket logic under its reason, and says what kind of outcome it was. */
+function refused(metrics: JoinMetrics, kind: 'join' | 'rejoin', err: unknown): Outcome {
+  if (!(err instanceof Refusal)) return 'error';
+  metrics.refusals.inc({ kind, reason: err.reason });
+  return err.retryable ? 'retry' : 'rejected';
+}
+
+function decode<T>(decoder: { decode(bytes: Uint8Array): T }, bytes: Uint8Array, name: string): T {
+  try {
+    return decoder.decode(bytes);
+  } catch {
+    throw new Refusal('invalid-request', 'malformed', `request is not a ${name}`);
+  }
+}
+
+export interface JoinHandlerParts {
+  /** The attested-channel options every call shares (validators, identity, host proof, limits, logger). */
+  challenge: Omit<ChallengeServerOptions, 'handle' | 'onRejected'>;
+  admit: Admission;
+  tickets: TicketService;
+  limit: ConcurrencyLimit;
+  metrics: JoinMetrics;
+}
+
+/**
+ * The JoinService's RPCs: each runs the client-attests challenge, then hands the attested request
+ * to the ticket logic. Refusals from the ticket logic become statuses in serveChallenge.
+ */
+export function joinHandlers(parts: JoinHandlerParts): JoinServiceServer {
+  const { challenge, admit, tickets, limit, metrics } = parts;
+  const countRejected = (reason: ChallengeRejection): void => {
+    if (reason !== 'handler') metrics.attestationFailures.inc({ reason });
+  };
+  return {
+    issueJoinTicket: (call: grpc.ServerDuplexStream<IssueJoinTicketRequest, IssueJoinTicketResponse>) => {
+      serveChallenge(call, {
+        ...challenge,
+        onRejected: (reason) => {
+          countRejected(reason);
+          if (reason !== 'handler') metrics.joins.inc({ kind: 'join', role: 'unknown', outcome: 'rejected' });
+        },
+        handle: async (bytes, result, proven) => {
+          const request = decode(JoinTicketRequest, bytes, 'JoinTicketRequest');
+          const role = request.isControlPlane ? 'control-plane' : 'worker';
+          const stop = metrics.ticketLatency.startTimer({ kind: 'join' });
+          try {
+            const ticket = await limit.run(async () => tickets.joinTicket(request, await admit(result, proven)));
+            metrics.joins.inc({ kind: 'join', role, outcome: 'issued' });
+            return Buffer.from(JoinTicket.encode(ticket).finish());
+          } catch (err) {
+            metrics.joins.inc({ kind: 'join', role, outcome: refused(metrics, 'join', err) });
+            throw err;
+          } finally {
+            stop();
+          }
+        },
+      });
+    },
+    issueRejoinTicket: (call: grpc.ServerDuplexStream<IssueRejoinTicketRequest, IssueRejoinTicketResponse>) => {
+      serveChallenge(call, {
+        ...challenge,
+        onRejected: countRejected,
+        handle: async (bytes, result, proven) => {
+          const request = decode(RejoinTicketRequest, bytes, 'RejoinTicketRequest');
+          try {
+            const ticket = await tickets.rejoinTicket(request, await admit(result, proven));
+            metrics.joins.inc({ kind: 'rejoin', role: 'unknown', outcome: 'issued' });
+            return Buffer.from(RejoinTicket.encode(ticket).finish());
+          } catch (err) {
+            metrics.joins.inc({ kind: 'rejoin', role: 'unknown', outcome: refused(metrics, 'rejoin', err) });
+            throw err;
+          }
+        },
+      });
+    },
+  };
+}
