@@ -38,7 +38,9 @@ const AGE: Column = {
 /** printers.go printNode: "Ready"/"NotReady"/"Unknown" from the Ready condition, then SchedulingDisabled. */
 function nodeStatus(node: KubeObject): string {
   const conditions = field(node['status'], 'conditions');
-  const ready = Array.isArray(conditions) ? conditions.find((c) => field(c, 'type') === 'Ready') : undefined;
+  const ready = Array.isArray(conditions)
+    ? (conditions as unknown[]).find((c) => field(c, 'type') === 'Ready')
+    : undefined;
   const statuses = [ready === undefined ? 'Unknown' : field(ready, 'status') === 'True' ? 'Ready' : 'NotReady'];
   if (field(node['spec'], 'unschedulable') === true) statuses.push('SchedulingDisabled');
   return statuses.join(',');
@@ -58,7 +60,7 @@ function nodeRoles(node: KubeObject): string {
 
 function nodeAddress(node: KubeObject, type: string): string {
   const addresses = field(node['status'], 'addresses');
-  const found = Array.isArray(addresses) ? addresses.find((a) => field(a, 'type') === type) : undefined;
+  const found = Array.isArray(addresses) ? (addresses as unknown[]).find((a) => field(a, 'type') === type) : undefined;
   return text(field(found, 'address'), '<none>');
 }
 

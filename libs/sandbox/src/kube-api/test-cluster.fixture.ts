@@ -19,6 +19,8 @@ export interface TestCluster {
   api: KubeApiServer;
   ca: CertificateAuthority;
   dir: string;
+  /** The server's token-auth file (it may not exist yet: no tokens). */
+  tokenAuthFile: string;
   /** A client certificate from the cluster CA. */
   issueClient(
     commonName: string,
@@ -37,9 +39,10 @@ export function resourceType(resource: string): ResourceType {
 }
 
 export async function startTestCluster(
-  authentication: Omit<KubeApiAuthentication, 'clientCaPem'> = {},
+  authentication: Omit<KubeApiAuthentication, 'clientCaPem' | 'tokenAuthFile'> = {},
 ): Promise<TestCluster> {
   const temp = await createTempDir('kube-api-');
+  const tokenAuthFile = join(temp.path, 'tokens.csv');
   const { ca, certificatePem: caPem } = await CertificateAuthority.generate('kubernetes');
   const serverKey = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const serverCert = await ca.issueCertificate({
@@ -51,13 +54,14 @@ export async function startTestCluster(
   });
   const api = await KubeApiServer.start({
     tls: { cert: serverCert, key: serverKey.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() },
-    authentication: { clientCaPem: caPem, ...authentication },
+    authentication: { clientCaPem: caPem, tokenAuthFile, ...authentication },
   });
   let counter = 0;
   return {
     api,
     ca,
     dir: temp.path,
+    tokenAuthFile,
     async issueClient(commonName, organisations, usage = 'client') {
       const key = generateKeyPairSync('ec', { namedCurve: 'P-256' });
       const certPem = await ca.issueCertificate({ commonName, organisations, publicKey: key.publicKey, usage });
