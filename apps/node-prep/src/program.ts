@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { Command } from '@commander-js/extra-typings';
 import { logLevelOption, parseInteger } from '@constellation/command-line';
 import { createWinstonLogger } from '@constellation/logger';
-import { prepareNode } from '@constellation/node-prep';
+import { DEFAULT_SERIAL_PATH, OS_UPDATE_STAGED_EXIT_CODE, prepareNode } from '@constellation/node-prep';
 import { VERSION } from './version.js';
 
 /** `constellation-node-prep`: flags mirror tectonic-torcx's bootstrap knobs where they still make sense. */
@@ -18,16 +18,22 @@ export function createProgram(): Command {
     .helpOption('-h, --help', 'show this help')
     .option('--root <dir>', 'root directory every path below is inside of', '/')
     .option('--force-kube-version <version>', 'use this Kubernetes version and skip detection')
-    .option('--api-server-url <url>', 'API server to ask for /version (the local seed file is the fallback)')
+    .option('--api-server-url <url>', 'API server (https) to ask for /version (the local seed file is the fallback)')
+    .option(
+      '--api-server-ca <file>',
+      'cluster CA (PEM) the API server is pinned to; without it /version is not asked',
+      '/etc/kubernetes/pki/ca.crt',
+    )
+    .option('--minimum-kube-version <version>', 'refuse any Kubernetes version older than this (downgrade protection)')
     .option(
       '--manifest-url <template>',
-      'component manifest URL template ({{.Board}}, {{.OSVersion}}, {{.KubernetesVersion}}); a path or file:// URL works too',
+      'component manifest URL template ({{.Board}}, {{.OSVersion}}, {{.KubernetesVersion}}); a path or file:// URL works too (components themselves are always http(s))',
       'https://artifacts.constellation.invalid/manifests/{{.Board}}/{{.OSVersion}}/{{.KubernetesVersion}}.json',
     )
     .option('--no-verify-signatures', 'do not fetch or check the manifest signature (warns loudly)')
     .option(
       '--keyring <file>',
-      'pinned armored keyring the manifest must be signed with',
+      'pinned armored keyring the manifest must be signed with (root-owned, not group- or world-writable; every key block is read)',
       '/etc/constellation/pubring.asc',
     )
     .option(
@@ -36,9 +42,26 @@ export function createProgram(): Command {
       '/etc/kubernetes/installer/kubelet.env',
     )
     .option('--kubelet-env-path <file>', 'the marker written last', '/etc/kubernetes/kubelet.env')
+    .option(
+      '--serial-file <file>',
+      'where the highest accepted manifest serial is kept (rollback protection)',
+      DEFAULT_SERIAL_PATH,
+    )
+    .option(
+      '--install-dir <dir>',
+      'a directory components may be installed under (repeatable)',
+      (dir: string, dirs: string[] | undefined) => [...(dirs ?? []), dir],
+    )
     .option('--os-release <file>', 'OS facts', '/usr/lib/os-release')
-    .option('--os-update-command <command>', 'command whose output "update staged" means an OS update awaits a reboot')
-    .option('--reboot-command <command>', 'how to reboot when an OS update is staged', 'systemctl reboot')
+    .option(
+      '--os-update-command <command>',
+      `OS update hook: exit 0 means nothing staged, ${OS_UPDATE_STAGED_EXIT_CODE} an update staged (reboot), anything else a failure`,
+    )
+    .option(
+      '--reboot-command <command>',
+      'how to reboot when an OS update is staged (a failing reboot fails the run, so the unit retries)',
+      'systemctl reboot',
+    )
     .option('--fetch-tries <n>', 'tries per download (non-2xx answers are retried)', (v) => parseInteger(v, 1, 20), 5)
     .addOption(logLevelOption())
     .addHelpText(
@@ -53,25 +76,44 @@ export function createProgram(): Command {
         root: options.root,
         osReleasePath: options.osRelease,
         ...(options.forceKubeVersion === undefined ? {} : { forcedVersion: options.forceKubeVersion }),
-        ...(options.apiServerUrl === undefined ? {} : { apiServerUrl: options.apiServerUrl }),
+        ...(options.apiServerUrl === undefined
+          ? {}
+          : { apiServerUrl: options.apiServerUrl, apiServerCaPath: options.apiServerCa }),
+        ...(options.minimumKubeVersion === undefined ? {} : { minimumVersion: options.minimumKubeVersion }),
+        serialPath: options.serialFile,
+        ...(options.installDir === undefined ? {} : { allowedInstallDirs: options.installDir }),
         seedFile: options.versionSeed,
         manifestUrlTemplate: options.manifestUrl,
         verifySignatures: options.verifySignatures,
         keyringPath: options.keyring,
         kubeletEnvPath: options.kubeletEnvPath,
         ...(options.osUpdateCommand === undefined ? {} : { osUpdateCommand: split(options.osUpdateCommand) }),
-        reboot: () =>
-          new Promise((resolve) => {
-            const [program = 'systemctl', ...args] = split(options.rebootCommand);
-            spawn(program, args, { stdio: 'ignore' }).once('close', () => {
-              resolve();
-            });
-          }),
-        retry: { tries: options.fetchTries, pauseMs: 5_000, timeoutMs: 60_000 },
+        reboot: () => runReboot(split(options.rebootCommand)),
+        retry: { tries: options.fetchTries, pauseMs: 5_000, timeoutMs: 15 * 60_000 },
         apiRetry: { tries: 3, pauseMs: 10_000, timeoutMs: 10_000 },
         logger,
       });
       logger.info('node preparation done', { ...result });
     });
   return program;
+}
+
+/** Starts the reboot; rejects when the command cannot run or exits non-zero, so the run fails and the unit retries. */
+function runReboot(command: readonly string[]): Promise<void> {
+  const [program = 'systemctl', ...args] = command;
+  return new Promise((resolve, reject) => {
+    const child = spawn(program, args, { stdio: 'ignore' });
+    child.once('error', (err) => {
+      reject(new Error(`reboot command ${program} cannot run: ${err.message}`));
+    });
+    child.once('close', (code, signal) => {
+      if (code === 0) resolve();
+      else
+        reject(
+          new Error(
+            `reboot command ${command.join(' ')} ${code === null ? `was killed by ${String(signal)}` : `exited with ${code}`}`,
+          ),
+        );
+    });
+  });
 }

@@ -1,5 +1,6 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { DEFAULT_INSTALL_DIRS, DEFAULT_SERIAL_PATH } from '@constellation/node-prep';
 import { repoRoot, requireProgram, runCommand, tempDirForTest } from '@constellation/testing';
 import { describe, expect, it } from 'vitest';
 
@@ -38,6 +39,25 @@ describe('node preparation systemd units', async () => {
     expect(unit).toMatch(/^ConditionPathExists=!\/etc\/kubernetes\/kubelet\.env$/m);
     expect(unit).toMatch(/^Before=kubelet\.service/m);
     expect(unit).toMatch(/^Restart=on-failure$/m);
+  });
+
+  it('run preparation with a private umask and a sandbox that leaves writable only what it writes', () => {
+    expect(unit).toMatch(/^UMask=0077$/m);
+    for (const line of [
+      'ProtectSystem=strict',
+      'NoNewPrivileges=yes',
+      'PrivateTmp=yes',
+      'ProtectHome=yes',
+      'RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6',
+      'StateDirectory=constellation/node-prep',
+    ])
+      expect(unit.split('\n')).toContain(line);
+    // Where preparation writes must stay writable, or the sandbox would break it.
+    const writable = /^ReadWritePaths=(.*)$/m.exec(unit)?.[1]?.split(' ') ?? [];
+    for (const path of ['/run', '-/etc/kubernetes', '-/opt/bin']) expect(writable).toContain(path);
+    const writableDirs = [...writable.map((p) => p.replace(/^-/, '')), '/var/lib/constellation/node-prep'];
+    for (const target of [...DEFAULT_INSTALL_DIRS, DEFAULT_SERIAL_PATH, '/etc/kubernetes/kubelet.env'])
+      expect(writableDirs.some((dir) => target.startsWith(`${dir}/`))).toBe(true);
   });
 
   it('make the kubelet fail until kubelet.env exists (the environment file is not optional)', () => {
