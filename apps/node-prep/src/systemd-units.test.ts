@@ -57,7 +57,7 @@ describe('node preparation systemd units', async () => {
     for (const path of ['/run', '-/etc/kubernetes', '-/opt/bin']) expect(writable).toContain(path);
     const writableDirs = [...writable.map((p) => p.replace(/^-/, '')), '/var/lib/constellation/node-prep'];
     for (const target of [...DEFAULT_INSTALL_DIRS, DEFAULT_SERIAL_PATH, '/etc/kubernetes/kubelet.env'])
-      expect(writableDirs.some((dir) => target.startsWith(`${dir}/`))).toBe(true);
+      expect(writableDirs.some((dir) => `${target}/`.startsWith(`${dir}/`))).toBe(true);
   });
 
   it('make the kubelet fail until kubelet.env exists (the environment file is not optional)', () => {
