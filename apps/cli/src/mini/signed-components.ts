@@ -25,13 +25,20 @@ export async function publishSignedComponents(
   const bytes = await readFile(kubeadmBundle);
   const manifest = Buffer.from(
     JSON.stringify({
-      kind: 'constellation-component-manifest-v1',
+      kind: 'constellation-component-manifest-v2',
+      // Seconds since the epoch: each manifest mini signs has a higher serial than the last.
+      serial: Math.floor(Date.now() / 1000),
+      // Long enough for a mini cluster's life; past it, nodes refuse the manifest (freeze protection).
+      expires: new Date(Date.now() + 365 * 86_400_000).toISOString(),
+      board: MINI_OS.board,
+      osVersion: MINI_OS.version,
       kubernetesVersion,
       components: [
         {
           name: 'kubeadm',
           url: 'ARTIFACTS/pkgs/kubeadm',
           hash: `sha256:${createHash('sha256').update(bytes).digest('hex')}`,
+          size: bytes.length,
           installPath: '/run/state/bin/kubeadm',
           mode: 0o755,
         },
