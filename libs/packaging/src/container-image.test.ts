@@ -5,6 +5,7 @@ import { HealthCheckResponse_ServingStatus, HealthClient } from '@constellation/
 import { KubeApiServer } from '@constellation/sandbox';
 import { createTempDir, runChecked, waitFor } from '@constellation/testing';
 import type { TempDir } from '@constellation/testing';
+import { errorMessage } from '@constellation/errors';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IMAGE_USER_ID, JOINSERVICE_IMAGE_NAME, buildJoinServiceImage } from './container-image.js';
 import type { BuiltImage } from './container-image.js';
@@ -140,16 +141,24 @@ describe('the JoinService container image', () => {
       ]);
       expect(started.stderr).toBe('');
       expect(started.code).toBe(0);
+      let logs = '';
       const serving = await waitFor(
         async () => {
-          const logs = await podman.run(['logs', name]);
-          const lines = logs.stdout.toString().split('\n').filter((line) => line.startsWith('{'));
-          return lines
+          const running = (await podman.run(['inspect', '--format={{.State.Running}}', name])).stdout.toString();
+          const result = await podman.run(['logs', name]);
+          logs = `${result.stdout.toString()}${result.stderr}`;
+          const entry = logs
+            .split('\n')
+            .filter((line) => line.startsWith('{'))
             .map((line) => JSON.parse(line) as Record<string, unknown>)
-            .find((entry) => entry['message'] === 'joinservice serving');
+            .find((e) => e['message'] === 'joinservice serving');
+          return entry ?? (running.trim() === 'true' ? undefined : 'exited');
         },
-        { timeoutMs: 60_000, description: 'the JoinService in the container to log that it serves' },
-      );
+        { timeoutMs: 60_000, intervalMs: 250, description: 'the JoinService in the container to log that it serves' },
+      ).catch((err: unknown) => {
+        throw new Error(`${errorMessage(err)}; container output:\n${logs}`);
+      });
+      if (serving === 'exited') throw new Error(`the container exited before it served; its output:\n${logs}`);
       const client = new HealthClient(`127.0.0.1:${String(serving['healthPort'])}`, credentials.createInsecure());
       const status = await new Promise((resolveCheck, reject) => {
         client.check({ service: 'constellation.join.v1.JoinService' }, (err, res) => {

@@ -11,7 +11,12 @@ export async function writeJoinServiceMounts(root: string, apiUrl: string, owner
   const pki = join(root, 'pki');
   await mkdir(config, { recursive: true });
   await mkdir(join(pki, 'etcd'), { recursive: true });
-  const measurements = new Map([4, 9, 15].map((pcr) => [pcr, { expected: randomBytes(32), warnOnly: false }]));
+  // PCR 15 is zero until the bootstrapper marks the node; the JoinService insists on that.
+  const measurements = new Map([
+    [4, { expected: randomBytes(32), warnOnly: false }],
+    [9, { expected: randomBytes(32), warnOnly: false }],
+    [15, { expected: Buffer.alloc(32), warnOnly: false }],
+  ]);
   await writeFile(join(config, 'attestationConfig'), JSON.stringify(measurementsToFile(measurements)));
   await writeFile(join(config, 'measurementSalt'), randomBytes(32));
   await writeFile(join(config, 'ekRoots'), (await CertificateAuthority.generate('EK root')).certificatePem);
