@@ -19,6 +19,8 @@ export interface InitCommandOptions {
   /** Attempts for transport errors (never after an attestation failure). */
   attempts?: number;
   retryDelayMs?: number;
+  /** Replace an existing master secret (`--force`); without it init refuses, before contacting any node. */
+  force?: boolean;
 }
 
 export interface InitResult {
@@ -70,6 +72,11 @@ export async function runInit(options: InitCommandOptions): Promise<InitResult> 
       `no init secret at ${files.initSecret}: the infrastructure (or \`constellation mini up\`) writes it`,
     );
   }
+  if (options.force !== true && (await exists(files.masterSecret)))
+    throw new UsageError(
+      `${files.masterSecret} exists: it may be the only recovery secret of a cluster an earlier init already ` +
+        'locked; move it away (or pass --force to replace it) and run init again',
+    );
   const masterSecret = generateMasterSecret();
   const measurementSalt = randomBytes(32);
   await writeWorkspaceFile(files.masterSecret, masterSecretToJson(masterSecret), true);

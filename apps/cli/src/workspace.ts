@@ -1,5 +1,6 @@
-import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { writeFileAtomic } from '@constellation/files';
 
 /** The files `constellation` keeps in its workspace directory. */
 export function workspaceFiles(dir: string): {
@@ -20,10 +21,11 @@ export function workspaceFiles(dir: string): {
   };
 }
 
-/** Writes atomically; `secret` files are created with mode 0600 and never exist with looser modes. */
+/**
+ * Writes atomically through a unique temporary file that never follows a planted symlink;
+ * `secret` files are 0600 and never exist with looser modes, whatever the umask or a stale file says.
+ */
 export async function writeWorkspaceFile(path: string, content: string | Uint8Array, secret: boolean): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
-  const temp = `${path}.tmp-${process.pid}`;
-  await writeFile(temp, content, { mode: secret ? 0o600 : 0o644 });
-  await rename(temp, path);
+  await writeFileAtomic(path, content, { mode: secret ? 0o600 : 0o644 });
 }
