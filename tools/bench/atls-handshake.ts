@@ -4,7 +4,8 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import * as grpc from '@grpc/grpc-js';
-import { DummyIssuer, DummyValidator, TpmIssuer, TpmValidator } from '@constellation/attestation';
+import { TpmIssuer, TpmValidator } from '@constellation/attestation';
+import { DummyIssuer, DummyValidator } from '@constellation/attestation/testing';
 import type { Issuer, Validator } from '@constellation/attestation';
 import {
   AttestationLimits,

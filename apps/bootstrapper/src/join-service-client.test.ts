@@ -1,6 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import { serviceServerCredentials } from '@constellation/atls';
-import { DummyIssuer } from '@constellation/attestation';
+import { DummyIssuer } from '@constellation/attestation/testing';
 import { JoinServiceService } from '@constellation/proto';
 import { MetadataServer } from '@constellation/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -19,7 +19,7 @@ import {
 } from '@constellation/attestation';
 import type { BootComponent, Measurements } from '@constellation/attestation';
 import { hashInitSecret, masterSecretToJson } from '@constellation/keys';
-import { MemoryLogger } from '@constellation/logger';
+import { MemoryLogger } from '@constellation/logger/testing';
 import { NodeLock } from '@constellation/nodelock';
 import { InitServiceClient, grpcMessageLimits } from '@constellation/proto';
 import type { InitRequest, InitResponse } from '@constellation/proto';

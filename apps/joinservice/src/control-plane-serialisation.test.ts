@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { MemoryLogger } from '@constellation/logger';
+import { MemoryLogger } from '@constellation/logger/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rpcFailure, startJoinFixture } from './join-service.fixture.js';
 import type { JoinFixture, SimulatedNode } from './join-service.fixture.js';

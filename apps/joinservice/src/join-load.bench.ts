@@ -7,7 +7,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { connect, createServer } from 'node:tls';
 import { performance } from 'node:perf_hooks';
 import { atlsPublicRoot, issueFromPublicRoot } from '@constellation/atls';
-import { MemoryLogger } from '@constellation/logger';
+import { MemoryLogger } from '@constellation/logger/testing';
 import { startJoinFixture } from './join-service.fixture.js';
 
 const TPMS = Number(process.env['BENCH_TPMS'] ?? 12);

@@ -2,7 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import { challengeUserData, ephemeralKey } from '@constellation/atls';
 import { activationProof } from '@constellation/attestation';
 import { createKubeletCsr } from '@constellation/keys';
-import { MemoryLogger } from '@constellation/logger';
+import { MemoryLogger } from '@constellation/logger/testing';
 import { JoinTicketRequest } from '@constellation/proto';
 import type { AttestedRequest, IssueJoinTicketRequest, IssueJoinTicketResponse } from '@constellation/proto';
 import { withTimeout } from '@constellation/testing';

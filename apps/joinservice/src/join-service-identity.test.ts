@@ -4,7 +4,7 @@ import * as grpc from '@grpc/grpc-js';
 import { expectedMeasurements } from '@constellation/attestation';
 import { SoftwareAttester } from '@constellation/attestation/testing';
 import { createKubeletCsr, deriveStateDiskKey } from '@constellation/keys';
-import { MemoryLogger } from '@constellation/logger';
+import { MemoryLogger } from '@constellation/logger/testing';
 import { createEkCa } from '@constellation/swtpm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BOOT, MEASURED_PCRS, SimulatedNode, rpcFailure, startJoinFixture } from './join-service.fixture.js';

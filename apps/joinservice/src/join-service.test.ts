@@ -6,7 +6,7 @@ import { serviceChannelCredentials } from '@constellation/atls';
 import { componentDigest, expectedMeasurements } from '@constellation/attestation';
 import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey } from '@constellation/keys';
 import { BOOTSTRAP_TOKEN_PATTERN } from '@constellation/kubeadm';
-import { MemoryLogger } from '@constellation/logger';
+import { MemoryLogger } from '@constellation/logger/testing';
 import { HealthCheckResponse_ServingStatus, HealthClient } from '@constellation/proto';
 import { runChecked, waitFor } from '@constellation/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

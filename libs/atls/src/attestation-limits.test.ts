@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { connect } from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
-import { DummyIssuer } from '@constellation/attestation';
+import { DummyIssuer } from '@constellation/attestation/testing';
 import type { Issuer } from '@constellation/attestation';
 import { waitFor, withTimeout } from '@constellation/testing';
 import { describe, expect, it } from 'vitest';

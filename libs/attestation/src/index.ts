@@ -4,7 +4,6 @@ export type { AttestationPolicy, AttestationVerifier } from './attestation-polic
 export { createAttestationVerifier } from './attestation-policy.js';
 export { quoteExtraData } from './binding.js';
 export { MAX_DOCUMENT_BYTES, decodeDocument, encodeDocument } from './document.js';
-export { DummyIssuer, DummyValidator } from './dummy.js';
 export type { EkTpmIdentity, VerifiedEkCertificate, VerifyEkCertificateOptions } from './ek-certificate.js';
 export {
   MAX_EK_CERTIFICATE_BYTES,

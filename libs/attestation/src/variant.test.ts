@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DummyIssuer, DummyValidator } from './dummy.js';
+import { DummyIssuer, DummyValidator } from './testing/dummy.js';
 import { variantByName, variantByOid } from './variant.js';
 
 describe('variants', () => {

@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { bridgeGrpcLogs } from './grpc-log-bridge.js';
-import { MemoryLogger } from './memory-logger.js';
+import { MemoryLogger } from './testing/memory-logger.js';
 
 describe('bridgeGrpcLogs', () => {
   afterEach(() => {

@@ -7,5 +7,3 @@ export type { LogFormat, WinstonLoggerOptions } from './winston-logger.js';
 export { createWinstonLogger } from './winston-logger.js';
 export type { GrpcLogging } from './grpc-log-bridge.js';
 export { bridgeGrpcLogs } from './grpc-log-bridge.js';
-export type { LogEntry } from './memory-logger.js';
-export { MemoryLogger } from './memory-logger.js';

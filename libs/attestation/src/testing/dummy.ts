@@ -1,10 +1,10 @@
 import { timingSafeEqual } from 'node:crypto';
-import { quoteExtraData } from './binding.js';
-import { AttestationError } from './errors.js';
-import type { Issuer } from './issuer.js';
-import type { ValidationResult, Validator } from './validator.js';
-import { variantByName } from './variant.js';
-import type { Variant } from './variant.js';
+import { quoteExtraData } from '../binding.js';
+import { AttestationError } from '../errors.js';
+import type { Issuer } from '../issuer.js';
+import type { ValidationResult, Validator } from '../validator.js';
+import { variantByName } from '../variant.js';
+import type { Variant } from '../variant.js';
 
 /*
  * The `dummy` variant: documents are `userData-length (4 bytes) || userData || SHA-256(userData || nonce)`.

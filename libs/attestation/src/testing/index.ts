@@ -2,3 +2,4 @@
 // imports this entry point.
 export type { SoftwareAttesterOptions } from './software-attester.js';
 export { SoftwareAttester } from './software-attester.js';
+export { DummyIssuer, DummyValidator } from './dummy.js';

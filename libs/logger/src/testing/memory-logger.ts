@@ -1,5 +1,5 @@
-import type { LogFields, Logger, LogLevel } from './logger.js';
-import { sanitizeFields } from './sanitize-fields.js';
+import type { LogFields, Logger, LogLevel } from '../logger.js';
+import { sanitizeFields } from '../sanitize-fields.js';
 
 export interface LogEntry {
   level: LogLevel;
