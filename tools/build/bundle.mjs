@@ -66,7 +66,11 @@ async function buildCommonJs() {
     sourcemap: false,
     plugins: [builtinsAsRequire],
     // import.meta does not exist in CommonJS; the executable itself stands in for the module file.
-    define: { 'import.meta.url': '__importMetaUrl', 'import.meta.dirname': '__dirname', 'import.meta.filename': '__filename' },
+    define: {
+      'import.meta.url': '__importMetaUrl',
+      'import.meta.dirname': '__dirname',
+      'import.meta.filename': '__filename',
+    },
   });
   const body = await readFile(outfile, 'utf8');
   if (/^\s*(import|export)\s[^;]*from\s/m.test(body.replace(/^\/\/.*$/gm, ''))) {

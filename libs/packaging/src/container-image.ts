@@ -105,11 +105,16 @@ export async function buildJoinServiceImage(outDir: string, options: ImageOption
   const archive = join(outDir, `joinservice-image-${version}.oci.tar`);
   const digestFile = join(outDir, `joinservice-image-${version}.digest`);
   await rm(archive, { force: true });
-  await runTool('buildah', ['push', '--quiet', '--digestfile', digestFile, reference, `oci-archive:${archive}:${reference}`], {
-    env,
-  });
+  await runTool(
+    'buildah',
+    ['push', '--quiet', '--digestfile', digestFile, reference, `oci-archive:${archive}:${reference}`],
+    {
+      env,
+    },
+  );
   const digest = (await readFile(digestFile, 'utf8')).trim();
-  if (!/^sha256:[0-9a-f]{64}$/.test(digest)) throw new Error(`${digestFile}: expected sha256:<64 hex>, got "${digest}"`);
+  if (!/^sha256:[0-9a-f]{64}$/.test(digest))
+    throw new Error(`${digestFile}: expected sha256:<64 hex>, got "${digest}"`);
   await writeFile(digestFile, `${digest}\n`);
   const kustomization = await writePinnedKustomization(outDir, version, digest);
   return { reference, digest, archive, digestFile, kustomization };

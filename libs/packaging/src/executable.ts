@@ -23,7 +23,11 @@ export interface ExecutableOptions {
  * The bundle is always rebuilt; the injection (the slow part) is skipped when the bundle, the
  * Node.js binary and postject are byte-identical to the last build's.
  */
-export async function buildExecutable(program: Program, outDir: string, options: ExecutableOptions = {}): Promise<string> {
+export async function buildExecutable(
+  program: Program,
+  outDir: string,
+  options: ExecutableOptions = {},
+): Promise<string> {
   const nodeBinary = options.nodeBinary ?? process.execPath;
   const work = join(outDir, '.work', program.command);
   await mkdir(work, { recursive: true });
@@ -37,7 +41,10 @@ export async function buildExecutable(program: Program, outDir: string, options:
   // This file is the recipe: a change to it must rebuild.
   const recipe = fileURLToPath(import.meta.url);
   const inputs = (await Promise.all([bundle, nodeBinary, postjectCli, recipe].map(sha256File))).join('\n');
-  if ((await readIfExists(inputsFile)) === inputs && (await readIfExists(outputFile)) === (await hashIfExists(executable))) {
+  if (
+    (await readIfExists(inputsFile)) === inputs &&
+    (await readIfExists(outputFile)) === (await hashIfExists(executable))
+  ) {
     return executable;
   }
 

@@ -4,7 +4,12 @@ import { randomBytes } from 'node:crypto';
 import { chown, mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { measurementsToFile } from '@constellation/attestation';
-import { CertificateAuthority, SHARED_CONTROL_PLANE_PKI_FILES, generateMasterSecret, masterSecretToJson } from '@constellation/keys';
+import {
+  CertificateAuthority,
+  SHARED_CONTROL_PLANE_PKI_FILES,
+  generateMasterSecret,
+  masterSecretToJson,
+} from '@constellation/keys';
 
 export async function writeJoinServiceMounts(root: string, apiUrl: string, owner: number): Promise<void> {
   const config = join(root, 'config');

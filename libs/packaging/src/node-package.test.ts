@@ -25,10 +25,12 @@ async function scratchRoot(path: string): Promise<void> {
     recursive: true,
     verbatimSymlinks: true,
   });
-  for (const dir of ['info', 'updates', 'triggers']) await mkdir(join(path, 'var', 'lib', 'dpkg', dir), { recursive: true });
+  for (const dir of ['info', 'updates', 'triggers'])
+    await mkdir(join(path, 'var', 'lib', 'dpkg', dir), { recursive: true });
   await writeFile(join(path, 'var', 'lib', 'dpkg', 'status'), '');
   await writeFile(join(path, 'var', 'lib', 'dpkg', 'available'), '');
-  for (const stub of ['kubelet', 'test']) await writeFile(join(path, 'usr', 'bin', stub), '#!/bin/sh\n', { mode: 0o755 });
+  for (const stub of ['kubelet', 'test'])
+    await writeFile(join(path, 'usr', 'bin', stub), '#!/bin/sh\n', { mode: 0o755 });
   await writeFile(
     join(path, 'usr', 'lib', 'systemd', 'system', 'kubelet.service'),
     '[Unit]\nDescription=kubelet stand-in\n[Service]\nExecStart=/usr/bin/kubelet\n[Install]\nWantedBy=multi-user.target\n',
@@ -106,12 +108,20 @@ describe('the node package', () => {
     expect(verify.code).toBe(0);
 
     // The check sees the installed files: without the executable, the unit fails verification.
-    await runChecked('mv', [join(root, 'usr/bin/constellation-node-prep'), join(dir.path, 'moved')], { timeoutMs: 10_000 });
-    const broken = await runCommand('systemd-analyze', ['verify', `--root=${root}`, 'constellation-node-prep.service'], {
-      timeoutMs: 60_000,
+    await runChecked('mv', [join(root, 'usr/bin/constellation-node-prep'), join(dir.path, 'moved')], {
+      timeoutMs: 10_000,
     });
+    const broken = await runCommand(
+      'systemd-analyze',
+      ['verify', `--root=${root}`, 'constellation-node-prep.service'],
+      {
+        timeoutMs: 60_000,
+      },
+    );
     expect(broken.stderr).toContain('Command /usr/bin/constellation-node-prep is not executable');
-    await runChecked('mv', [join(dir.path, 'moved'), join(root, 'usr/bin/constellation-node-prep')], { timeoutMs: 10_000 });
+    await runChecked('mv', [join(dir.path, 'moved'), join(root, 'usr/bin/constellation-node-prep')], {
+      timeoutMs: 10_000,
+    });
 
     // Removal masks the units (their files are gone); purge forgets them entirely.
     await dpkg(root, '--remove', NODE_PACKAGE_NAME);

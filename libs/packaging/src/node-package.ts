@@ -36,10 +36,22 @@ export async function buildNodePackage(inputs: NodePackageInputs, outDir: string
   await install(inputs.bootstrapper, stage, `/usr/bin/${BOOTSTRAPPER.command}`, 0o755);
   await install(inputs.nodePrep, stage, `/usr/bin/${NODE_PREP.command}`, 0o755);
   const deploy = join(repoRoot, 'deploy');
-  await install(join(deploy, 'bootstrapper', 'constellation-bootstrapper.service'), stage, `${UNIT_DIR}/constellation-bootstrapper.service`);
-  await install(join(deploy, 'node-prep', 'constellation-node-prep.service'), stage, `${UNIT_DIR}/constellation-node-prep.service`);
+  await install(
+    join(deploy, 'bootstrapper', 'constellation-bootstrapper.service'),
+    stage,
+    `${UNIT_DIR}/constellation-bootstrapper.service`,
+  );
+  await install(
+    join(deploy, 'node-prep', 'constellation-node-prep.service'),
+    stage,
+    `${UNIT_DIR}/constellation-node-prep.service`,
+  );
   for (const dropIn of await readdir(join(deploy, 'node-prep', 'kubelet.service.d'))) {
-    await install(join(deploy, 'node-prep', 'kubelet.service.d', dropIn), stage, `${UNIT_DIR}/kubelet.service.d/${dropIn}`);
+    await install(
+      join(deploy, 'node-prep', 'kubelet.service.d', dropIn),
+      stage,
+      `${UNIT_DIR}/kubelet.service.d/${dropIn}`,
+    );
   }
   await writeDocs(stage, version);
   await writeFileIn(

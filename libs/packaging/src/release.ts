@@ -37,10 +37,7 @@ export async function buildRelease(outDir: string): Promise<Release> {
     files.map(async (file) => ({ file, bytes: (await stat(file)).size, sha256: await sha256File(file) })),
   );
   // The format `sha256sum --check SHA256SUMS` reads.
-  await writeFile(
-    join(outDir, 'SHA256SUMS'),
-    artifacts.map((a) => `${a.sha256}  ${basename(a.file)}\n`).join(''),
-  );
+  await writeFile(join(outDir, 'SHA256SUMS'), artifacts.map((a) => `${a.sha256}  ${basename(a.file)}\n`).join(''));
   return { artifacts, image };
 }
 

@@ -16,7 +16,8 @@ export async function sharedLibraries(binary: string): Promise<string[]> {
     if (path !== undefined) libraries.push(path);
     else if (/not found/.test(line)) throw new Error(`${binary}: ldd cannot find ${line.trim()}`);
   }
-  if (libraries.length === 0) throw new Error(`${binary}: ldd lists no libraries; expected a dynamically linked program`);
+  if (libraries.length === 0)
+    throw new Error(`${binary}: ldd lists no libraries; expected a dynamically linked program`);
   return libraries;
 }
 
