@@ -8,6 +8,7 @@ import { JoinServiceConnection, nextAttemptDelay } from './join-service-client.j
 import { rekeyStateDisk } from './disk-activation.js';
 import { kubeadmJoin, kubeadmRunner } from './kubeadm-driver.js';
 import type { NodeContext } from './node-context.js';
+import { recordJoinStatus, joinStatusOf } from './join-status.js';
 import { writeNodeState } from './node-state.js';
 import { writeFileAtomic } from './secure-files.js';
 import { errorMessage } from '@constellation/errors';
@@ -59,6 +60,8 @@ export class JoinClient {
       }
       // Outside the try: a failure after the lock is not "no ticket yet" but fatal, and the
       // caller marks the disk for reset and runs the fatal action (Constellation's PR 2971).
+      if (ticket !== undefined || failure !== undefined)
+        await recordJoinStatus(this.context.paths.joinStatus, joinStatusOf(attempt, failure));
       if (ticket !== undefined) return this.activate(ticket.ticket, ticket.kubeletKeyPem, ticket.role);
       const delayMs = nextAttemptDelay(attempt, failure, this.options.initialBackoffMs, this.options.maxBackoffMs);
       if (failure !== undefined) {

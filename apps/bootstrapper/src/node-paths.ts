@@ -13,6 +13,8 @@ export interface NodePaths {
   adminConf: string;
   /** Where kubeadm configuration files are written before kubeadm runs. */
   kubeadmDir: string;
+  /** What the node last heard from the JoinService (JSON, see join-status.ts). */
+  joinStatus: string;
   /** Control planes: the local attestation agent for the JoinService on this machine (unix socket, 0600). */
   attestationAgentSocket: string;
 }
@@ -27,6 +29,7 @@ export function nodePaths(root: string): NodePaths {
     kubernetesPki: join(root, 'etc', 'kubernetes', 'pki'),
     adminConf: join(root, 'etc', 'kubernetes', 'admin.conf'),
     kubeadmDir: join(root, 'run', 'kubeadm'),
+    joinStatus: join(root, 'run', 'constellation', 'join-status.json'),
     attestationAgentSocket: join(root, 'run', 'constellation', 'attestation-agent.sock'),
   };
 }

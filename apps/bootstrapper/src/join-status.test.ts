@@ -1,0 +1,42 @@
+import { mkdtemp, readFile, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { describe, expect, it } from 'vitest';
+import { joinStatusOf, recordJoinStatus } from './join-status.js';
+
+const at = new Date('2026-11-23T08:00:00.000Z');
+
+describe('join status', () => {
+  it('records a refusal with the status name and the JoinService message, not the gRPC prefix', () => {
+    const failure = Object.assign(new Error('7 PERMISSION_DENIED: attestation rejected: PCR 9'), {
+      code: grpc.status.PERMISSION_DENIED,
+      details: 'attestation rejected: PCR 9',
+    });
+    expect(joinStatusOf(2, failure, at)).toEqual({
+      state: 'refused',
+      attempts: 3,
+      code: 'PERMISSION_DENIED',
+      message: 'attestation rejected: PCR 9',
+      at: at.toISOString(),
+    });
+  });
+
+  it('tells an unreachable service from a refusal', () => {
+    const down = Object.assign(new Error('14 UNAVAILABLE: connect ECONNREFUSED'), {
+      code: grpc.status.UNAVAILABLE,
+      details: 'connect ECONNREFUSED',
+    });
+    expect(joinStatusOf(0, down, at)).toMatchObject({ state: 'unreachable', code: 'UNAVAILABLE' });
+    expect(joinStatusOf(0, new Error('timed out'), at)).toMatchObject({ state: 'unreachable', message: 'timed out' });
+    expect(joinStatusOf(4, undefined, at)).toEqual({ state: 'ticket', attempts: 5, at: at.toISOString() });
+  });
+
+  it('writes the file readable by operators, replacing the previous one', async () => {
+    const path = join(await mkdtemp(join(tmpdir(), 'join-status-')), 'run', 'join-status.json');
+    await recordJoinStatus(path, joinStatusOf(0, new Error('first'), at));
+    await recordJoinStatus(path, joinStatusOf(1, undefined, at));
+    expect(JSON.parse(await readFile(path, 'utf8'))).toMatchObject({ state: 'ticket', attempts: 2 });
+    expect((await stat(path)).mode & 0o777).toBe(0o644);
+  });
+});
