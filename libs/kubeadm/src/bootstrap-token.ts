@@ -13,6 +13,12 @@ export interface BootstrapToken {
 const ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
 export const BOOTSTRAP_TOKEN_PATTERN = /^[a-z0-9]{6}\.[a-z0-9]{16}$/;
 export const NODE_BOOTSTRAP_GROUP = 'system:bootstrappers:kubeadm:default-node-token';
+/**
+ * Marks the token Secrets the JoinService mints for attested nodes; any other bootstrap token is
+ * removed after init (deleteUnmintedBootstrapTokens).
+ */
+export const MINTED_BY_LABEL = 'constellation.dev/minted-by';
+export const JOIN_SERVICE_MINTER = 'joinservice';
 
 function randomString(length: number): string {
   let out = '';
@@ -20,7 +26,7 @@ function randomString(length: number): string {
   return out;
 }
 
-/** A fresh token, uniformly random, valid for `ttlMs` from `now`. */
+/** A fresh token, uniformly random, valid for `ttlMs` from `now` (0: no expiry is meant, see callers). */
 export function generateBootstrapToken(ttlMs: number, now = new Date()): BootstrapToken {
   const id = randomString(6);
   const secret = randomString(16);
@@ -45,7 +51,11 @@ export function bootstrapTokenSecret(token: BootstrapToken, description: string)
   return {
     apiVersion: 'v1',
     kind: 'Secret',
-    metadata: { name: `bootstrap-token-${token.id}`, namespace: 'kube-system' },
+    metadata: {
+      name: `bootstrap-token-${token.id}`,
+      namespace: 'kube-system',
+      labels: { [MINTED_BY_LABEL]: JOIN_SERVICE_MINTER },
+    },
     type: 'bootstrap.kubernetes.io/token',
     data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')])),
   };

@@ -1,6 +1,8 @@
 export type { BootstrapToken } from './bootstrap-token.js';
 export {
   BOOTSTRAP_TOKEN_PATTERN,
+  JOIN_SERVICE_MINTER,
+  MINTED_BY_LABEL,
   NODE_BOOTSTRAP_GROUP,
   bootstrapTokenSecret,
   createBootstrapToken,
@@ -8,6 +10,12 @@ export {
 } from './bootstrap-token.js';
 export type { ClusterComponent, ClusterConfig } from './cluster-config.js';
 export { CLUSTER_CONFIG_MAP, clusterConfigMap, parseClusterConfig, readClusterConfig } from './cluster-config.js';
+export {
+  INIT_TOKEN_GROUP,
+  INIT_TOKEN_TTL,
+  deleteUnmintedBootstrapTokens,
+  initBootstrapTokens,
+} from './init-bootstrap-token.js';
 export type { InitConfigInput, JoinConfigInput } from './kubeadm-config.js';
 export { CRI_SOCKET, KUBEADM_API, KUBELET_API, initConfiguration, joinConfiguration } from './kubeadm-config.js';
 export type { KubeadmRunOptions } from './kubeadm-runner.js';

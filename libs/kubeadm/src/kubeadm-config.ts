@@ -1,4 +1,5 @@
 import { stringify } from 'yaml';
+import { initBootstrapTokens } from './init-bootstrap-token.js';
 
 /*
  * kubeadm configuration (API kubeadm.k8s.io/v1beta4) generated from typed input. v1beta4 writes
@@ -59,7 +60,10 @@ function kubeletConfiguration(): Record<string, unknown> {
 
 const documents = (docs: Record<string, unknown>[]): string => docs.map((doc) => stringify(doc)).join('---\n');
 
-/** InitConfiguration + ClusterConfiguration + KubeletConfiguration for `kubeadm init --config`. */
+/**
+ * InitConfiguration + ClusterConfiguration + KubeletConfiguration for `kubeadm init --config`.
+ * Holds a fresh bootstrap token (one that cannot join): write it with mode 0600.
+ */
 export function initConfiguration(input: InitConfigInput): string {
   const certSans = [...new Set(['127.0.0.1', input.nodeIp, ...input.certSans.filter((s) => s !== '')])];
   return documents([
@@ -71,6 +75,8 @@ export function initConfiguration(input: InitConfigInput): string {
         criSocket: CRI_SOCKET,
         kubeletExtraArgs: args({ 'node-ip': input.nodeIp }),
       },
+      // Not kubeadm's default 24 h node token: one that cannot join (init-bootstrap-token.ts).
+      bootstrapTokens: initBootstrapTokens(),
       localAPIEndpoint: { advertiseAddress: input.nodeIp, bindPort: input.bindPort },
       ...(input.kubeProxy ? {} : { skipPhases: ['addon/kube-proxy'] }),
     },

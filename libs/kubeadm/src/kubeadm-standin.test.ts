@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { X509Certificate } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
@@ -6,16 +6,28 @@ import { caPublicKeyPin } from '@constellation/keys';
 import { standinPaths, stopApiServer } from '@constellation/sandbox';
 import { freePort, installTypeScriptCommand, repoRoot, tempDirForTest } from '@constellation/testing';
 import { afterEach, describe, expect, it } from 'vitest';
+import { parse, parseAllDocuments, stringify } from 'yaml';
 import { createBootstrapToken } from './bootstrap-token.js';
+import { INIT_TOKEN_GROUP, deleteUnmintedBootstrapTokens } from './init-bootstrap-token.js';
 import { initConfiguration, joinConfiguration } from './kubeadm-config.js';
 import { KubeadmError, runKubeadm } from './kubeadm-runner.js';
+
+// The configuration libs/kubeadm generates, run through the kubeadm stand-in, which follows
+// kubeadm's decoding, defaulting and token discovery (cmd/kubeadm/app/discovery/token/token.go)
+// and runs kube-controller-manager's bootstrap signer and kubelet CSR approver/signer.
 
 const roots: string[] = [];
 afterEach(async () => {
   await Promise.all(roots.splice(0).map((root) => stopApiServer(root)));
 });
 
-async function node(): Promise<{ root: string; kubeadm: string; env: NodeJS.ProcessEnv }> {
+interface StandinNode {
+  root: string;
+  kubeadm: string;
+  env: NodeJS.ProcessEnv;
+}
+
+async function node(): Promise<StandinNode> {
   const root = await tempDirForTest();
   roots.push(root);
   const kubeadm = await installTypeScriptCommand(
@@ -26,104 +38,184 @@ async function node(): Promise<{ root: string; kubeadm: string; env: NodeJS.Proc
   return { root, kubeadm, env: { ...process.env, KUBEADM_STANDIN_ROOT: root } };
 }
 
-describe('generated kubeadm configuration against the strict kubeadm stand-in', () => {
-  it('initialises a control plane and joins a worker with a real bootstrap token and CA pin', async () => {
-    const cp = await node();
-    const port = await freePort();
-    const configFile = join(cp.root, 'kubeadm-init.yaml');
-    await writeFile(
-      configFile,
-      initConfiguration({
-        nodeName: 'control-plane-0',
-        nodeIp: '127.0.0.1',
-        bindPort: port,
-        clusterName: 'mini',
-        kubernetesVersion: 'v1.32.9',
-        controlPlaneEndpoint: `127.0.0.1:${port}`,
-        certSans: [],
-        kubeProxy: false,
-      }),
-    );
-    const lines: string[] = [];
-    await runKubeadm(['init', '--config', configFile], {
-      program: cp.kubeadm,
-      timeoutMs: 60_000,
-      env: cp.env,
-      onOutput: (l) => lines.push(l),
-    });
-    expect(lines).toContain('Your Kubernetes control-plane has initialized successfully!');
-    const paths = standinPaths(cp.root);
-    const caPem = await readFile(join(paths.pki, 'ca.crt'), 'utf8');
+async function kubeadm(on: StandinNode, args: string[]): Promise<string> {
+  return runKubeadm(args, { program: on.kubeadm, timeoutMs: 60_000, env: on.env });
+}
 
-    // The admin kubeconfig works with the real client library against the API server stand-in.
-    const kc = new k8s.KubeConfig();
-    kc.loadFromFile(paths.adminConf);
-    const core = kc.makeApiClient(k8s.CoreV1Api);
-    expect((await core.listNode()).items.map((n) => n.metadata?.name)).toEqual(['control-plane-0']);
+async function failure(on: StandinNode, args: string[]): Promise<string> {
+  const err = await kubeadm(on, args).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(KubeadmError);
+  return (err as KubeadmError).output;
+}
 
+const tokenSecrets = async (core: k8s.CoreV1Api): Promise<k8s.V1Secret[]> =>
+  (await core.listNamespacedSecret({ namespace: 'kube-system' })).items.filter(
+    (s) => s.type === 'bootstrap.kubernetes.io/token',
+  );
+
+interface InitialisedControlPlane {
+  cp: StandinNode;
+  port: number;
+  admin: k8s.KubeConfig;
+  core: k8s.CoreV1Api;
+  caPem: string;
+  initYaml: string;
+}
+
+async function initControlPlane(): Promise<InitialisedControlPlane> {
+  const cp = await node();
+  const port = await freePort();
+  const initYaml = initConfiguration({
+    nodeName: 'control-plane-0',
+    nodeIp: '127.0.0.1',
+    bindPort: port,
+    clusterName: 'mini',
+    kubernetesVersion: 'v1.32.9',
+    controlPlaneEndpoint: `127.0.0.1:${port}`,
+    certSans: [],
+    kubeProxy: false,
+  });
+  const configFile = join(cp.root, 'kubeadm-init.yaml');
+  await writeFile(configFile, initYaml, { mode: 0o600 });
+  const output = await kubeadm(cp, ['init', '--config', configFile, '--skip-token-print']);
+  expect(output).toContain('Your Kubernetes control-plane has initialized successfully!');
+  const paths = standinPaths(cp.root);
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(paths.adminConf);
+  const caPem = await readFile(join(paths.pki, 'ca.crt'), 'utf8');
+  return { cp, port, admin: kc, core: kc.makeApiClient(k8s.CoreV1Api), caPem, initYaml };
+}
+
+/** The JoinConfiguration for `token`, with kubeadm's discovery timeout shortened for tests. */
+function joinYaml(port: number, token: string, hashes: string[], discoveryTimeout = '3s'): string {
+  const docs = parseAllDocuments(
+    joinConfiguration({
+      nodeName: 'worker-1',
+      nodeIp: '127.0.0.2',
+      apiServerEndpoint: `127.0.0.1:${port}`,
+      token,
+      caCertHashes: hashes,
+    }),
+  ).map((d) => d.toJS() as Record<string, unknown>);
+  const [first, ...rest] = docs;
+  return [{ ...first, timeouts: { discovery: discoveryTimeout } }, ...rest].map((d) => stringify(d)).join('---\n');
+}
+
+describe('kubeadm init and join through the stand-in', () => {
+  it('joins a worker through token discovery and TLS bootstrap; the kubelet registers a Ready Node with its own certificate', async () => {
+    const { admin, core, port, caPem } = await initControlPlane();
     const token = await createBootstrapToken(core, 15 * 60_000, 'test join');
     const worker = await node();
     const joinFile = join(worker.root, 'kubeadm-join.yaml');
-    const joinYaml = (hashes: string[], secret = token.token) =>
-      joinConfiguration({
-        nodeName: 'worker-1',
-        nodeIp: '127.0.0.2',
-        apiServerEndpoint: `127.0.0.1:${port}`,
-        token: secret,
-        caCertHashes: hashes,
-      });
+    await writeFile(joinFile, joinYaml(port, token.token, [caPublicKeyPin(caPem)]));
+    const output = await kubeadm(worker, ['join', '--config', joinFile]);
+    expect(output).toContain('TLS certificate validates against pinned roots');
+    expect(output).toContain('This node has joined the cluster');
 
-    // Wrong pin: kubeadm refuses the API server's identity.
-    await writeFile(joinFile, joinYaml([`sha256:${'00'.repeat(32)}`]));
-    const wrongPin = await runKubeadm(['join', '--config', joinFile], {
-      program: worker.kubeadm,
-      timeoutMs: 60_000,
-      env: worker.env,
-    }).catch((e: unknown) => e);
-    expect(wrongPin).toBeInstanceOf(KubeadmError);
-    expect((wrongPin as KubeadmError).output).toContain('none of the public keys');
-    // Wrong token secret: refused.
-    await writeFile(joinFile, joinYaml([caPublicKeyPin(caPem)], `${token.id}.${'x'.repeat(16)}`));
-    const wrongToken = await runKubeadm(['join', '--config', joinFile], {
-      program: worker.kubeadm,
-      timeoutMs: 60_000,
-      env: worker.env,
-    }).catch((e: unknown) => e);
-    expect((wrongToken as KubeadmError).output).toContain('is not valid for this cluster');
-    // Right pin and token: the worker registers.
-    await writeFile(joinFile, joinYaml([caPublicKeyPin(caPem)]));
-    await runKubeadm(['join', '--config', joinFile], { program: worker.kubeadm, timeoutMs: 60_000, env: worker.env });
-    expect((await core.listNode()).items.map((n) => n.metadata?.name).sort()).toEqual(['control-plane-0', 'worker-1']);
+    const nodes = (await core.listNode()).items;
+    const workerNode = nodes.find((n) => n.metadata?.name === 'worker-1');
+    expect(workerNode?.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+    expect(workerNode?.status?.addresses).toContainEqual({ type: 'InternalIP', address: '127.0.0.2' });
+    expect(workerNode?.metadata?.labels?.['node-role.kubernetes.io/control-plane']).toBeUndefined();
+    const cpNode = nodes.find((n) => n.metadata?.name === 'control-plane-0');
+    expect(cpNode?.metadata?.labels).toHaveProperty(['node-role.kubernetes.io/control-plane'], '');
 
-    await runKubeadm(['reset', '--force'], { program: cp.kubeadm, timeoutMs: 60_000, env: cp.env });
-    await expect(core.listNode()).rejects.toThrow();
+    // The kubelet's credential came from its CSR (signer kube-apiserver-client-kubelet), which
+    // kube-controller-manager's approver approved for the bootstrap token's user.
+    const kubeletConf = parse(await readFile(standinPaths(worker.root).kubeletConf, 'utf8')) as {
+      users: { user: { 'client-certificate-data': string } }[];
+    };
+    const cert = new X509Certificate(
+      Buffer.from(kubeletConf.users[0]?.user['client-certificate-data'] ?? '', 'base64'),
+    );
+    expect(cert.subject).toContain('CN=system:node:worker-1');
+    expect(cert.subject).toContain('O=system:nodes');
+    expect(cert.checkIssued(new X509Certificate(caPem))).toBe(true);
+    const csrs = (await admin.makeApiClient(k8s.CertificatesV1Api).listCertificateSigningRequest()).items;
+    expect(csrs).toHaveLength(1);
+    expect(csrs[0]?.spec.signerName).toBe('kubernetes.io/kube-apiserver-client-kubelet');
+    expect(csrs[0]?.spec.username).toBe(`system:bootstrap:${token.id}`);
+    expect(csrs[0]?.status?.conditions?.map((c) => [c.type, c.reason])).toEqual([['Approved', 'AutoApproved']]);
   });
 
-  it("rejects configuration with unknown fields like kubeadm's strict decoding", async () => {
+  it('refuses a join whose token signed nothing: cluster-info never gets its JWS (init-only token)', async () => {
+    const { port, caPem, initYaml } = await initControlPlane();
+    const initDoc = parseAllDocuments(initYaml)[0]?.toJS() as {
+      bootstrapTokens: { token: string; groups: string[] }[];
+    };
+    const initToken = initDoc.bootstrapTokens[0]?.token ?? '';
+    expect(initDoc.bootstrapTokens[0]?.groups).toEqual([INIT_TOKEN_GROUP]);
+    const worker = await node();
+    const joinFile = join(worker.root, 'kubeadm-join.yaml');
+    await writeFile(joinFile, joinYaml(port, initToken, [caPublicKeyPin(caPem)], '1s'));
+    const output = await failure(worker, ['join', '--config', joinFile]);
+    // token.go getClusterInfo: the poll ends with its last error.
+    expect(output).toContain(
+      `error execution phase preflight: couldn't validate the identity of the API Server: could not find a JWS signature in the cluster-info ConfigMap for token ID "${initToken.split('.')[0] ?? ''}"`,
+    );
+  });
+
+  it("refuses cluster-info signed with another token's secret, and a CA that is not pinned", async () => {
+    const { core, port, caPem } = await initControlPlane();
+    const token = await createBootstrapToken(core, 15 * 60_000, 'test join');
+    const worker = await node();
+    const joinFile = join(worker.root, 'kubeadm-join.yaml');
+    // token.go validateClusterInfoToken: jws.DetachedTokenIsValid with the joiner's secret.
+    await writeFile(joinFile, joinYaml(port, `${token.id}.${'x'.repeat(16)}`, [caPublicKeyPin(caPem)]));
+    expect(await failure(worker, ['join', '--config', joinFile])).toContain(
+      "failed to verify JWS signature of received cluster info object, can't trust this API Server",
+    );
+    // token.go validateClusterCA: pubkeypin.Set.CheckAny.
+    await writeFile(joinFile, joinYaml(port, token.token, [`sha256:${'00'.repeat(32)}`]));
+    expect(await failure(worker, ['join', '--config', joinFile])).toContain(
+      `cluster CA found in cluster-info ConfigMap is invalid: none of the public keys "${caPublicKeyPin(caPem)}" are pinned`,
+    );
+    // pubkeypin.Set.Allow lower-cases the hex: an upper-case pin is the same pin.
+    const upper = `sha256:${caPublicKeyPin(caPem).slice('sha256:'.length).toUpperCase()}`;
+    await writeFile(joinFile, joinYaml(port, token.token, [upper]));
+    expect(await kubeadm(worker, ['join', '--config', joinFile])).toContain('This node has joined the cluster');
+  });
+
+  it('leaves no bootstrap token after init that the JoinService did not mint', async () => {
+    const { core } = await initControlPlane();
+    // What kubeadm init created: the init-only token, neither signing nor in the node group.
+    const created = await tokenSecrets(core);
+    expect(created).toHaveLength(1);
+    const data = (key: string): string => Buffer.from(created[0]?.data?.[key] ?? '', 'base64').toString();
+    expect(data('usage-bootstrap-signing')).toBe('');
+    expect(data('auth-extra-groups')).toBe(INIT_TOKEN_GROUP);
+    expect(new Date(data('expiration')).getTime() - Date.now()).toBeLessThanOrEqual(10 * 60_000);
+
+    const deleted = await deleteUnmintedBootstrapTokens(core);
+    expect(deleted).toEqual([data('token-id')]);
+    expect(await tokenSecrets(core)).toEqual([]);
+    const minted = await createBootstrapToken(core, 15 * 60_000, 'attested join');
+    expect(await deleteUnmintedBootstrapTokens(core)).toEqual([]);
+    expect((await tokenSecrets(core)).map((s) => s.metadata?.name)).toEqual([`bootstrap-token-${minted.id}`]);
+  });
+
+  it("warns about unknown fields like kubeadm's VerifyUnmarshalStrict, and goes on", async () => {
     const cp = await node();
-    const configFile = join(cp.root, 'bad.yaml');
+    const port = await freePort();
+    const configFile = join(cp.root, 'unknown-field.yaml');
     const valid = initConfiguration({
       nodeName: 'n',
       nodeIp: '127.0.0.1',
-      bindPort: 6443,
+      bindPort: port,
       clusterName: 'c',
       kubernetesVersion: 'v1.32.9',
-      controlPlaneEndpoint: '127.0.0.1:6443',
+      controlPlaneEndpoint: `127.0.0.1:${port}`,
       certSans: [],
       kubeProxy: true,
     });
-    await writeFile(
-      configFile,
-      valid.replace('clusterName: c', `clusterName: c\nsurprise: ${randomBytes(2).toString('hex')}`),
+    await writeFile(configFile, valid.replace('clusterName: c', 'clusterName: c\nsurprise: yes'));
+    const output = await kubeadm(cp, ['init', '--config', configFile]);
+    expect(output).toMatch(
+      /initconfiguration\.go:306\] error unmarshaling configuration schema\.GroupVersionKind\{Group:"kubeadm\.k8s\.io", Version:"v1beta4", Kind:"ClusterConfiguration"\}: strict decoding error: unknown field "surprise"/,
     );
-    const err = await runKubeadm(['init', '--config', configFile], {
-      program: cp.kubeadm,
-      timeoutMs: 60_000,
-      env: cp.env,
-    }).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(KubeadmError);
-    expect((err as KubeadmError).message).toMatch(
-      /ClusterConfiguration: strict decoding error: unknown field "surprise"/,
-    );
+    expect(output).toContain('Your Kubernetes control-plane has initialized successfully!');
   });
 });

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { mkdir, open, readFile, rm, writeFile } from 'node:fs/promises';
+import { CertificateAuthority } from '@constellation/keys';
 import { KubeApiServer } from '../kube-api-server.js';
 import { standinPaths } from './paths.js';
 
@@ -11,13 +12,27 @@ interface ApiServerState {
 
 /**
  * Runs the API server stand-in in this process until SIGTERM (the `serve-apiserver` command):
- * what the kubelet's kube-apiserver static pod is for a real control plane.
+ * what the kubelet's kube-apiserver and kube-controller-manager static pods are for a real
+ * control plane.
  */
 export async function serveApiServer(root: string, host: string, port: number, gitVersion: string): Promise<void> {
   const paths = standinPaths(root);
   const cert = await readFile(`${paths.pki}/apiserver.crt`, 'utf8');
   const key = await readFile(`${paths.pki}/apiserver.key`, 'utf8');
-  const api = await KubeApiServer.start({ tls: { cert, key }, gitVersion }, port, host);
+  const caPem = await readFile(`${paths.pki}/ca.crt`, 'utf8');
+  const caKey = await readFile(`${paths.pki}/ca.key`, 'utf8');
+  // kube-apiserver as kubeadm configures it: client certificates chaining to the cluster CA,
+  // bootstrap tokens, Node+RBAC; kube-controller-manager signing with the same CA.
+  const api = await KubeApiServer.start(
+    {
+      tls: { cert, key },
+      gitVersion,
+      authentication: { clientCaPem: caPem, bootstrapTokens: true },
+      clusterCa: await CertificateAuthority.fromPem(caPem, caKey),
+    },
+    port,
+    host,
+  );
   await mkdir(paths.run, { recursive: true });
   const state: ApiServerState = { pid: process.pid, port, host };
   await writeFile(paths.apiServerState, JSON.stringify(state));

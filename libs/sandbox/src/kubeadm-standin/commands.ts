@@ -1,13 +1,21 @@
-import { createHash, X509Certificate } from 'node:crypto';
+import { isIP } from 'node:net';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { parse } from 'yaml';
-import { spawnApiServer, stopApiServer } from './api-server-process.js';
-import { ConfigError, parseKubeadmConfig } from './config-schema.js';
-import { httpsJson } from './https-json.js';
-import { kubeconfig } from './kubeconfig.js';
-import { standinPaths } from './paths.js';
-import { ensureClusterPki, missingSharedPki } from './pki.js';
+import { caPublicKeyPin } from '@constellation/keys';
 import { errorMessage } from '@constellation/errors';
+import { spawnApiServer, stopApiServer } from './api-server-process.js';
+import { createBootstrapTokens, createClusterInfo } from './bootstrap-token-phase.js';
+import { hostPort } from './config-defaults.js';
+import { loadInitConfig, loadJoinConfig } from './config-load.js';
+import type { Warn } from './config-schema.js';
+import { parseHostPort } from './config-validation.js';
+import { DiscoveryError, discoverCluster } from './discovery.js';
+import { httpsJson } from './https-json.js';
+import type { Credential } from './https-json.js';
+import { kubeconfig } from './kubeconfig.js';
+import { markControlPlane, registerNode } from './kubelet-registration.js';
+import { TlsBootstrapError, tlsBootstrap } from './kubelet-tls-bootstrap.js';
+import { standinPaths } from './paths.js';
+import { ensureClusterPki, issueClientCredential, missingSharedPki } from './pki.js';
 
 /** A kubeadm-style failure: printed as "error execution phase <phase>: <message>", exit code 1. */
 export class PhaseError extends Error {
@@ -39,46 +47,45 @@ async function waitReady(url: string, ca: string, timeoutMs: number): Promise<vo
   );
 }
 
-async function apiCreate(url: string, ca: string, path: string, body: unknown): Promise<void> {
-  const res = await httpsJson(`${url}${path}`, { method: 'POST', body, ca });
-  if (res.status !== 201 && res.status !== 409)
-    throw new Error(`POST ${path}: status ${res.status}: ${JSON.stringify(res.body)}`);
+/** Loads the configuration, printing kubeadm's warnings to stderr. */
+function load<T>(loader: (text: string, warn: Warn) => T, text: string): T {
+  return loader(text, (line) => {
+    process.stderr.write(`${line}\n`);
+  });
 }
 
-function readConfig(text: string): ReturnType<typeof parseKubeadmConfig> {
-  try {
-    return parseKubeadmConfig(text);
-  } catch (err) {
-    if (err instanceof ConfigError) throw new PhaseError('preflight', err.message);
-    throw err;
-  }
+export interface InitOptions {
+  /** --skip-token-print: leave the bootstrap token out of the printed join command. */
+  skipTokenPrint?: boolean;
 }
 
-/** `kubeadm init --config <file>`: PKI, the API server (as a detached process), kubeconfigs, the node. */
-export async function init(root: string, configPath: string, print: Print): Promise<void> {
-  const docs = readConfig(await readFile(configPath, 'utf8'));
-  if (docs.init === undefined || docs.cluster === undefined) {
-    throw new PhaseError('preflight', 'init needs an InitConfiguration and a ClusterConfiguration');
-  }
-  const { init: initConfig, cluster } = docs;
+/**
+ * `kubeadm init --config <file>`: certs, kubeconfigs, the API server (a detached process in
+ * place of the static pods, running the controller-manager parts a join needs), the kubelet's
+ * registration, mark-control-plane, bootstrap-token (tokens and cluster-info), the join command.
+ */
+export async function init(root: string, configPath: string, print: Print, options: InitOptions = {}): Promise<void> {
+  const { init: initConfig, cluster } = load(loadInitConfig, await readFile(configPath, 'utf8'));
   const paths = standinPaths(root);
-  const [endpointHost = ''] = cluster.controlPlaneEndpoint.split(':');
+  const skipped = (phase: string): boolean =>
+    initConfig.skipPhases.some((p) => p === phase || phase.startsWith(`${p}/`));
+  const endpoint = parseHostPort(cluster.controlPlaneEndpoint);
+  const endpointHost = endpoint?.host ?? '';
   const ips = [
     ...new Set([
-      initConfig.localAPIEndpoint.advertiseAddress,
+      initConfig.advertiseAddress,
       '127.0.0.1',
-      ...(cluster.apiServer?.certSANs ?? []).filter(isIp),
+      ...cluster.certSANs.filter(isIp),
       ...(isIp(endpointHost) ? [endpointHost] : []),
     ]),
   ];
-  const names = [
-    ...(cluster.apiServer?.certSANs ?? []).filter((s) => !isIp(s)),
-    ...(isIp(endpointHost) ? [] : [endpointHost]),
-  ];
+  const names = [...cluster.certSANs.filter((s) => !isIp(s)), ...(isIp(endpointHost) ? [] : [endpointHost])];
   print('[certs] Using certificateDir folder "/etc/kubernetes/pki"');
   const pki = await ensureClusterPki(paths.pki, ips, names);
   await mkdir(paths.manifests, { recursive: true });
-  const server = `https://${cluster.controlPlaneEndpoint}`;
+  // ParseHostPort without a port: the local bind port (GetControlPlaneEndpoint).
+  const server = `https://${hostPort(endpointHost, endpoint?.port ?? initConfig.bindPort)}`;
+  const admin: Credential = { cert: pki.adminCertPem, key: pki.adminKeyPem };
   await writeFile(
     paths.adminConf,
     kubeconfig({
@@ -92,96 +99,136 @@ export async function init(root: string, configPath: string, print: Print): Prom
     { mode: 0o600 },
   );
   print('[kubeconfig] Writing "admin.conf" kubeconfig file');
-  await stopApiServer(root);
-  await spawnApiServer(
-    root,
-    initConfig.localAPIEndpoint.advertiseAddress,
-    initConfig.localAPIEndpoint.bindPort,
-    cluster.kubernetesVersion,
-  );
-  print('[wait-control-plane] Waiting for the kubelet to boot up the control plane');
-  const local = `https://${initConfig.localAPIEndpoint.advertiseAddress}:${initConfig.localAPIEndpoint.bindPort}`;
-  await waitReady(local, pki.caCertPem, 20_000);
-  const clusterInfo = kubeconfig({ clusterName: '', server, caPem: pki.caCertPem, userName: '' });
-  await apiCreate(local, pki.caCertPem, '/api/v1/namespaces/kube-public/configmaps', {
-    metadata: { name: 'cluster-info' },
-    data: { kubeconfig: clusterInfo },
-  });
-  await registerNode(local, pki.caCertPem, initConfig.nodeRegistration.name, true);
+  const nodeName = initConfig.nodeRegistration.name;
+  const kubelet = await issueClientCredential(paths.pki, `system:node:${nodeName}`, ['system:nodes']);
   await writeFile(
     paths.kubeletConf,
     kubeconfig({
       clusterName: cluster.clusterName,
       server,
       caPem: pki.caCertPem,
-      userName: `system:node:${initConfig.nodeRegistration.name}`,
+      userName: `system:node:${nodeName}`,
+      clientCertPem: kubelet.certPem,
+      clientKeyPem: kubelet.keyPem,
     }),
     { mode: 0o600 },
   );
+  print('[kubeconfig] Writing "kubelet.conf" kubeconfig file');
+  await stopApiServer(root);
+  await spawnApiServer(root, initConfig.advertiseAddress, initConfig.bindPort, cluster.kubernetesVersion);
+  print('[wait-control-plane] Waiting for the kubelet to boot up the control plane');
+  const local = `https://${hostPort(initConfig.advertiseAddress, initConfig.bindPort)}`;
+  await waitReady(local, pki.caCertPem, 20_000);
+  await registerNode(
+    local,
+    pki.caCertPem,
+    { cert: kubelet.certPem, key: kubelet.keyPem },
+    nodeName,
+    initConfig.nodeRegistration.nodeIp,
+  );
+  if (!skipped('mark-control-plane')) {
+    print(`[mark-control-plane] Marking the node ${nodeName} as control-plane`);
+    await markControlPlane(local, pki.caCertPem, admin, nodeName);
+  }
+  if (!skipped('bootstrap-token')) {
+    print('[bootstrap-token] Configuring bootstrap tokens, cluster-info ConfigMap, RBAC Roles');
+    await createBootstrapTokens(local, pki.caCertPem, admin, initConfig.bootstrapTokens);
+    const clusterInfo = kubeconfig({ clusterName: '', server, caPem: pki.caCertPem, userName: '' });
+    await createClusterInfo(local, pki.caCertPem, admin, clusterInfo);
+  }
   print('Your Kubernetes control-plane has initialized successfully!');
+  if (!skipped('show-join-command')) {
+    const [first] = initConfig.bootstrapTokens;
+    const token =
+      first === undefined || options.skipTokenPrint === true ? '<value withheld>' : `${first.id}.${first.secret}`;
+    print('Then you can join any number of worker nodes by running the following on each as root:');
+    print(`kubeadm join ${server.slice('https://'.length)} --token ${token} \\`);
+    print(`\t--discovery-token-ca-cert-hash ${caPublicKeyPin(pki.caCertPem)}`);
+  }
 }
 
-/** `kubeadm join --config <file>`: discovery with the CA pin, token check, node registration. */
+/**
+ * `kubeadm join --config <file>`: token discovery (cluster-info, JWS, CA pin, pinned re-fetch),
+ * then the kubelet's TLS bootstrap with the token and its Node registration; control planes
+ * also get kubeadm's admin credentials and the control-plane mark.
+ */
 export async function join(root: string, configPath: string, print: Print): Promise<void> {
-  const docs = readConfig(await readFile(configPath, 'utf8'));
-  if (docs.join === undefined) throw new PhaseError('preflight', 'join needs a JoinConfiguration');
-  const { discovery, nodeRegistration, controlPlane } = docs.join;
-  const { apiServerEndpoint, token, caCertHashes } = discovery.bootstrapToken;
-  const server = `https://${apiServerEndpoint}`;
-  print(`[discovery] Trying to connect to API Server "${apiServerEndpoint}"`);
-  let info;
+  const config = load(loadJoinConfig, await readFile(configPath, 'utf8'));
+  const nodeName = config.nodeRegistration.name;
+  print('[preflight] Running pre-flight checks');
+  let cluster;
   try {
-    info = await httpsJson(`${server}/api/v1/namespaces/kube-public/configmaps/cluster-info`, { timeoutMs: 10_000 });
+    cluster = await discoverCluster(config, print);
   } catch (err) {
-    throw new PhaseError('preflight', `couldn't validate the identity of the API Server: ${errorMessage(err)}`);
+    if (err instanceof DiscoveryError)
+      throw new PhaseError('preflight', `couldn't validate the identity of the API Server: ${err.message}`);
+    throw err;
   }
-  const data = (info.body as { data?: { kubeconfig?: string } }).data?.kubeconfig;
-  if (info.status !== 200 || data === undefined)
-    throw new PhaseError(
-      'preflight',
-      `couldn't validate the identity of the API Server: cluster-info ConfigMap unavailable (status ${info.status})`,
-    );
-  const caData =
-    (parse(data) as { clusters?: { cluster?: { 'certificate-authority-data'?: string } }[] }).clusters?.[0]?.cluster?.[
-      'certificate-authority-data'
-    ] ?? '';
-  const caPem = Buffer.from(caData, 'base64').toString();
-  const pin = `sha256:${createHash('sha256')
-    .update(new X509Certificate(caPem).publicKey.export({ type: 'spki', format: 'der' }))
-    .digest('hex')}`;
-  if (!caCertHashes.includes(pin)) {
-    throw new PhaseError(
-      'preflight',
-      `couldn't validate the identity of the API Server: cluster CA found in cluster-info ConfigMap is invalid: none of the public keys "${pin}" are pinned`,
-    );
-  }
-  print(
-    '[discovery] Cluster info signature and contents are valid and no TLS pinning was specified, will use API Server',
-  );
-  const [id = '', secret = ''] = token.split('.');
-  const tokenSecret = await httpsJson(`${server}/api/v1/namespaces/kube-system/secrets/bootstrap-token-${id}`, {
-    ca: caPem,
-  });
-  const fields = (tokenSecret.body as { data?: Record<string, string> }).data ?? {};
-  const decoded = (key: string): string => Buffer.from(fields[key] ?? '', 'base64').toString();
-  if (tokenSecret.status !== 200 || decoded('token-secret') !== secret) {
-    throw new PhaseError('kubelet-start', `the bootstrap token "${id}" is not valid for this cluster`);
-  }
-  if (new Date(decoded('expiration')).getTime() < Date.now())
-    throw new PhaseError('kubelet-start', `the bootstrap token "${id}" has expired`);
   const paths = standinPaths(root);
-  if (controlPlane !== undefined) {
+  if (config.controlPlane !== undefined) {
     const missing = await missingSharedPki(paths.pki);
     if (missing.length > 0)
       throw new PhaseError('control-plane-prepare', `missing shared certificates and keys: ${missing.join(', ')}`);
   }
-  await registerNode(server, caPem, nodeRegistration.name, controlPlane !== undefined);
+  print('[kubelet-start] Waiting for the kubelet to perform the TLS Bootstrap');
+  let credential;
+  try {
+    credential = await tlsBootstrap(
+      cluster.server,
+      cluster.caPem,
+      nodeName,
+      config.tlsBootstrapToken,
+      config.tlsBootstrapTimeoutMs,
+    );
+  } catch (err) {
+    if (err instanceof TlsBootstrapError)
+      throw new PhaseError('kubelet-start', `failed to run the kubelet TLS bootstrap: ${err.message}`);
+    throw err;
+  }
   await mkdir(paths.kubernetes, { recursive: true });
   await writeFile(
     paths.kubeletConf,
-    kubeconfig({ clusterName: 'kubernetes', server, caPem, userName: `system:node:${nodeRegistration.name}` }),
+    kubeconfig({
+      clusterName: 'kubernetes',
+      server: cluster.server,
+      caPem: cluster.caPem,
+      userName: `system:node:${nodeName}`,
+      clientCertPem: credential.certPem,
+      clientKeyPem: credential.keyPem,
+    }),
     { mode: 0o600 },
   );
+  try {
+    await registerNode(
+      cluster.server,
+      cluster.caPem,
+      { cert: credential.certPem, key: credential.keyPem },
+      nodeName,
+      config.nodeRegistration.nodeIp,
+    );
+  } catch (err) {
+    throw new PhaseError('kubelet-start', errorMessage(err));
+  }
+  if (config.controlPlane !== undefined) {
+    // control-plane-prepare/kubeconfig: admin.conf from the shared CA, then mark-control-plane.
+    const admin = await issueClientCredential(paths.pki, 'kubernetes-admin', ['kubeadm:cluster-admins']);
+    await writeFile(
+      paths.adminConf,
+      kubeconfig({
+        clusterName: 'kubernetes',
+        server: cluster.server,
+        caPem: cluster.caPem,
+        userName: 'kubernetes-admin',
+        clientCertPem: admin.certPem,
+        clientKeyPem: admin.keyPem,
+      }),
+      { mode: 0o600 },
+    );
+    if (!config.skipPhases.some((p) => p === 'control-plane-join' || p === 'control-plane-join/mark-control-plane')) {
+      print(`[mark-control-plane] Marking the node ${nodeName} as control-plane`);
+      await markControlPlane(cluster.server, cluster.caPem, { cert: admin.certPem, key: admin.keyPem }, nodeName);
+    }
+  }
   print('This node has joined the cluster');
 }
 
@@ -194,12 +241,6 @@ export async function reset(root: string, print: Print): Promise<void> {
   print('[reset] Deleted contents of /etc/kubernetes');
 }
 
-async function registerNode(url: string, ca: string, name: string, controlPlane: boolean): Promise<void> {
-  const labels: Record<string, string> = { 'kubernetes.io/hostname': name };
-  if (controlPlane) labels['node-role.kubernetes.io/control-plane'] = '';
-  await apiCreate(url, ca, '/api/v1/nodes', { metadata: { name, labels } });
-}
-
 function isIp(value: string): boolean {
-  return /^\d{1,3}(\.\d{1,3}){3}$/.test(value) || value.includes(':');
+  return isIP(value) !== 0;
 }

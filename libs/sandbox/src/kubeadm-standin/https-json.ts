@@ -5,16 +5,30 @@ export interface HttpsJsonResponse {
   body: unknown;
 }
 
-/**
- * One JSON request over HTTPS. `ca` undefined means "do not verify" (kubeadm discovery before
- * the CA is pinned); otherwise the server must chain to `ca`.
- */
-export function httpsJson(
-  url: string,
-  options: { method?: string; body?: unknown; ca?: string; timeoutMs?: number } = {},
-): Promise<HttpsJsonResponse> {
+/** Who the request is from: nobody, a bearer token, or a client certificate. */
+export type Credential = { token: string } | { cert: string; key: string } | undefined;
+
+export interface HttpsJsonOptions {
+  method?: string;
+  body?: unknown;
+  /** undefined: do not verify the server (kubeadm discovery before the CA is pinned). */
+  ca?: string;
+  credential?: Credential;
+  contentType?: string;
+  timeoutMs?: number;
+}
+
+/** One JSON request over HTTPS; `ca` set means the server must chain to it. */
+export function httpsJson(url: string, options: HttpsJsonOptions = {}): Promise<HttpsJsonResponse> {
   return new Promise((resolve, reject) => {
     const payload = options.body === undefined ? undefined : Buffer.from(JSON.stringify(options.body));
+    const credential = options.credential;
+    const headers: Record<string, string | number> = {};
+    if (payload !== undefined) {
+      headers['content-type'] = options.contentType ?? 'application/json';
+      headers['content-length'] = payload.length;
+    }
+    if (credential !== undefined && 'token' in credential) headers['authorization'] = `Bearer ${credential.token}`;
     const req = request(
       url,
       {
@@ -22,7 +36,8 @@ export function httpsJson(
         ...(options.ca === undefined
           ? { rejectUnauthorized: false }
           : { ca: options.ca, checkServerIdentity: () => undefined }),
-        headers: payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': payload.length },
+        ...(credential !== undefined && 'cert' in credential ? { cert: credential.cert, key: credential.key } : {}),
+        headers,
         timeout: options.timeoutMs ?? 10_000,
       },
       (res) => {

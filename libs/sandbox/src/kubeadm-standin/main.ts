@@ -4,6 +4,7 @@
 import { Command } from '@commander-js/extra-typings';
 import { serveApiServer } from './api-server-process.js';
 import { PhaseError, init, join, reset } from './commands.js';
+import { ConfigError } from './config-schema.js';
 import { errorMessage } from '@constellation/errors';
 
 const root = process.env['KUBEADM_STANDIN_ROOT'];
@@ -25,8 +26,9 @@ const program = new Command('kubeadm').description('kubeadm stand-in (constellat
 program
   .command('init')
   .requiredOption('--config <file>', 'kubeadm configuration')
+  .option('--skip-token-print', 'do not print the bootstrap token in the join command')
   .option('-v, --v <level>', 'verbosity (ignored)')
-  .action((o) => init(needRoot(), o.config, print));
+  .action((o) => init(needRoot(), o.config, print, { skipTokenPrint: o.skipTokenPrint === true }));
 program
   .command('join')
   .requiredOption('--config <file>', 'kubeadm configuration')
@@ -49,6 +51,10 @@ try {
   const code = (err as { code?: string }).code;
   if (code === 'commander.helpDisplayed' || code === 'commander.version') process.exit(0);
   if (typeof code === 'string' && code.startsWith('commander.')) process.exit(2);
-  process.stderr.write(`${err instanceof PhaseError ? err.message : `error: ${errorMessage(err)}`}\n`);
+  // kubeadm prints configuration and phase errors as they are (kubeadmutil.CheckErr).
+  const plain = err instanceof PhaseError || err instanceof ConfigError;
+  process.stderr.write(
+    `${plain ? err.message : `error: ${errorMessage(err)}`}\nTo see the stack trace of this error execute with --v=5 or higher\n`,
+  );
   process.exit(1);
 }

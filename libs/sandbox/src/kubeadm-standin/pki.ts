@@ -101,3 +101,29 @@ export async function missingSharedPki(dir: string): Promise<string[]> {
   for (const file of SHARED_CONTROL_PLANE_PKI_FILES) if (!(await exists(join(dir, file)))) missing.push(file);
   return missing;
 }
+
+export interface ClientCredentialPem {
+  certPem: string;
+  keyPem: string;
+}
+
+/**
+ * A client certificate signed by the cluster CA in `dir`, as kubeadm's kubeconfig phase writes
+ * into admin.conf (CN kubernetes-admin, O kubeadm:cluster-admins) and, on the first control
+ * plane, into kubelet.conf (CN system:node:<name>, O system:nodes).
+ */
+export async function issueClientCredential(
+  dir: string,
+  commonName: string,
+  organisations: readonly string[],
+): Promise<ClientCredentialPem> {
+  const ca = CertificateAuthority.fromPem(
+    await readFile(join(dir, 'ca.crt'), 'utf8'),
+    await readFile(join(dir, 'ca.key'), 'utf8'),
+  );
+  const pair = keyPair();
+  const certPem = await (
+    await ca
+  ).issueCertificate({ commonName, organisations, publicKey: pair.publicKey, usage: 'client' });
+  return { certPem, keyPem: pair.keyPem };
+}
