@@ -79,11 +79,17 @@ async function exchange(
   );
 }
 
-/** An encoded join-ticket request for `name` at `ip`, with a fresh kubelet CSR. */
+/** An encoded join-ticket request for `name` at `ip`, with fresh kubelet CSRs. */
 async function ticketRequest(name: string, ip: string, isControlPlane: boolean): Promise<Buffer> {
-  const certificateRequest = (await createKubeletCsr(name, [ip])).csrDer;
+  const kubeletClientCertificateRequest = (await createKubeletCsr(name, [])).csrDer;
+  const kubeletServingCertificateRequest = (await createKubeletCsr(name, [ip], [name])).csrDer;
   return Buffer.from(
-    JoinTicketRequest.encode({ diskUuid: node.diskUuid, certificateRequest, isControlPlane }).finish(),
+    JoinTicketRequest.encode({
+      diskUuid: node.diskUuid,
+      kubeletClientCertificateRequest,
+      kubeletServingCertificateRequest,
+      isControlPlane,
+    }).finish(),
   );
 }
 

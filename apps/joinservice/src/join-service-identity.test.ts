@@ -15,6 +15,7 @@ import type { JoinFixture } from './join-service.fixture.js';
 let fixture: JoinFixture;
 let worker: SimulatedNode;
 let other: SimulatedNode;
+let attacker: SimulatedNode | undefined;
 const nodes: SimulatedNode[] = [];
 
 const SECRETS = { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true } as const;
@@ -118,11 +119,14 @@ describe('machines the cluster does not know', () => {
 });
 
 describe('a genuine, attested worker asking for more than it is (attacker 2)', () => {
-  it('gets a kubelet certificate with exactly its registered name and IP', async () => {
+  it('gets a client certificate naming exactly its registered node, and a serving one for exactly its registered IP', async () => {
     const { ticket } = await worker.requestJoin(fixture.client);
-    const cert = new X509Certificate(ticket.kubeletCert);
-    expect(cert.subject).toBe('O=system:nodes\nCN=system:node:worker-1');
-    expect(cert.subjectAltName).toBe('IP Address:10.42.0.11');
+    const client = new X509Certificate(ticket.kubeletClientCert);
+    expect(client.subject).toBe('O=system:nodes\nCN=system:node:worker-1');
+    expect(client.subjectAltName).toBeUndefined();
+    const serving = new X509Certificate(ticket.kubeletServingCert);
+    expect(serving.subject).toBe('O=system:nodes\nCN=system:node:worker-1');
+    expect(serving.subjectAltName).toBe('DNS:worker-1, IP Address:10.42.0.11');
   });
 
   it('is refused the control-plane role, and nothing is handed out', async () => {
@@ -141,20 +145,50 @@ describe('a genuine, attested worker asking for more than it is (attacker 2)', (
     ).toEqual([]);
   });
 
-  it("is refused another node's name and extra IPs such as the API service IP", async () => {
-    const asOther = (await createKubeletCsr('worker-2', ['10.42.0.12'])).csrDer;
-    expect(await rpcFailure(worker.requestJoin(fixture.client, { csrDer: asOther }))).toMatchObject({
-      code: grpc.status.INVALID_ARGUMENT,
-      details:
-        'kubelet certificate request refused: certificate request names node "worker-2", but this machine is registered as "worker-1"',
-    });
-    const extraIps = (await createKubeletCsr('worker-1', ['10.42.0.11', '10.96.0.1'])).csrDer;
-    expect(await rpcFailure(worker.requestJoin(fixture.client, { csrDer: extraIps }))).toMatchObject({
-      code: grpc.status.INVALID_ARGUMENT,
-      details:
-        'kubelet certificate request refused: certificate request asks for IP addresses that are not registered for "worker-1": 10.96.0.1',
-    });
-  });
+  // What a kubelet CSR may ask for: ValidateKubeletClientCSR / ValidateKubeletServingCSR in
+  // pkg/apis/certificates/helpers.go, narrowed to the machine's registry entry. The attacker is
+  // its own registered worker (worker-3), so its ticket budget (5 in a row) is its own.
+  it.each([
+    [
+      'client',
+      ['worker-2', [], []],
+      'kubelet client certificate request refused: certificate request names node "worker-2", but this machine is registered as "worker-3"',
+    ],
+    [
+      'client',
+      ['worker-3', ['10.42.0.13'], []],
+      'kubelet client certificate request refused: subjectAltNames are not allowed in a kubelet client certificate (ValidateKubeletClientCSR); the request asks for ip:10.42.0.13',
+    ],
+    [
+      'serving',
+      ['worker-2', ['10.42.0.12'], ['worker-2']],
+      'kubelet serving certificate request refused: certificate request names node "worker-2", but this machine is registered as "worker-3"',
+    ],
+    [
+      'serving',
+      ['worker-3', ['10.42.0.13', '10.96.0.1', '10.42.0.12'], ['worker-3']],
+      'kubelet serving certificate request refused: certificate request asks for IP addresses that are not registered for "worker-3": 10.96.0.1, 10.42.0.12',
+    ],
+    [
+      'serving',
+      ['worker-3', ['10.42.0.13'], ['worker-3', 'kubernetes.default.svc']],
+      'kubelet serving certificate request refused: certificate request asks for DNS names other than the node name "worker-3": kubernetes.default.svc',
+    ],
+  ] as ['client' | 'serving', [string, string[], string[]], string][])(
+    "is refused a %s certificate for another node's name or addresses, before any token exists: %j",
+    async (which, [name, ips, dnsNames], details) => {
+      attacker ??= await fixture.node('worker-3', '10.42.0.13');
+      if (!nodes.includes(attacker)) nodes.push(attacker);
+      const before = tokenCount();
+      const csrDer = (await createKubeletCsr(name, ips, dnsNames)).csrDer;
+      const options = which === 'client' ? { clientCsrDer: csrDer } : { servingCsrDer: csrDer };
+      expect(await rpcFailure(attacker.requestJoin(fixture.client, options))).toMatchObject({
+        code: grpc.status.INVALID_ARGUMENT,
+        details,
+      });
+      expect(tokenCount()).toBe(before);
+    },
+  );
 
   it("cannot get another node's disk key, nor lock its owner out by claiming its UUID first", async () => {
     const key = (node: SimulatedNode, uuid: string): Buffer =>
@@ -194,7 +228,14 @@ describe('bare metal: no instance registry, the explicit switch', () => {
     );
     try {
       const { ticket } = await node.requestJoin(bare.client);
-      expect(new X509Certificate(ticket.kubeletCert).subject).toBe('O=system:nodes\nCN=system:node:metal-7');
+      expect(new X509Certificate(ticket.kubeletClientCert).subject).toBe('O=system:nodes\nCN=system:node:metal-7');
+      expect(new X509Certificate(ticket.kubeletServingCert).subjectAltName).toBe('DNS:metal-7, IP Address:10.42.0.77');
+      // Both requests must still name one node.
+      const mixed = (await createKubeletCsr('metal-8', [])).csrDer;
+      expect(await rpcFailure(node.requestJoin(bare.client, { clientCsrDer: mixed }))).toMatchObject({
+        code: grpc.status.INVALID_ARGUMENT,
+        details: 'kubelet certificate requests name two nodes: client "metal-8", serving "metal-7"',
+      });
       // The roots still decide who is a machine at all.
       const failure = await rpcFailure(stranger.requestJoin(bare.client));
       expect(failure.details).toMatch(/does not chain to a pinned root/);

@@ -279,14 +279,17 @@ export class SimulatedNode {
     return new TpmIssuer(this.tpm, { eventLog: () => [] });
   }
 
+  /** Asks for a join ticket with honest kubelet CSRs, or with the given (attacker-shaped) ones. */
   async requestJoin(
     client: JoinServiceClient,
-    options: { controlPlane?: boolean; csrDer?: Buffer } = {},
-  ): Promise<{ ticket: JoinTicket; kubeletKeyPem: string }> {
-    const csr = await createKubeletCsr(this.name, [this.ip]);
+    options: { controlPlane?: boolean; clientCsrDer?: Buffer; servingCsrDer?: Buffer } = {},
+  ): Promise<{ ticket: JoinTicket; clientKeyPem: string; servingKeyPem: string }> {
+    const clientCsr = await createKubeletCsr(this.name, []);
+    const servingCsr = await createKubeletCsr(this.name, [this.ip], [this.name]);
     const request = JoinTicketRequest.encode({
       diskUuid: this.diskUuid,
-      certificateRequest: options.csrDer ?? csr.csrDer,
+      kubeletClientCertificateRequest: options.clientCsrDer ?? clientCsr.csrDer,
+      kubeletServingCertificateRequest: options.servingCsrDer ?? servingCsr.csrDer,
       isControlPlane: options.controlPlane ?? false,
     }).finish();
     const plaintext = await requestWithAttestation(
@@ -294,7 +297,7 @@ export class SimulatedNode {
       this.issuer,
       request,
     );
-    return { ticket: JoinTicket.decode(plaintext), kubeletKeyPem: csr.keyPem };
+    return { ticket: JoinTicket.decode(plaintext), clientKeyPem: clientCsr.keyPem, servingKeyPem: servingCsr.keyPem };
   }
 
   async requestRejoin(client: JoinServiceClient): Promise<RejoinTicket> {

@@ -1,4 +1,4 @@
-import { X509Certificate } from 'node:crypto';
+import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -83,14 +83,26 @@ describe('JoinService with real swtpm nodes and the API stand-in', () => {
     });
   });
 
-  it('issues a kubelet certificate that chains to the CA with the node name and IP, and pins the CA like openssl', async () => {
-    const { ticket } = await worker.requestJoin(fixture.client);
-    const cert = new X509Certificate(ticket.kubeletCert);
+  // The two signer profiles of pkg/apis/certificates/helpers.go: ValidateKubeletClientCSR
+  // (kube-apiserver-client-kubelet) and ValidateKubeletServingCSR (kubelet-serving).
+  it('issues a kubelet client and a serving certificate with the real profiles, chained to the CA, and pins the CA like openssl', async () => {
+    const { ticket, clientKeyPem, servingKeyPem } = await worker.requestJoin(fixture.client);
     const ca = new X509Certificate(fixture.caCertificatePem);
-    expect(cert.checkIssued(ca)).toBe(true);
-    expect(cert.verify(ca.publicKey)).toBe(true);
-    expect(cert.subject).toBe('O=system:nodes\nCN=system:node:worker-1');
-    expect(cert.subjectAltName).toBe('IP Address:10.42.0.3');
+    const client = new X509Certificate(ticket.kubeletClientCert);
+    const serving = new X509Certificate(ticket.kubeletServingCert);
+    for (const cert of [client, serving]) {
+      expect(cert.checkIssued(ca)).toBe(true);
+      expect(cert.verify(ca.publicKey)).toBe(true);
+      expect(cert.subject).toBe('O=system:nodes\nCN=system:node:worker-1');
+      expect(cert.ca).toBe(false);
+    }
+    // Node's X509Certificate.keyUsage lists the extended key usages.
+    expect(client.keyUsage).toEqual(['1.3.6.1.5.5.7.3.2']);
+    expect(client.subjectAltName).toBeUndefined();
+    expect(client.checkPrivateKey(createPrivateKey(clientKeyPem))).toBe(true);
+    expect(serving.keyUsage).toEqual(['1.3.6.1.5.5.7.3.1']);
+    expect(serving.subjectAltName).toBe('DNS:worker-1, IP Address:10.42.0.3');
+    expect(serving.checkPrivateKey(createPrivateKey(servingKeyPem))).toBe(true);
     const caFile = join(fixture.dir.path, 'pki', 'ca.crt');
     const openssl = await runChecked(
       'bash',
@@ -125,12 +137,12 @@ describe('JoinService with real swtpm nodes and the API stand-in', () => {
   it('refuses a forged CSR before creating any token', async () => {
     const tokens = tokenSecrets();
     const { createKubeletCsr } = await import('@constellation/keys');
-    const forged = (await createKubeletCsr('worker-1', ['10.42.0.3'])).csrDer;
+    const forged = (await createKubeletCsr('worker-1', [])).csrDer;
     forged[forged.length - 3]! ^= 0xff;
-    const failure = await rpcFailure(worker.requestJoin(fixture.client, { csrDer: forged }));
+    const failure = await rpcFailure(worker.requestJoin(fixture.client, { clientCsrDer: forged }));
     expect(failure).toMatchObject({
       code: grpc.status.INVALID_ARGUMENT,
-      details: 'kubelet certificate request refused: certificate request signature does not verify',
+      details: 'kubelet client certificate request refused: certificate request signature does not verify',
     });
     expect(tokenSecrets()).toEqual(tokens);
   });

@@ -1,6 +1,6 @@
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { CsrError, deriveMeasurementSecret, deriveStateDiskKey } from '@constellation/keys';
-import type { MasterSecret } from '@constellation/keys';
+import type { IssuedKubeletCertificate, MasterSecret } from '@constellation/keys';
 import { createBootstrapToken, readClusterConfig } from '@constellation/kubeadm';
 import type { Logger } from '@constellation/logger';
 import type { JoinTicket, JoinTicketRequest, RejoinTicket, RejoinTicketRequest } from '@constellation/proto';
@@ -55,6 +55,45 @@ function checkDiskUuid(uuid: string): void {
 }
 
 /**
+ * The kubelet's two certificates, each with its Kubernetes signer profile, for the registered
+ * machine (kubelet-csr-checks.ts in @constellation/keys). A request the CA refuses is refused
+ * naming which one and why; without a registry both must at least name the same node.
+ */
+async function issueKubeletCertificates(
+  pki: ClusterPki,
+  request: JoinTicketRequest,
+  registered: RegisteredInstance | undefined,
+): Promise<{ client: IssuedKubeletCertificate; serving: IssuedKubeletCertificate }> {
+  const identity = registered === undefined ? undefined : { name: registered.name, ips: registered.ips };
+  const issue = async (
+    which: 'client' | 'serving',
+    sign: () => Promise<IssuedKubeletCertificate>,
+  ): Promise<IssuedKubeletCertificate> => {
+    try {
+      return await sign();
+    } catch (err) {
+      if (err instanceof CsrError)
+        throw new Refusal('invalid-request', 'csr', `kubelet ${which} certificate request refused: ${err.message}`);
+      throw err;
+    }
+  };
+  const client = await issue('client', () =>
+    pki.ca.issueKubeletClientCertificate(request.kubeletClientCertificateRequest, identity),
+  );
+  const serving = await issue('serving', () =>
+    pki.ca.issueKubeletServingCertificate(request.kubeletServingCertificateRequest, identity),
+  );
+  if (client.nodeName !== serving.nodeName) {
+    throw new Refusal(
+      'invalid-request',
+      'csr',
+      `kubelet certificate requests name two nodes: client "${client.nodeName}", serving "${serving.nodeName}"`,
+    );
+  }
+  return { client, serving };
+}
+
+/**
  * Builds tickets for attested nodes. Everything that can be refused is checked before anything
  * is written: a forged CSR or a bad disk UUID never leaves a bootstrap token behind in the API.
  */
@@ -77,19 +116,9 @@ export class TicketService {
         `machine "${registered.name}" is registered as ${registered.role === 'control-plane' ? 'a control-plane node' : 'a worker'} but asked to join as ${request.isControlPlane ? 'a control-plane node' : 'a worker'}`,
       );
     }
-    let issued;
-    try {
-      issued = await pki.ca.issueKubeletCertificate(
-        request.certificateRequest,
-        registered === undefined ? undefined : { name: registered.name, ips: registered.ips },
-      );
-    } catch (err) {
-      if (err instanceof CsrError)
-        throw new Refusal('invalid-request', 'csr', `kubelet certificate request refused: ${err.message}`);
-      throw err;
-    }
+    const { client, serving } = await issueKubeletCertificates(pki, request, registered);
     const role = request.isControlPlane ? 'control-plane' : 'worker';
-    const log = logger.child({ node: issued.nodeName, role, diskUuid: request.diskUuid, machine: node.machineId });
+    const log = logger.child({ node: client.nodeName, role, diskUuid: request.diskUuid, machine: node.machineId });
     let cluster;
     try {
       cluster = await readClusterConfig(core);
@@ -100,8 +129,8 @@ export class TicketService {
         `cluster configuration is not available yet: ${errorMessage(err)}`,
       );
     }
-    await disks.bind(request.diskUuid, node.machineId, issued.nodeName);
-    if (request.isControlPlane) await lease.acquire(issued.nodeName);
+    await disks.bind(request.diskUuid, node.machineId, client.nodeName);
+    if (request.isControlPlane) await lease.acquire(client.nodeName);
     try {
       const controlPlaneFiles = request.isControlPlane ? await pki.controlPlaneFiles() : [];
       const reused = tokens.reusable(node.machineId);
@@ -110,7 +139,7 @@ export class TicketService {
         (await createBootstrapToken(
           core,
           this.options.tokenTtlMs,
-          `Bootstrap token for ${issued.nodeName}, minted by the Constellation JoinService`,
+          `Bootstrap token for ${client.nodeName}, minted by the Constellation JoinService`,
         ).catch((err: unknown) => {
           throw new Refusal(
             'unavailable',
@@ -124,13 +153,12 @@ export class TicketService {
         tokenId: token.id,
         tokenReused: reused !== undefined,
         tokenExpires: token.expires.toISOString(),
-        ips: issued.ips,
+        ips: serving.ips,
       });
       return {
         stateDiskKey: deriveStateDiskKey(masterSecret.key, masterSecret.salt, request.diskUuid, node.ekPublicKeyHash),
         measurementSalt: this.options.measurementSalt,
         measurementSecret: deriveMeasurementSecret(masterSecret.key, masterSecret.salt),
-        kubeletCert: Buffer.from(issued.certificatePem),
         apiServerEndpoint: this.options.apiServerEndpoint,
         token: token.token,
         discoveryTokenCaCertHash: pki.caPin,
@@ -138,9 +166,11 @@ export class TicketService {
         kubernetesVersion: cluster.kubernetesVersion,
         kubernetesComponents: cluster.components,
         tokenExpiresUnixSeconds: BigInt(Math.floor(token.expires.getTime() / 1000)),
+        kubeletClientCert: Buffer.from(client.certificatePem),
+        kubeletServingCert: Buffer.from(serving.certificatePem),
       };
     } catch (err) {
-      if (request.isControlPlane) await lease.release(issued.nodeName).catch(() => undefined);
+      if (request.isControlPlane) await lease.release(client.nodeName).catch(() => undefined);
       throw err;
     }
   }

@@ -1,23 +1,23 @@
 import { createPrivateKey, randomBytes, webcrypto } from 'node:crypto';
 import type { KeyObject, webcrypto as WebCrypto } from 'node:crypto';
+import { checkKubeletClientRequest, checkKubeletServingRequest } from './kubelet-csr-checks.js';
+import type {
+  KubeletCertificateProfile,
+  KubeletCertificateSubject,
+  RegisteredNodeIdentity,
+} from './kubelet-csr-checks.js';
 import { x509 } from './x509-provider.js';
-
-/** A certificate request that the CA refuses; the message says which check failed. */
-export class CsrError extends Error {
-  override readonly name = 'CsrError';
-}
 
 export interface IssuedKubeletCertificate {
   certificatePem: string;
-  /** Node name from the CSR's CN, without the "system:node:" prefix. */
+  /** Node name from the CSR's CN (the registered one), without the "system:node:" prefix. */
   nodeName: string;
-  /** IP SANs copied from the CSR. */
+  /** IP SANs of the certificate. */
   ips: string[];
+  /** DNS SANs of the certificate. */
+  dnsNames: string[];
 }
 
-const SUBJECT_ALT_NAME = '2.5.29.17';
-const NODE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-const MAX_CSR_BYTES = 16 * 1024;
 const HOUR = 3600_000;
 
 /** The algorithm WebCrypto needs for a key, from Node's view of it. */
@@ -27,13 +27,19 @@ function webAlgorithm(key: KeyObject): WebCrypto.EcKeyImportParams | WebCrypto.R
   throw new RangeError(`unsupported CA key type ${key.asymmetricKeyType ?? 'unknown'}`);
 }
 
+/** Digital signature, plus key encipherment for RSA keys only (an ECDSA key cannot encipher). */
+function keyUsages(rsa: boolean): x509.KeyUsagesExtension {
+  if (!rsa) return new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true);
+  return new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true);
+}
+
 function signingAlgorithm(key: KeyObject): WebCrypto.EcdsaParams | WebCrypto.Algorithm {
   return key.asymmetricKeyType === 'ec' ? { name: 'ECDSA', hash: 'SHA-256' } : { name: 'RSASSA-PKCS1-v1_5' };
 }
 
 /**
- * The cluster CA (`/etc/kubernetes/pki/ca.{crt,key}`). Signs kubelet certificates from node CSRs
- * after checking them; the key may be EC (SEC1 or PKCS#8) or RSA.
+ * The cluster CA (`/etc/kubernetes/pki/ca.{crt,key}`). Signs kubelet client and serving
+ * certificates from node CSRs after checking them against the profile (kubelet-csr-checks.ts); the key may be EC (SEC1 or PKCS#8) or RSA.
  */
 export class CertificateAuthority {
   readonly certificatePem: string;
@@ -130,7 +136,7 @@ export class CertificateAuthority {
       signingKey: this.key,
       extensions: [
         new x509.BasicConstraintsExtension(false, undefined, true),
-        new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true),
+        keyUsages(spec.publicKey.asymmetricKeyType === 'rsa'),
         new x509.ExtendedKeyUsageExtension(usages),
         ...(names.length > 0 ? [new x509.SubjectAlternativeNameExtension(names)] : []),
       ],
@@ -139,66 +145,46 @@ export class CertificateAuthority {
   }
 
   /**
-   * Issues a kubelet certificate from a DER PKCS#10 request. The request must be signed by its
-   * own key, have exactly one organisation "system:nodes" and CN "system:node:<name>" with a
-   * valid node name. IP SANs are copied; DNS SANs are dropped. Valid from 2 h ago for 365 days;
-   * digital signature + key encipherment; client and server auth; not a CA.
+   * The kubelet's client certificate (signer kubernetes.io/kube-apiserver-client-kubelet): the
+   * node's credential towards the API server. Subject O=system:nodes, CN=system:node:<name>; client
+   * auth only; no subjectAltName. With `instance`, the request may name no other node.
    */
-  /**
-   * Issues a kubelet certificate for the key in a verified CSR. With `instance` (the machine as
-   * the platform registered it), the CSR may ask for no other name and no other address, and the
-   * certificate carries exactly the registered name and IPs. Either way the CA builds the
-   * subject itself: nothing else from the CSR's subject (an extra OU, say) reaches the certificate.
-   */
-  async issueKubeletCertificate(
+  async issueKubeletClientCertificate(
     csrDer: Uint8Array,
-    instance?: { name: string; ips: readonly string[] },
+    instance?: RegisteredNodeIdentity,
     now = new Date(),
   ): Promise<IssuedKubeletCertificate> {
-    if (csrDer.length === 0 || csrDer.length > MAX_CSR_BYTES)
-      throw new CsrError(`certificate request must be 1 to ${MAX_CSR_BYTES} bytes`);
-    let csr: x509.Pkcs10CertificateRequest;
-    try {
-      csr = new x509.Pkcs10CertificateRequest(Buffer.from(csrDer));
-    } catch {
-      throw new CsrError('certificate request is not a DER PKCS#10 request');
-    }
-    let signed: boolean;
-    try {
-      signed = await csr.verify();
-    } catch {
-      signed = false;
-    }
-    if (!signed) throw new CsrError('certificate request signature does not verify');
-    const organisations = csr.subjectName.getField('O');
-    if (organisations.length !== 1 || organisations[0] !== 'system:nodes') {
-      throw new CsrError(
-        `certificate request must have exactly one organisation "system:nodes", has ${JSON.stringify(organisations)}`,
-      );
-    }
-    const commonNames = csr.subjectName.getField('CN');
-    const cn = commonNames[0] ?? '';
-    if (commonNames.length !== 1 || !cn.startsWith('system:node:')) {
-      throw new CsrError(`certificate request CN must be "system:node:<node name>", is ${JSON.stringify(commonNames)}`);
-    }
-    const nodeName = cn.slice('system:node:'.length);
-    if (nodeName.length > 253 || !NODE_NAME.test(nodeName))
-      throw new CsrError(`node name "${nodeName}" is not a valid Kubernetes node name`);
-    const sanExtension = csr.extensions.find((ext) => ext.type === SUBJECT_ALT_NAME);
-    const san = sanExtension === undefined ? undefined : new x509.SubjectAlternativeNameExtension(sanExtension.rawData);
-    const requestedIps = (san?.names.items ?? []).filter((n) => n.type === 'ip').map((n) => n.value);
-    if (instance !== undefined && nodeName !== instance.name) {
-      throw new CsrError(
-        `certificate request names node "${nodeName}", but this machine is registered as "${instance.name}"`,
-      );
-    }
-    const unregistered = requestedIps.filter((ip) => instance !== undefined && !instance.ips.includes(ip));
-    if (unregistered.length > 0) {
-      throw new CsrError(
-        `certificate request asks for IP addresses that are not registered for "${nodeName}": ${unregistered.join(', ')}`,
-      );
-    }
-    const ips = instance === undefined ? requestedIps : [...instance.ips];
+    return this.issueKubelet('client', await checkKubeletClientRequest(csrDer, instance), now);
+  }
+
+  /**
+   * The kubelet's serving certificate (signer kubernetes.io/kubelet-serving): what the kubelet
+   * presents to the API server. Server auth only; DNS SAN the node name, IP SANs the registered
+   * IPs (with `instance`; without it, the IPs the request asks for).
+   */
+  async issueKubeletServingCertificate(
+    csrDer: Uint8Array,
+    instance?: RegisteredNodeIdentity,
+    now = new Date(),
+  ): Promise<IssuedKubeletCertificate> {
+    return this.issueKubelet('serving', await checkKubeletServingRequest(csrDer, instance), now);
+  }
+
+  /**
+   * Signs a checked request with its profile. The CA builds subject and extensions itself: nothing
+   * the request asked for beyond key, name and addresses (an extra OU, a CA flag, code signing)
+   * reaches the certificate. Valid from 2 h ago (clock skew) for 365 days.
+   */
+  private async issueKubelet(
+    profile: KubeletCertificateProfile,
+    subject: KubeletCertificateSubject,
+    now: Date,
+  ): Promise<IssuedKubeletCertificate> {
+    const { nodeName, ips, dnsNames } = subject;
+    const names = [
+      ...dnsNames.map((value) => ({ type: 'dns' as const, value })),
+      ...ips.map((value) => ({ type: 'ip' as const, value })),
+    ];
     const cert = await x509.X509CertificateGenerator.create({
       serialNumber: randomSerial(),
       subject: new x509.Name([{ O: ['system:nodes'] }, { CN: [`system:node:${nodeName}`] }]),
@@ -206,18 +192,18 @@ export class CertificateAuthority {
       notBefore: new Date(now.getTime() - 2 * HOUR),
       notAfter: new Date(now.getTime() + 365 * 24 * HOUR),
       signingAlgorithm: this.algorithm,
-      publicKey: csr.publicKey,
+      publicKey: subject.publicKey,
       signingKey: this.key,
       extensions: [
         new x509.BasicConstraintsExtension(false, undefined, true),
-        new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true),
-        new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.clientAuth, x509.ExtendedKeyUsage.serverAuth]),
-        ...(ips.length > 0
-          ? [new x509.SubjectAlternativeNameExtension(ips.map((value) => ({ type: 'ip' as const, value })))]
-          : []),
+        keyUsages(subject.rsa),
+        new x509.ExtendedKeyUsageExtension([
+          profile === 'client' ? x509.ExtendedKeyUsage.clientAuth : x509.ExtendedKeyUsage.serverAuth,
+        ]),
+        ...(names.length > 0 ? [new x509.SubjectAlternativeNameExtension(names)] : []),
       ],
     });
-    return { certificatePem: cert.toString('pem'), nodeName, ips };
+    return { certificatePem: cert.toString('pem'), nodeName, ips, dnsNames };
   }
 }
 

@@ -1,6 +1,8 @@
 export { caPublicKeyPin, isCaPin } from './ca-pin.js';
 export type { CertificateRequestSpec, IssuedKubeletCertificate } from './certificate-authority.js';
-export { CertificateAuthority, CsrError } from './certificate-authority.js';
+export { CertificateAuthority } from './certificate-authority.js';
+export type { KubeletCertificateProfile, RegisteredNodeIdentity } from './kubelet-csr-checks.js';
+export { CsrError } from './kubelet-csr-checks.js';
 export {
   deriveClusterId,
   deriveDataKey,

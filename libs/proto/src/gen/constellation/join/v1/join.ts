@@ -77,14 +77,21 @@ export interface IssueRejoinTicketResponse {
 export interface JoinTicketRequest {
   /** UUID of the node's LUKS2 state disk, lower case. The state-disk key is derived from it. */
   diskUuid: string;
-  /**
-   * DER PKCS#10 request for the kubelet certificate: subject O=system:nodes and
-   * CN=system:node:<node name>, IP SANs for the node's addresses. The service checks its
-   * signature and issues the certificate from the cluster CA; DNS SANs are dropped.
-   */
-  certificateRequest: Buffer;
   /** Whether the node joins as a control-plane node (and so needs the shared PKI). */
   isControlPlane: boolean;
+  /**
+   * DER PKCS#10 request for the kubelet's client certificate (its credential towards the API
+   * server, profile of signer kubernetes.io/kube-apiserver-client-kubelet): subject
+   * O=system:nodes, CN=system:node:<node name>, no subjectAltName.
+   */
+  kubeletClientCertificateRequest: Buffer;
+  /**
+   * DER PKCS#10 request for the kubelet's serving certificate (profile of signer
+   * kubernetes.io/kubelet-serving): the same subject, DNS SAN the node name, IP SANs the node's
+   * addresses. The service checks both requests' signatures and names against the machine's
+   * registered identity and issues the certificates from the cluster CA.
+   */
+  kubeletServingCertificateRequest: Buffer;
 }
 
 /** A file of the shared control-plane PKI, sent to joining control-plane nodes. */
@@ -106,8 +113,6 @@ export interface JoinTicket {
    * Together with measurement_salt it gives the cluster ID the node extends into PCR 15.
    */
   measurementSecret: Buffer;
-  /** The kubelet certificate issued from certificate_request, PEM. */
-  kubeletCert: Buffer;
   /** API server endpoint to join, host:port. */
   apiServerEndpoint: string;
   /** Bootstrap token "[a-z0-9]{6}.[a-z0-9]{16}", minted for this join, valid for 15 minutes. */
@@ -122,6 +127,16 @@ export interface JoinTicket {
   kubernetesComponents: KubernetesComponent[];
   /** Seconds since the Unix epoch at which the bootstrap token expires. */
   tokenExpiresUnixSeconds: bigint;
+  /**
+   * The kubelet's client certificate, PEM: client auth only, no subjectAltName, subject
+   * O=system:nodes, CN=system:node:<registered name>. Issued for kubelet_client_certificate_request.
+   */
+  kubeletClientCert: Buffer;
+  /**
+   * The kubelet's serving certificate, PEM: server auth only, DNS SAN the registered name, IP SANs
+   * the registered IPs. Issued for kubelet_serving_certificate_request.
+   */
+  kubeletServingCert: Buffer;
 }
 
 /** What a rebooted node asks for. Travels as attested bytes inside AttestedRequest.request. */
@@ -465,7 +480,12 @@ export const IssueRejoinTicketResponse: MessageFns<IssueRejoinTicketResponse> = 
 };
 
 function createBaseJoinTicketRequest(): JoinTicketRequest {
-  return { diskUuid: "", certificateRequest: Buffer.alloc(0), isControlPlane: false };
+  return {
+    diskUuid: "",
+    isControlPlane: false,
+    kubeletClientCertificateRequest: Buffer.alloc(0),
+    kubeletServingCertificateRequest: Buffer.alloc(0),
+  };
 }
 
 export const JoinTicketRequest: MessageFns<JoinTicketRequest> = {
@@ -473,11 +493,14 @@ export const JoinTicketRequest: MessageFns<JoinTicketRequest> = {
     if (message.diskUuid !== "") {
       writer.uint32(10).string(message.diskUuid);
     }
-    if (message.certificateRequest.length !== 0) {
-      writer.uint32(18).bytes(message.certificateRequest);
-    }
     if (message.isControlPlane !== false) {
       writer.uint32(24).bool(message.isControlPlane);
+    }
+    if (message.kubeletClientCertificateRequest.length !== 0) {
+      writer.uint32(34).bytes(message.kubeletClientCertificateRequest);
+    }
+    if (message.kubeletServingCertificateRequest.length !== 0) {
+      writer.uint32(42).bytes(message.kubeletServingCertificateRequest);
     }
     return writer;
   },
@@ -503,20 +526,28 @@ export const JoinTicketRequest: MessageFns<JoinTicketRequest> = {
             message.diskUuid = reader.string();
             continue;
           }
-          case 2: {
-            if (tag !== 18) {
-              break;
-            }
-
-            message.certificateRequest = Buffer.from(reader.bytes());
-            continue;
-          }
           case 3: {
             if (tag !== 24) {
               break;
             }
 
             message.isControlPlane = reader.bool();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.kubeletClientCertificateRequest = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.kubeletServingCertificateRequest = Buffer.from(reader.bytes());
             continue;
           }
         }
@@ -537,8 +568,9 @@ export const JoinTicketRequest: MessageFns<JoinTicketRequest> = {
   fromPartial(object: DeepPartial<JoinTicketRequest>): JoinTicketRequest {
     const message = createBaseJoinTicketRequest();
     message.diskUuid = object.diskUuid ?? "";
-    message.certificateRequest = object.certificateRequest ?? Buffer.alloc(0);
     message.isControlPlane = object.isControlPlane ?? false;
+    message.kubeletClientCertificateRequest = object.kubeletClientCertificateRequest ?? Buffer.alloc(0);
+    message.kubeletServingCertificateRequest = object.kubeletServingCertificateRequest ?? Buffer.alloc(0);
     return message;
   },
 };
@@ -615,7 +647,6 @@ function createBaseJoinTicket(): JoinTicket {
     stateDiskKey: Buffer.alloc(0),
     measurementSalt: Buffer.alloc(0),
     measurementSecret: Buffer.alloc(0),
-    kubeletCert: Buffer.alloc(0),
     apiServerEndpoint: "",
     token: "",
     discoveryTokenCaCertHash: "",
@@ -623,6 +654,8 @@ function createBaseJoinTicket(): JoinTicket {
     kubernetesVersion: "",
     kubernetesComponents: [],
     tokenExpiresUnixSeconds: 0n,
+    kubeletClientCert: Buffer.alloc(0),
+    kubeletServingCert: Buffer.alloc(0),
   };
 }
 
@@ -636,9 +669,6 @@ export const JoinTicket: MessageFns<JoinTicket> = {
     }
     if (message.measurementSecret.length !== 0) {
       writer.uint32(26).bytes(message.measurementSecret);
-    }
-    if (message.kubeletCert.length !== 0) {
-      writer.uint32(34).bytes(message.kubeletCert);
     }
     if (message.apiServerEndpoint !== "") {
       writer.uint32(42).string(message.apiServerEndpoint);
@@ -663,6 +693,12 @@ export const JoinTicket: MessageFns<JoinTicket> = {
         throw new globalThis.Error("value provided for field message.tokenExpiresUnixSeconds of type int64 too large");
       }
       writer.uint32(88).int64(message.tokenExpiresUnixSeconds);
+    }
+    if (message.kubeletClientCert.length !== 0) {
+      writer.uint32(98).bytes(message.kubeletClientCert);
+    }
+    if (message.kubeletServingCert.length !== 0) {
+      writer.uint32(106).bytes(message.kubeletServingCert);
     }
     return writer;
   },
@@ -702,14 +738,6 @@ export const JoinTicket: MessageFns<JoinTicket> = {
             }
 
             message.measurementSecret = Buffer.from(reader.bytes());
-            continue;
-          }
-          case 4: {
-            if (tag !== 34) {
-              break;
-            }
-
-            message.kubeletCert = Buffer.from(reader.bytes());
             continue;
           }
           case 5: {
@@ -768,6 +796,22 @@ export const JoinTicket: MessageFns<JoinTicket> = {
             message.tokenExpiresUnixSeconds = reader.int64() as bigint;
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.kubeletClientCert = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.kubeletServingCert = Buffer.from(reader.bytes());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -788,7 +832,6 @@ export const JoinTicket: MessageFns<JoinTicket> = {
     message.stateDiskKey = object.stateDiskKey ?? Buffer.alloc(0);
     message.measurementSalt = object.measurementSalt ?? Buffer.alloc(0);
     message.measurementSecret = object.measurementSecret ?? Buffer.alloc(0);
-    message.kubeletCert = object.kubeletCert ?? Buffer.alloc(0);
     message.apiServerEndpoint = object.apiServerEndpoint ?? "";
     message.token = object.token ?? "";
     message.discoveryTokenCaCertHash = object.discoveryTokenCaCertHash ?? "";
@@ -799,6 +842,8 @@ export const JoinTicket: MessageFns<JoinTicket> = {
       (object.tokenExpiresUnixSeconds !== undefined && object.tokenExpiresUnixSeconds !== null)
         ? BigInt(object.tokenExpiresUnixSeconds)
         : 0n;
+    message.kubeletClientCert = object.kubeletClientCert ?? Buffer.alloc(0);
+    message.kubeletServingCert = object.kubeletServingCert ?? Buffer.alloc(0);
     return message;
   },
 };
@@ -944,7 +989,7 @@ export const RejoinTicket: MessageFns<RejoinTicket> = {
  *
  * Errors are gRPC statuses whose message says what failed without revealing secrets:
  *   PERMISSION_DENIED    the attestation was rejected (the message names each mismatching PCR)
- *   INVALID_ARGUMENT     malformed or oversized request fields, a CSR that fails its checks
+ *   INVALID_ARGUMENT     malformed or oversized request fields, a kubelet CSR that fails its checks
  *   DEADLINE_EXCEEDED    the AttestedRequest came after the challenge expired
  *   UNAVAILABLE          retry later, for example while another control plane is joining;
  *                        the trailer "retry-after-ms" suggests when

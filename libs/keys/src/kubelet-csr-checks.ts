@@ -1,0 +1,185 @@
+import { createPublicKey } from 'node:crypto';
+import { x509 } from './x509-provider.js';
+
+/*
+ * The two kubelet certificate profiles of Kubernetes, checked on a node's PKCS#10 request. The rules
+ * mirror pkg/apis/certificates/helpers.go: ValidateKubeletClientCSR (signer
+ * kubernetes.io/kube-apiserver-client-kubelet) and ValidateKubeletServingCSR (signer
+ * kubernetes.io/kubelet-serving). Like the signer (pkg/controller/certificates/authority), the CA
+ * takes only the key, the node name and the names from a request; usages and every other
+ * extension a request asks for are ignored, the profile sets them.
+ */
+
+/** A certificate request that the CA refuses; the message says which check failed. */
+export class CsrError extends Error {
+  override readonly name = 'CsrError';
+}
+
+export type KubeletCertificateProfile = 'client' | 'serving';
+
+/** The machine as the platform registered it: what a certificate may name comes from here. */
+export interface RegisteredNodeIdentity {
+  name: string;
+  ips: readonly string[];
+}
+
+/** What a checked request contributes to a certificate. */
+export interface KubeletCertificateSubject {
+  nodeName: string;
+  publicKey: x509.PublicKey;
+  /** Whether the key is RSA: only RSA keys get key encipherment (kubeletServingRequiredUsagesNoRSA). */
+  rsa: boolean;
+  /** IP SANs of the certificate: none for the client profile. */
+  ips: string[];
+  /** DNS SANs of the certificate: none for the client profile, the node name for the serving one. */
+  dnsNames: string[];
+}
+
+const SUBJECT_ALT_NAME = '2.5.29.17';
+const NODE_PREFIX = 'system:node:';
+/** A DNS-1123 subdomain (the rule for node names, apimachinery IsDNS1123Subdomain). */
+const NODE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const MAX_CSR_BYTES = 16 * 1024;
+const EC_CURVES = new Set(['prime256v1', 'secp384r1']);
+const MIN_RSA_BITS = 2048;
+
+interface ParsedRequest {
+  nodeName: string;
+  publicKey: x509.PublicKey;
+  rsa: boolean;
+  ips: string[];
+  dnsNames: string[];
+  /** SANs of other kinds (email, URI, ...) as "type:value". */
+  otherNames: string[];
+}
+
+/** Parses a DER PKCS#10 request and checks what both profiles require: signature, key, subject. */
+async function parseRequest(csrDer: Uint8Array): Promise<ParsedRequest> {
+  if (csrDer.length === 0 || csrDer.length > MAX_CSR_BYTES)
+    throw new CsrError(`certificate request must be 1 to ${MAX_CSR_BYTES} bytes`);
+  let csr: x509.Pkcs10CertificateRequest;
+  try {
+    csr = new x509.Pkcs10CertificateRequest(Buffer.from(csrDer));
+  } catch {
+    throw new CsrError('certificate request is not a DER PKCS#10 request');
+  }
+  let signed: boolean;
+  try {
+    signed = await csr.verify();
+  } catch {
+    signed = false;
+  }
+  if (!signed) throw new CsrError('certificate request signature does not verify');
+  const rsa = checkKey(csr.publicKey);
+  const organisations = csr.subjectName.getField('O');
+  if (organisations.length !== 1 || organisations[0] !== 'system:nodes') {
+    throw new CsrError(
+      `subject organization is not system:nodes: the request must have exactly one organisation "system:nodes", has ${JSON.stringify(organisations)}`,
+    );
+  }
+  const commonNames = csr.subjectName.getField('CN');
+  const cn = commonNames[0] ?? '';
+  if (commonNames.length !== 1 || !cn.startsWith(NODE_PREFIX)) {
+    throw new CsrError(
+      `subject common name does not begin with system:node: the request's CN must be "system:node:<node name>", is ${JSON.stringify(commonNames)}`,
+    );
+  }
+  const nodeName = cn.slice(NODE_PREFIX.length);
+  if (nodeName.length > 253 || !NODE_NAME.test(nodeName))
+    throw new CsrError(`node name "${nodeName}" is not a valid Kubernetes node name`);
+  const extension = csr.extensions.find((ext) => ext.type === SUBJECT_ALT_NAME);
+  const names = extension === undefined ? [] : new x509.SubjectAlternativeNameExtension(extension.rawData).names.items;
+  return {
+    nodeName,
+    publicKey: csr.publicKey,
+    rsa,
+    ips: names.filter((n) => n.type === 'ip').map((n) => n.value),
+    dnsNames: names.filter((n) => n.type === 'dns').map((n) => n.value),
+    otherNames: names.filter((n) => n.type !== 'ip' && n.type !== 'dns').map((n) => `${n.type}:${n.value}`),
+  };
+}
+
+/** ECDSA P-256/P-384 or RSA of at least 2048 bits; returns whether it is RSA. */
+function checkKey(publicKey: x509.PublicKey): boolean {
+  let key;
+  try {
+    key = createPublicKey({ key: Buffer.from(publicKey.rawData), format: 'der', type: 'spki' });
+  } catch {
+    throw new CsrError('certificate request carries a public key this CA cannot read');
+  }
+  if (key.asymmetricKeyType === 'ec' && EC_CURVES.has(key.asymmetricKeyDetails?.namedCurve ?? '')) return false;
+  if (key.asymmetricKeyType === 'rsa' && (key.asymmetricKeyDetails?.modulusLength ?? 0) >= MIN_RSA_BITS) return true;
+  const details = key.asymmetricKeyDetails?.namedCurve ?? `${key.asymmetricKeyDetails?.modulusLength ?? '?'} bits`;
+  throw new CsrError(
+    `certificate request key ${key.asymmetricKeyType ?? 'unknown'} (${details}) is not accepted: use ECDSA P-256/P-384 or RSA with at least ${MIN_RSA_BITS} bits`,
+  );
+}
+
+function checkRegisteredName(nodeName: string, instance: RegisteredNodeIdentity | undefined): void {
+  if (instance !== undefined && nodeName !== instance.name) {
+    throw new CsrError(
+      `certificate request names node "${nodeName}", but this machine is registered as "${instance.name}"`,
+    );
+  }
+}
+
+/**
+ * The kubelet client profile (ValidateKubeletClientCSR): a node credential that names the node in
+ * its subject and carries no subjectAltName of any kind.
+ */
+export async function checkKubeletClientRequest(
+  csrDer: Uint8Array,
+  instance?: RegisteredNodeIdentity,
+): Promise<KubeletCertificateSubject> {
+  const request = await parseRequest(csrDer);
+  checkRegisteredName(request.nodeName, instance);
+  const sans = [
+    ...request.dnsNames.map((n) => `dns:${n}`),
+    ...request.ips.map((n) => `ip:${n}`),
+    ...request.otherNames,
+  ];
+  if (sans.length > 0) {
+    throw new CsrError(
+      `subjectAltNames are not allowed in a kubelet client certificate (ValidateKubeletClientCSR); the request asks for ${sans.join(', ')}`,
+    );
+  }
+  return { nodeName: request.nodeName, publicKey: request.publicKey, rsa: request.rsa, ips: [], dnsNames: [] };
+}
+
+/**
+ * The kubelet serving profile (ValidateKubeletServingCSR): DNS and IP subjectAltNames only. With a
+ * registered instance, the request may name no other node, DNS name or address, and the
+ * certificate carries exactly the registered IPs; the DNS name is always the node name.
+ */
+export async function checkKubeletServingRequest(
+  csrDer: Uint8Array,
+  instance?: RegisteredNodeIdentity,
+): Promise<KubeletCertificateSubject> {
+  const request = await parseRequest(csrDer);
+  const { nodeName } = request;
+  checkRegisteredName(nodeName, instance);
+  if (request.otherNames.length > 0) {
+    throw new CsrError(
+      `only DNS and IP subjectAltNames are allowed in a kubelet serving certificate (ValidateKubeletServingCSR); the request asks for ${request.otherNames.join(', ')}`,
+    );
+  }
+  const foreignDns = request.dnsNames.filter((name) => name !== nodeName);
+  if (foreignDns.length > 0) {
+    throw new CsrError(
+      `certificate request asks for DNS names other than the node name "${nodeName}": ${foreignDns.join(', ')}`,
+    );
+  }
+  const unregistered = instance === undefined ? [] : request.ips.filter((ip) => !instance.ips.includes(ip));
+  if (unregistered.length > 0) {
+    throw new CsrError(
+      `certificate request asks for IP addresses that are not registered for "${nodeName}": ${unregistered.join(', ')}`,
+    );
+  }
+  return {
+    nodeName,
+    publicKey: request.publicKey,
+    rsa: request.rsa,
+    ips: instance === undefined ? [...new Set(request.ips)] : [...instance.ips],
+    dnsNames: [nodeName],
+  };
+}
