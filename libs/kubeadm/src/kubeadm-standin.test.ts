@@ -1,8 +1,8 @@
-import { X509Certificate } from 'node:crypto';
-import { readFile, writeFile } from 'node:fs/promises';
+import { X509Certificate, generateKeyPairSync } from 'node:crypto';
+import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import { caPublicKeyPin } from '@constellation/keys';
+import { CertificateAuthority, caPublicKeyPin } from '@constellation/keys';
 import { standinPaths, stopApiServer } from '@constellation/sandbox';
 import { freePort, installTypeScriptCommand, repoRoot, tempDirForTest } from '@constellation/testing';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -139,6 +139,35 @@ describe('kubeadm init and join through the stand-in', () => {
     expect(csrs[0]?.spec.signerName).toBe('kubernetes.io/kube-apiserver-client-kubelet');
     expect(csrs[0]?.spec.username).toBe(`system:bootstrap:${token.id}`);
     expect(csrs[0]?.status?.conditions?.map((c) => [c.type, c.reason])).toEqual([['Approved', 'AutoApproved']]);
+  });
+
+  it("uses a valid client certificate already in the kubelet's store instead of a TLS bootstrap", async () => {
+    const { admin, core, port, caPem, cp } = await initControlPlane();
+    const pki = join(standinPaths(cp.root).pki);
+    const ca = await CertificateAuthority.fromPem(caPem, await readFile(join(pki, 'ca.key'), 'utf8'));
+    const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const certPem = await ca.issueCertificate({
+      commonName: 'system:node:worker-1',
+      organisations: ['system:nodes'],
+      publicKey,
+      usage: 'client',
+    });
+    const worker = await node();
+    const certDir = join(worker.root, 'var', 'lib', 'kubelet', 'pki');
+    await mkdir(certDir, { recursive: true });
+    await writeFile(
+      join(certDir, 'kubelet-client-2030-01-01-00-00-00.pem'),
+      `${certPem}${privateKey.export({ type: 'sec1', format: 'pem' }).toString()}`,
+      { mode: 0o600 },
+    );
+    await symlink('kubelet-client-2030-01-01-00-00-00.pem', join(certDir, 'kubelet-client-current.pem'));
+    const token = await createBootstrapToken(core, 15 * 60_000, 'test join');
+    const joinFile = join(worker.root, 'kubeadm-join.yaml');
+    await writeFile(joinFile, joinYaml(port, token.token, [caPublicKeyPin(caPem)]));
+    expect(await kubeadm(worker, ['join', '--config', joinFile])).toContain('This node has joined the cluster');
+    expect((await admin.makeApiClient(k8s.CertificatesV1Api).listCertificateSigningRequest()).items).toEqual([]);
+    const registered = await core.readNode({ name: 'worker-1' });
+    expect(registered.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
   });
 
   it('refuses a join whose token signed nothing: cluster-info never gets its JWS (init-only token)', async () => {

@@ -13,7 +13,9 @@ import { httpsJson } from './https-json.js';
 import type { Credential } from './https-json.js';
 import { kubeconfig } from './kubeconfig.js';
 import { markControlPlane, registerNode } from './kubelet-registration.js';
+import { currentClientCredential, kubeletCertDir, storeClientCredential } from './kubelet-cert-store.js';
 import { TlsBootstrapError, tlsBootstrap } from './kubelet-tls-bootstrap.js';
+import type { KubeletClientCredential } from './kubelet-tls-bootstrap.js';
 import { standinPaths } from './paths.js';
 import { ensureClusterPki, issueClientCredential, missingSharedPki } from './pki.js';
 
@@ -171,20 +173,9 @@ export async function join(root: string, configPath: string, print: Print): Prom
       throw new PhaseError('control-plane-prepare', `missing shared certificates and keys: ${missing.join(', ')}`);
   }
   print('[kubelet-start] Waiting for the kubelet to perform the TLS Bootstrap');
-  let credential;
-  try {
-    credential = await tlsBootstrap(
-      cluster.server,
-      cluster.caPem,
-      nodeName,
-      config.tlsBootstrapToken,
-      config.tlsBootstrapTimeoutMs,
-    );
-  } catch (err) {
-    if (err instanceof TlsBootstrapError)
-      throw new PhaseError('kubelet-start', `failed to run the kubelet TLS bootstrap: ${err.message}`);
-    throw err;
-  }
+  const credential =
+    (await currentClientCredential(root, cluster.caPem, nodeName)) ??
+    (await bootstrapKubelet(root, cluster, nodeName, config));
   await mkdir(paths.kubernetes, { recursive: true });
   await writeFile(
     paths.kubeletConf,
@@ -232,11 +223,35 @@ export async function join(root: string, configPath: string, print: Print): Prom
   print('This node has joined the cluster');
 }
 
+/** The kubelet's TLS bootstrap with the token, its result kept in the kubelet's certificate store. */
+async function bootstrapKubelet(
+  root: string,
+  cluster: { server: string; caPem: string },
+  nodeName: string,
+  config: { tlsBootstrapToken: string; tlsBootstrapTimeoutMs: number },
+): Promise<KubeletClientCredential> {
+  try {
+    const credential = await tlsBootstrap(
+      cluster.server,
+      cluster.caPem,
+      nodeName,
+      config.tlsBootstrapToken,
+      config.tlsBootstrapTimeoutMs,
+    );
+    await storeClientCredential(root, credential);
+    return credential;
+  } catch (err) {
+    if (err instanceof TlsBootstrapError)
+      throw new PhaseError('kubelet-start', `failed to run the kubelet TLS bootstrap: ${err.message}`);
+    throw err;
+  }
+}
+
 /** `kubeadm reset`: stops the API server stand-in and removes what init and join wrote. */
 export async function reset(root: string, print: Print): Promise<void> {
   const paths = standinPaths(root);
   await stopApiServer(root);
-  for (const path of [paths.pki, paths.manifests, paths.adminConf, paths.kubeletConf])
+  for (const path of [paths.pki, paths.manifests, paths.adminConf, paths.kubeletConf, kubeletCertDir(root)])
     await rm(path, { recursive: true, force: true });
   print('[reset] Deleted contents of /etc/kubernetes');
 }
