@@ -1,0 +1,225 @@
+import { describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { DEFAULT_TOKEN_GROUPS, DEFAULT_TOKEN_USAGES } from './config-defaults.js';
+import { loadInitConfig, loadJoinConfig } from './config-load.js';
+import { ConfigError } from './config-schema.js';
+import { DiscoveryError, pinSet } from './discovery.js';
+
+// The kubeadm stand-in decodes, defaults and validates like kubeadm v1beta4. Each case names the
+// kubeadm rule it mirrors (cmd/kubeadm/app/apis/kubeadm/validation/validation.go unless noted).
+
+const API = 'kubeadm.k8s.io/v1beta4';
+const PIN = `sha256:${'ab'.repeat(32)}`;
+
+function initYaml(init: Record<string, unknown> = {}, cluster: Record<string, unknown> = {}): string {
+  return [
+    {
+      apiVersion: API,
+      kind: 'InitConfiguration',
+      nodeRegistration: { name: 'cp-0', criSocket: 'unix:///run/containerd/containerd.sock' },
+      localAPIEndpoint: { advertiseAddress: '10.0.0.1', bindPort: 6443 },
+      ...init,
+    },
+    { apiVersion: API, kind: 'ClusterConfiguration', kubernetesVersion: 'v1.32.9', ...cluster },
+  ]
+    .map((d) => stringify(d))
+    .join('---\n');
+}
+
+function joinYaml(bootstrapToken: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): string {
+  return stringify({
+    apiVersion: API,
+    kind: 'JoinConfiguration',
+    nodeRegistration: { name: 'worker-1', criSocket: 'unix:///run/containerd/containerd.sock' },
+    discovery: {
+      bootstrapToken: {
+        apiServerEndpoint: '10.0.0.1:6443',
+        token: 'abcdef.0123456789abcdef',
+        caCertHashes: [PIN],
+        ...bootstrapToken,
+      },
+    },
+    ...extra,
+  });
+}
+
+const warnings: string[] = [];
+const warn = (line: string): void => {
+  warnings.push(line);
+};
+const init = (text: string): ReturnType<typeof loadInitConfig> => loadInitConfig(text, warn);
+const join = (text: string): ReturnType<typeof loadJoinConfig> => loadJoinConfig(text, warn);
+const refusal = (load: () => unknown): string => {
+  try {
+    load();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as Error).message;
+  }
+  throw new Error('expected a ConfigError');
+};
+
+describe('defaults (v1beta4 defaults.go, bootstraptoken/v1 defaults.go)', () => {
+  it('SetDefaults_BootstrapTokens: no bootstrapTokens means one random token, 24 h, signing+authentication, node group', () => {
+    const before = Date.now();
+    const { init: config } = init(initYaml());
+    expect(config.bootstrapTokens).toHaveLength(1);
+    const [token] = config.bootstrapTokens;
+    expect(`${token?.id ?? ''}.${token?.secret ?? ''}`).toMatch(/^[a-z0-9]{6}\.[a-z0-9]{16}$/);
+    expect(token?.usages).toEqual(DEFAULT_TOKEN_USAGES);
+    expect(token?.groups).toEqual(DEFAULT_TOKEN_GROUPS);
+    expect((token?.expires?.getTime() ?? 0) - before).toBeGreaterThanOrEqual(24 * 3600_000 - 1_000);
+    // An empty list is defaulted the same way.
+    expect(init(initYaml({ bootstrapTokens: [] })).init.bootstrapTokens).toHaveLength(1);
+  });
+
+  it('SetDefaults_APIEndpoint: a missing bindPort is 6443', () => {
+    expect(init(initYaml({ localAPIEndpoint: { advertiseAddress: '10.0.0.1' } })).init.bindPort).toBe(6443);
+  });
+
+  it('ValidateTokenGroups: usages without authentication keep the defaulted group, which kubeadm refuses', () => {
+    expect(refusal(() => init(initYaml({ bootstrapTokens: [{ usages: ['signing'] }] })))).toContain(
+      'bootstrapTokens[0].groups: Invalid value: ["system:bootstrappers:kubeadm:default-node-token"]: token groups cannot be specified unless --usages includes "authentication"',
+    );
+  });
+});
+
+describe('decoding (strict.go, metav1.Duration, metav1.Time)', () => {
+  it('VerifyUnmarshalStrict: unknown fields are warnings, not errors', () => {
+    warnings.length = 0;
+    init(initYaml({ surprise: 1 }, { networking: { serviceSubnet: '10.96.0.0/12', extra: true } }));
+    expect(warnings.join('\n')).toContain('strict decoding error: unknown field "surprise"');
+    expect(warnings.join('\n')).toContain('strict decoding error: unknown field "networking.extra"');
+  });
+
+  it('an unparseable token ttl or expiry is a decode error', () => {
+    expect(refusal(() => init(initYaml({ bootstrapTokens: [{ ttl: 'tomorrow' }] })))).toContain(
+      'time: invalid duration "tomorrow"',
+    );
+    expect(refusal(() => init(initYaml({ bootstrapTokens: [{ expires: 'soon' }] })))).toContain('parsing time "soon"');
+    expect(init(initYaml({ bootstrapTokens: [{ ttl: '1h30m' }] })).init.bootstrapTokens[0]?.expires).toBeDefined();
+  });
+
+  it('ValidateBootstrapTokens: ttl and expires are mutually exclusive; a malformed token is invalid', () => {
+    expect(
+      refusal(() => init(initYaml({ bootstrapTokens: [{ ttl: '1h', expires: '2030-01-01T00:00:00Z' }] }))),
+    ).toContain('the BootstrapToken .TTL and .Expires fields are mutually exclusive');
+    expect(refusal(() => init(initYaml({ bootstrapTokens: [{ token: 'ABCDEF.0123456789abcdef' }] })))).toContain(
+      'bootstrapTokens[0].token: Invalid value: "ABCDEF.0123456789abcdef": the bootstrap token is invalid',
+    );
+  });
+});
+
+describe('ValidateNodeRegistrationOptions / ValidateSocketPath', () => {
+  it('refuses node names that are not DNS-1123 subdomains', () => {
+    expect(refusal(() => init(initYaml({ nodeRegistration: { name: 'Node_1' } })))).toContain(
+      'nodeRegistration.name: Invalid value: "Node_1": a lowercase RFC 1123 subdomain',
+    );
+  });
+
+  it('refuses a CRI socket with another URL scheme; a bare path gets unix:// with a warning', () => {
+    expect(
+      refusal(() => init(initYaml({ nodeRegistration: { name: 'cp-0', criSocket: 'npipe:////./pipe/containerd' } }))),
+    ).toContain(
+      'nodeRegistration.criSocket: Invalid value: "npipe:////./pipe/containerd": only URL scheme "unix" is supported, got "npipe"',
+    );
+    warnings.length = 0;
+    const { init: config } = init(
+      initYaml({ nodeRegistration: { name: 'cp-0', criSocket: '/run/containerd/containerd.sock' } }),
+    );
+    expect(config.nodeRegistration.criSocket).toBe('unix:///run/containerd/containerd.sock');
+    expect(warnings.join('\n')).toContain('Usage of CRI endpoints without URL scheme is deprecated');
+  });
+});
+
+describe('ValidateAPIEndpoint, ValidateHostPort, ValidateDiscoveryTokenAPIServer', () => {
+  it('ValidateIPFromString: the advertise address must be an IP', () => {
+    expect(
+      refusal(() => init(initYaml({ localAPIEndpoint: { advertiseAddress: 'cp.example.com', bindPort: 6443 } }))),
+    ).toContain('localAPIEndpoint.advertiseAddress: Invalid value: "cp.example.com": ip address is not valid');
+    expect(
+      init(initYaml({ localAPIEndpoint: { advertiseAddress: 'fd00::1', bindPort: 6443 } })).init.advertiseAddress,
+    ).toBe('fd00::1');
+  });
+
+  it('ParseHostPort: IPv6 control-plane endpoints in brackets, hosts without port; bad ports refused', () => {
+    expect(init(initYaml({}, { controlPlaneEndpoint: '[fd00::1]:6443' })).cluster.controlPlaneEndpoint).toBe(
+      '[fd00::1]:6443',
+    );
+    expect(init(initYaml({}, { controlPlaneEndpoint: 'cp.example.com' })).cluster.controlPlaneEndpoint).toBe(
+      'cp.example.com',
+    );
+    expect(refusal(() => init(initYaml({}, { controlPlaneEndpoint: 'cp:99999' })))).toContain(
+      'controlPlaneEndpoint: Invalid value: "cp:99999": endpoint is not valid',
+    );
+  });
+
+  it('net.SplitHostPort: a discovery endpoint needs a port; IPv6 in brackets', () => {
+    expect(join(joinYaml({ apiServerEndpoint: '[fd00::1]:6443' })).apiServerEndpoint).toBe('[fd00::1]:6443');
+    expect(refusal(() => join(joinYaml({ apiServerEndpoint: 'fd00::1:6443' })))).toContain(
+      'too many colons in address',
+    );
+    expect(refusal(() => join(joinYaml({ apiServerEndpoint: '10.0.0.1' })))).toContain('missing port in address');
+  });
+});
+
+describe('ValidateCertSANs, ValidateNetworking, version, skipPhases', () => {
+  it('ValidateCertSANs: IPs, DNS names and wildcards; anything else refused', () => {
+    expect(
+      init(initYaml({}, { apiServer: { certSANs: ['10.0.0.9', 'fd00::9', 'api.example.com', '*.example.com'] } })),
+    ).toBeDefined();
+    expect(refusal(() => init(initYaml({}, { apiServer: { certSANs: ['bad_san'] } })))).toContain(
+      'apiServer.certSANs: Invalid value: "bad_san": altname is not a valid IP address, DNS label or a DNS label with subdomain wildcards',
+    );
+  });
+
+  it('ValidateIPNetFromString / ValidateServiceSubnetSize', () => {
+    expect(refusal(() => init(initYaml({}, { networking: { serviceSubnet: 'nonsense' } })))).toContain(
+      `networking.serviceSubnet: Invalid value: "nonsense": couldn't parse subnet`,
+    );
+    expect(refusal(() => init(initYaml({}, { networking: { serviceSubnet: '10.0.0.0/8' } })))).toContain(
+      'specified service subnet is too large; for 32-bit addresses, the mask must be >= 12',
+    );
+    expect(refusal(() => init(initYaml({}, { networking: { serviceSubnet: '10.0.0.0/30' } })))).toContain(
+      'subnet with 4 address(es) is too small, the minimum is 10',
+    );
+    expect(init(initYaml({}, { networking: { serviceSubnet: '10.96.0.0/16,fd00::/112' } })).cluster.serviceSubnet).toBe(
+      '10.96.0.0/16,fd00::/112',
+    );
+  });
+
+  it('KubernetesReleaseVersion: release candidates and versions without "v" are versions', () => {
+    expect(init(initYaml({}, { kubernetesVersion: 'v1.33.0-rc.1' })).cluster.kubernetesVersion).toBe('v1.33.0-rc.1');
+    expect(init(initYaml({}, { kubernetesVersion: '1.32.9' })).cluster.kubernetesVersion).toBe('v1.32.9');
+    expect(refusal(() => init(initYaml({}, { kubernetesVersion: 'one.two' })))).toContain(
+      `version "one.two" doesn't match patterns for neither semantic version nor labels`,
+    );
+  });
+
+  it('workflow/runner.go computePhaseRunFlags: an unknown phase to skip is an error', () => {
+    expect(init(initYaml({ skipPhases: ['addon/kube-proxy'] })).init.skipPhases).toEqual(['addon/kube-proxy']);
+    expect(refusal(() => init(initYaml({ skipPhases: ['addon/kube-nonsense'] })))).toBe(
+      'invalid phase name: addon/kube-nonsense',
+    );
+    expect(join(joinYaml({}, { skipPhases: ['control-plane-prepare/download-certs'] })).skipPhases).toHaveLength(1);
+    expect(refusal(() => join(joinYaml({}, { skipPhases: ['download-certs'] })))).toBe(
+      'invalid phase name: download-certs',
+    );
+  });
+});
+
+describe('ValidateDiscoveryBootstrapToken and pubkeypin', () => {
+  it('no caCertHashes needs unsafeSkipCAVerification', () => {
+    expect(refusal(() => join(joinYaml({ caCertHashes: [] })))).toContain(
+      'using token-based discovery without caCertHashes can be unsafe',
+    );
+    expect(join(joinYaml({ caCertHashes: [], unsafeSkipCAVerification: true })).unsafeSkipCAVerification).toBe(true);
+  });
+
+  it('pubkeypin.Set.Allow: format and hex in any case, stored lower-case; malformed pins refused', () => {
+    expect([...pinSet([`SHA256:${'AB'.repeat(32)}`])]).toEqual(['ab'.repeat(32)]);
+    expect(() => pinSet([`md5:${'ab'.repeat(16)}`])).toThrow(DiscoveryError);
+    expect(() => pinSet(['ab'.repeat(32)])).toThrow(/expected "format:hex-value"/);
+    expect(() => pinSet([`sha256:${'zz'.repeat(32)}`])).toThrow(/could not decode SHA-256 from hex/);
+  });
+});
