@@ -13,6 +13,7 @@ import {
   waitForApiServer,
 } from './kubeadm-driver.js';
 import { rekeyStateDisk } from './disk-activation.js';
+import { issueFirstNodeServingCredential } from './kubelet-credentials.js';
 import type { NodeContext } from './node-context.js';
 import { writeNodeState } from './node-state.js';
 import { errorMessage } from '@constellation/errors';
@@ -136,6 +137,8 @@ export function initService(context: NodeContext, hooks: InitServiceHooks): Init
         progress(StepState.STEP_STATE_SUCCEEDED, 'components verified and installed');
       }
       begin(InitStep.INIT_STEP_KUBEADM_INIT, `kubernetes ${version}`);
+      // The kubelet kubeadm starts needs its serving certificate already (cluster CA made here).
+      await issueFirstNodeServingCredential(context.paths, self);
       await kubeadmInit(kubeadmRunner(context), {
         nodeName: self.name,
         nodeIp: self.ip,

@@ -1,5 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
+import { X509Certificate, createPrivateKey, randomBytes } from 'node:crypto';
+import { mkdir, stat, writeFile } from 'node:fs/promises';
 import { connect } from 'node:tls';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -9,7 +9,14 @@ import { TpmValidator, componentDigest, expectedMeasurements } from '@constellat
 import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey, markedPcr15 } from '@constellation/keys';
 import { InitServiceClient, InitStep, StepState } from '@constellation/proto';
 import { readFile } from 'node:fs/promises';
-import { waitFor, withTimeout } from '@constellation/testing';
+import {
+  createTempDir,
+  installTypeScriptCommand,
+  repoRoot,
+  runCommand,
+  waitFor,
+  withTimeout,
+} from '@constellation/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BootstrapOutcome } from './bootstrapper.js';
 import { BOOT, MEASUREMENTS, TestNode, callInit, initRequest, startCluster } from './node.fixture.js';
@@ -20,6 +27,28 @@ const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
+
+/**
+ * kubeadm, preceded by the kubelet's start-up check of its serving certificate: present at the
+ * KubeletConfiguration's paths (under $KUBEADM_STANDIN_ROOT), chained to the cluster CA for
+ * server auth (openssl verify -purpose sslserver), and the key its own.
+ */
+function kubeletStartupWrapper(standin: string): string {
+  return `#!/bin/sh
+config=""; previous=""
+for arg in "$@"; do [ "$previous" = "--config" ] && config="$arg"; previous="$arg"; done
+if [ "$1" = init ]; then
+  cert="$KUBEADM_STANDIN_ROOT$(sed -n 's/^tlsCertFile: //p' "$config")"
+  key="$KUBEADM_STANDIN_ROOT$(sed -n 's/^tlsPrivateKeyFile: //p' "$config")"
+  if [ ! -f "$cert" ] || [ ! -f "$key" ]; then echo "kubelet: open $cert: no such file or directory" >&2; exit 1; fi
+  openssl verify -purpose sslserver -CAfile "$KUBEADM_STANDIN_ROOT/etc/kubernetes/pki/ca.crt" "$cert" >&2 || exit 1
+  if [ "$(openssl x509 -in "$cert" -noout -pubkey)" != "$(openssl pkey -in "$key" -pubout)" ]; then
+    echo "kubelet: tls: private key does not match public key" >&2; exit 1
+  fi
+fi
+exec ${standin} "$@"
+`;
+}
 
 async function freshNode(
   options: { kubeadm?: string } = {},
@@ -85,6 +114,51 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
       .readNamespacedConfigMap({ namespace: 'kube-system', name: 'constellation-cluster' });
     expect(published.data?.['kubernetesVersion']).toBe('v1.32.9');
     expect(node.kubeletStarts).toBe(1);
+  });
+
+  // Item: the kubelet kubeadm init starts reads KubeletConfiguration tlsCertFile/tlsPrivateKeyFile
+  // at start-up, and with server certificate reload (feature gate ReloadKubeletServerCertificateFile,
+  // on since 1.31) it fails when they are missing. A kubeadm wrapper plays that kubelet.
+  it("writes the first node's serving certificate where the KubeletConfiguration points, before kubeadm init, from the cluster CA", async () => {
+    const tools = await createTempDir('kubelet-startup-');
+    cleanups.push(() => tools.remove());
+    const standin = await installTypeScriptCommand(
+      join(tools.path, 'standin'),
+      'kubeadm',
+      join(repoRoot(), 'libs/sandbox/src/kubeadm-standin/main.ts'),
+    );
+    const kubeadm = join(tools.path, 'kubeadm');
+    await writeFile(kubeadm, kubeletStartupWrapper(standin), { mode: 0o755 });
+    // The wrapper can fail: a root without the files is refused as the kubelet would refuse it.
+    const bare = join(tools.path, 'bare');
+    await mkdir(bare);
+    await writeFile(join(bare, 'init.yaml'), 'tlsCertFile: /run/state/kubelet/pki/kubelet-serving.crt\n');
+    const refused = await runCommand(kubeadm, ['init', '--config', join(bare, 'init.yaml')], {
+      timeoutMs: 10_000,
+      env: { ...process.env, KUBEADM_STANDIN_ROOT: bare },
+    });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('kubelet: open ');
+
+    const { node, outcome } = await freshNode({ kubeadm });
+    const { error } = await callInit(node, initRequest());
+    expect(error).toBeUndefined();
+    expect(await withTimeout(outcome, 10_000, 'outcome')).toBe('initialized');
+    // The profile of signer kubernetes.io/kubelet-serving (ValidateKubeletServingCSR,
+    // pkg/apis/certificates/helpers.go), from the CA kubeadm used for everything else.
+    const serving = new X509Certificate(await readFile(node.context.paths.kubeletServingCert));
+    const ca = new X509Certificate(await readFile(join(node.context.paths.kubernetesPki, 'ca.crt')));
+    expect(serving.checkIssued(ca) && serving.verify(ca.publicKey)).toBe(true);
+    expect(serving.subject).toBe('O=system:nodes\nCN=system:node:control-plane-0');
+    expect(serving.keyUsage).toEqual(['1.3.6.1.5.5.7.3.1']);
+    expect(serving.subjectAltName).toBe('DNS:control-plane-0, IP Address:127.0.0.1');
+    expect(serving.checkPrivateKey(createPrivateKey(await readFile(node.context.paths.kubeletServingKey)))).toBe(true);
+    expect((await stat(node.context.paths.kubeletServingKey)).mode & 0o777).toBe(0o600);
+    const admin = new k8s.KubeConfig();
+    admin.loadFromFile(node.context.paths.adminConf);
+    expect(new X509Certificate(Buffer.from(admin.getCurrentCluster()?.caData ?? '', 'base64')).fingerprint256).toBe(
+      ca.fingerprint256,
+    );
   });
 
   it('lets exactly one of ten concurrent Init calls proceed; the others are told the node is being initialised', async () => {

@@ -10,7 +10,7 @@ import { kubeadmJoin, kubeadmRunner } from './kubeadm-driver.js';
 import type { NodeContext } from './node-context.js';
 import { recordJoinStatus, joinStatusOf } from './join-status.js';
 import { writeNodeState } from './node-state.js';
-import { writeFileAtomic } from './secure-files.js';
+import { checkCredential, writeClientCredential, writeServingCredential } from './kubelet-credentials.js';
 import { errorMessage } from '@constellation/errors';
 
 export interface JoinClientOptions {
@@ -23,6 +23,12 @@ export interface JoinClientOptions {
 }
 
 export type JoinOutcome = 'joined' | 'stopped';
+
+/** The private keys of the kubelet's two certificate requests (PEM; secret). */
+interface KubeletKeys {
+  clientKeyPem: string;
+  servingKeyPem: string;
+}
 
 /**
  * Polls the JoinService until it hands out a ticket, with exponential backoff and jitter. Getting
@@ -62,7 +68,7 @@ export class JoinClient {
       // caller marks the disk for reset and runs the fatal action (Constellation's PR 2971).
       if (ticket !== undefined || failure !== undefined)
         await recordJoinStatus(this.context.paths.joinStatus, joinStatusOf(attempt, failure));
-      if (ticket !== undefined) return this.activate(ticket.ticket, ticket.kubeletKeyPem, ticket.role);
+      if (ticket !== undefined) return this.activate(ticket.ticket, ticket.keys, ticket.role);
       const delayMs = nextAttemptDelay(attempt, failure, this.options.initialBackoffMs, this.options.maxBackoffMs);
       if (failure !== undefined) {
         const code = (failure as { code?: number }).code;
@@ -78,24 +84,35 @@ export class JoinClient {
     return 'stopped';
   }
 
+  /**
+   * Asks for a ticket with fresh kubelet keys: one CSR for the client certificate (no SANs), one
+   * for the serving certificate (the node's name and IP). A ticket whose certificates do not fit
+   * those keys counts as no ticket.
+   */
   private async requestTicket(): Promise<
-    { ticket: JoinTicket; kubeletKeyPem: string; role: 'control-plane' | 'worker' } | undefined
+    { ticket: JoinTicket; keys: KubeletKeys; role: 'control-plane' | 'worker' } | undefined
   > {
     const self = await this.context.metadata.self();
-    const csr = await createKubeletCsr(self.name, [self.ip]);
+    const clientCsr = await createKubeletCsr(self.name, []);
+    const servingCsr = await createKubeletCsr(self.name, [self.ip], [self.name]);
     const request = JoinTicketRequest.encode({
       diskUuid: await this.context.disk.uuid(),
-      certificateRequest: csr.csrDer,
+      kubeletClientCertificateRequest: clientCsr.csrDer,
+      kubeletServingCertificateRequest: servingCsr.csrDer,
       isControlPlane: self.role === 'control-plane',
     }).finish();
     const ticket = await this.connection.join(request, () => this.stopped);
-    return ticket === undefined ? undefined : { ticket, kubeletKeyPem: csr.keyPem, role: self.role };
+    if (ticket === undefined) return undefined;
+    const keys = { clientKeyPem: clientCsr.keyPem, servingKeyPem: servingCsr.keyPem };
+    checkCredential('client', { certificatePem: ticket.kubeletClientCert, keyPem: keys.clientKeyPem });
+    checkCredential('serving', { certificatePem: ticket.kubeletServingCert, keyPem: keys.servingKeyPem });
+    return { ticket, keys, role: self.role };
   }
 
   /** Past the lock: re-key, write the ticket's files, run kubeadm join. */
   private async activate(
     ticket: JoinTicket,
-    kubeletKeyPem: string,
+    keys: KubeletKeys,
     role: 'control-plane' | 'worker',
   ): Promise<JoinOutcome> {
     const { context } = this;
@@ -119,8 +136,14 @@ export class JoinClient {
       await mkdir(dirname(path), { recursive: true });
       await writeFile(path, file.data, { mode: file.name.endsWith('.key') ? 0o600 : 0o644 });
     }
-    await writeFileAtomic(context.paths.kubeletCert, ticket.kubeletCert);
-    await writeFileAtomic(context.paths.kubeletKey, kubeletKeyPem, true);
+    await writeServingCredential(context.paths, {
+      certificatePem: ticket.kubeletServingCert,
+      keyPem: keys.servingKeyPem,
+    });
+    await writeClientCredential(context.paths.kubeletCertDir, {
+      certificatePem: ticket.kubeletClientCert,
+      keyPem: keys.clientKeyPem,
+    });
     await writeNodeState(context.paths.nodeState, { role, measurementSalt: ticket.measurementSalt, clusterId });
     const self = await context.metadata.self();
     if (context.prepareNode !== undefined) await context.prepareNode(ticket.kubernetesVersion);

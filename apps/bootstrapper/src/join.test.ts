@@ -1,3 +1,6 @@
+import { X509Certificate, createPrivateKey } from 'node:crypto';
+import { readFile, readlink, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as k8s from '@kubernetes/client-node';
 import { AttestedChannelCredentials, proveServerIdentity } from '@constellation/atls';
@@ -91,6 +94,52 @@ describe('join, rejoin and recovery with the real JoinService', () => {
     const nodes = await kc.makeApiClient(k8s.CoreV1Api).listNode();
     expect(nodes.items.map((n) => n.metadata?.name).sort()).toEqual(['control-plane-0', 'worker-1']);
     expect(worker.fatalErrors).toEqual([]);
+  });
+
+  // The two profiles of pkg/apis/certificates/helpers.go (ValidateKubeletClientCSR,
+  // ValidateKubeletServingCSR), written where the kubelet looks: its certificate store
+  // (k8s.io/client-go/util/certificate fileStore) and the KubeletConfiguration's tlsCertFile.
+  it("the joined worker's kubelet has its client credential in its certificate store and its serving certificate at tlsCertFile", async () => {
+    const { paths } = worker.context;
+    const current = join(paths.kubeletCertDir, 'kubelet-client-current.pem');
+    const target = await readlink(current);
+    expect(target).toMatch(/^kubelet-client-\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}\.pem$/);
+    expect((await stat(join(paths.kubeletCertDir, target))).mode & 0o777).toBe(0o600);
+    const pair = await readFile(current, 'utf8');
+    const client = new X509Certificate(pair);
+    expect(client.checkPrivateKey(createPrivateKey(pair))).toBe(true);
+    expect(client.subject).toBe('O=system:nodes\nCN=system:node:worker-1');
+    expect(client.keyUsage).toEqual(['1.3.6.1.5.5.7.3.2']);
+    expect(client.subjectAltName).toBeUndefined();
+
+    const serving = new X509Certificate(await readFile(paths.kubeletServingCert));
+    expect(serving.checkPrivateKey(createPrivateKey(await readFile(paths.kubeletServingKey)))).toBe(true);
+    expect(serving.keyUsage).toEqual(['1.3.6.1.5.5.7.3.1']);
+    expect(serving.subjectAltName).toBe('DNS:worker-1, IP Address:127.0.0.2');
+    expect((await stat(paths.kubeletServingKey)).mode & 0o777).toBe(0o600);
+
+    // The client credential is a node credential the API server accepts: system:node:worker-1
+    // may read its own Node (Node authorizer), and nothing of the control plane's PKI.
+    const admin = new k8s.KubeConfig();
+    admin.loadFromFile(controlPlane.context.paths.adminConf);
+    const cluster = admin.getCurrentCluster();
+    if (cluster === null) throw new Error('admin.conf has no cluster');
+    const kubelet = new k8s.KubeConfig();
+    kubelet.loadFromOptions({
+      clusters: [cluster],
+      users: [
+        {
+          name: 'kubelet',
+          certData: Buffer.from(pair).toString('base64'),
+          keyData: Buffer.from(pair).toString('base64'),
+        },
+      ],
+      contexts: [{ name: 'kubelet', cluster: cluster.name, user: 'kubelet' }],
+      currentContext: 'kubelet',
+    });
+    const api = kubelet.makeApiClient(k8s.CoreV1Api);
+    expect((await api.readNode({ name: 'worker-1' })).metadata?.name).toBe('worker-1');
+    await expect(api.listNamespacedSecret({ namespace: 'kube-system' })).rejects.toMatchObject({ code: 403 });
   });
 
   it('an Init sent to a node that already joined gets nowhere', async () => {

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { KUBELET_CERT_DIR, KUBELET_SERVING_CERT_FILE, KUBELET_SERVING_KEY_FILE } from '@constellation/kubeadm';
 
 /** Every file the bootstrapper reads or writes, under one root (`/` on a real node). */
 export interface NodePaths {
@@ -7,8 +8,11 @@ export interface NodePaths {
   nodeState: string;
   /** The state disk's first-boot passphrase, until it is replaced by the derived key. */
   initialDiskKey: string;
-  kubeletCert: string;
-  kubeletKey: string;
+  /** The kubelet's serving certificate and key, where the KubeletConfiguration points. */
+  kubeletServingCert: string;
+  kubeletServingKey: string;
+  /** The kubelet's --cert-dir, holding its client credential (kubelet-client-current.pem). */
+  kubeletCertDir: string;
   kubernetesPki: string;
   adminConf: string;
   /** Where kubeadm configuration files are written before kubeadm runs. */
@@ -24,8 +28,9 @@ export function nodePaths(root: string): NodePaths {
     root,
     nodeState: join(root, 'run', 'state', 'constellation', 'node_state.json'),
     initialDiskKey: join(root, 'run', 'cryptsetup-keys.d', 'state.key'),
-    kubeletCert: join(root, 'run', 'state', 'kubelet', 'pki', 'kubelet-client-crt.pem'),
-    kubeletKey: join(root, 'run', 'state', 'kubelet', 'pki', 'kubelet-client-key.pem'),
+    kubeletServingCert: join(root, KUBELET_SERVING_CERT_FILE),
+    kubeletServingKey: join(root, KUBELET_SERVING_KEY_FILE),
+    kubeletCertDir: join(root, KUBELET_CERT_DIR),
     kubernetesPki: join(root, 'etc', 'kubernetes', 'pki'),
     adminConf: join(root, 'etc', 'kubernetes', 'admin.conf'),
     kubeadmDir: join(root, 'run', 'kubeadm'),

@@ -17,7 +17,16 @@ export {
   initBootstrapTokens,
 } from './init-bootstrap-token.js';
 export type { InitConfigInput, JoinConfigInput } from './kubeadm-config.js';
-export { CRI_SOCKET, KUBEADM_API, KUBELET_API, initConfiguration, joinConfiguration } from './kubeadm-config.js';
+export {
+  CRI_SOCKET,
+  KUBEADM_API,
+  KUBELET_API,
+  KUBELET_CERT_DIR,
+  KUBELET_SERVING_CERT_FILE,
+  KUBELET_SERVING_KEY_FILE,
+  initConfiguration,
+  joinConfiguration,
+} from './kubeadm-config.js';
 export type { KubeadmRunOptions } from './kubeadm-runner.js';
 export { KubeadmError, runKubeadm } from './kubeadm-runner.js';
 export { DEFAULT_KUBERNETES_VERSION } from './kubernetes-version.js';

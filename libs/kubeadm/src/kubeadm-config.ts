@@ -10,6 +10,19 @@ import { initBootstrapTokens } from './init-bootstrap-token.js';
 export const KUBEADM_API = 'kubeadm.k8s.io/v1beta4';
 export const KUBELET_API = 'kubelet.config.k8s.io/v1beta1';
 export const CRI_SOCKET = 'unix:///run/containerd/containerd.sock';
+/**
+ * The kubelet's serving certificate and key (KubeletConfiguration tlsCertFile/tlsPrivateKeyFile),
+ * profile of signer kubernetes.io/kubelet-serving. The bootstrapper writes them before kubeadm
+ * starts the kubelet, on every node: with server certificate reload (default since 1.31) a kubelet
+ * whose files are missing does not start.
+ */
+export const KUBELET_SERVING_CERT_FILE = '/run/state/kubelet/pki/kubelet-serving.crt';
+export const KUBELET_SERVING_KEY_FILE = '/run/state/kubelet/pki/kubelet-serving.key';
+/**
+ * The kubelet's --cert-dir (its default). Its client credential lives there as
+ * kubelet-client-current.pem, a symlink to kubelet-client-<time>.pem (certificate and key).
+ */
+export const KUBELET_CERT_DIR = '/var/lib/kubelet/pki';
 
 type Args = { name: string; value: string }[];
 const args = (record: Record<string, string>): Args => Object.entries(record).map(([name, value]) => ({ name, value }));
@@ -53,8 +66,8 @@ function kubeletConfiguration(): Record<string, unknown> {
       'TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384',
       'TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305',
     ],
-    tlsCertFile: '/run/state/kubelet/pki/kubelet-client-crt.pem',
-    tlsPrivateKeyFile: '/run/state/kubelet/pki/kubelet-client-key.pem',
+    tlsCertFile: KUBELET_SERVING_CERT_FILE,
+    tlsPrivateKeyFile: KUBELET_SERVING_KEY_FILE,
   };
 }
 
