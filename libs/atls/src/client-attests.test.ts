@@ -80,7 +80,12 @@ afterAll(async () => {
 
 const request = (diskUuid = 'a1b2c3d4-0000-4000-8000-000000000001'): Buffer =>
   Buffer.from(
-    JoinTicketRequest.encode({ diskUuid, certificateRequest: Buffer.from('csr'), isControlPlane: false }).finish(),
+    JoinTicketRequest.encode({
+      diskUuid,
+      kubeletClientCertificateRequest: Buffer.from('csr'),
+      kubeletServingCertificateRequest: Buffer.from('csr'),
+      isControlPlane: false,
+    }).finish(),
   );
 
 const open_stream = () => client.issueJoinTicket({ deadline: Date.now() + 10_000 });
