@@ -26,7 +26,7 @@ function randomString(length: number): string {
   return out;
 }
 
-/** A fresh token, uniformly random, valid for `ttlMs` from `now` (0: no expiry is meant, see callers). */
+/** A fresh token, uniformly random, valid for `ttlMs` from `now`. */
 export function generateBootstrapToken(ttlMs: number, now = new Date()): BootstrapToken {
   const id = randomString(6);
   const secret = randomString(16);
