@@ -34,7 +34,8 @@ export const BOOTSTRAPPER_DEFAULTS = {
     osReleasePath: '/usr/lib/os-release',
     seedFile: '/etc/kubernetes/installer/kubelet.env',
     kubeletEnvPath: '/etc/kubernetes/kubelet.env',
-    retry: { tries: 5, pauseMs: 2_000, timeoutMs: 60_000 },
+    // One deadline for each whole fetch, all tries included: room for kubelet-sized downloads.
+    retry: { tries: 5, pauseMs: 2_000, timeoutMs: 10 * 60_000 },
     apiRetry: { tries: 3, pauseMs: 5_000, timeoutMs: 10_000 },
   },
 } as const;

@@ -1,6 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { StatusError, statusErrorOf } from '@constellation/proto';
 import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey, verifyInitSecret } from '@constellation/keys';
+import { deleteUnmintedBootstrapTokens } from '@constellation/kubeadm';
 import { InitStep, StepState } from '@constellation/proto';
 import type { InitRequest, InitResponse, InitServiceServer } from '@constellation/proto';
 import { checkInitRequest } from './init-request.js';
@@ -155,6 +156,10 @@ export function initService(context: NodeContext, hooks: InitServiceHooks): Init
       begin(InitStep.INIT_STEP_WAIT_FOR_API_SERVER);
       const core = adminClient(context.paths.adminConf);
       await waitForApiServer(core, 120_000);
+      // kubeadm always makes a bootstrap token at init; none may outlive it that the JoinService
+      // did not mint for an attested node.
+      const removed = await deleteUnmintedBootstrapTokens(core);
+      log.info('removed the bootstrap tokens kubeadm init made', { count: removed.length });
       progress(StepState.STEP_STATE_SUCCEEDED);
 
       begin(InitStep.INIT_STEP_PUBLISH_CLUSTER_CONFIG);

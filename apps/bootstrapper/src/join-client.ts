@@ -48,6 +48,11 @@ export class JoinClient {
     this.connection = new JoinServiceConnection(context, options.requestTimeoutMs);
   }
 
+  /** Whether stop() was not called; read through a call, as `run` awaits between checks. */
+  private running(): boolean {
+    return !this.stopped;
+  }
+
   /** Stops polling; a join past its point of no return finishes regardless. */
   stop(): void {
     this.stopped = true;
@@ -66,7 +71,8 @@ export class JoinClient {
       }
       // Outside the try: a failure after the lock is not "no ticket yet" but fatal, and the
       // caller marks the disk for reset and runs the fatal action (Constellation's PR 2971).
-      if (ticket !== undefined || failure !== undefined)
+      // Nothing is recorded once stopped: the InitServer owns the node (and its files) then.
+      if (this.running() && (ticket !== undefined || failure !== undefined))
         await recordJoinStatus(this.context.paths.joinStatus, joinStatusOf(attempt, failure));
       if (ticket !== undefined) return this.activate(ticket.ticket, ticket.keys, ticket.role);
       const delayMs = nextAttemptDelay(attempt, failure, this.options.initialBackoffMs, this.options.maxBackoffMs);

@@ -15,11 +15,14 @@ export class JoinServiceUnavailableError extends Error {
   readonly retryAfterMs: number | undefined;
   /** gRPC status of the last endpoint's failure, when it was one. */
   readonly code: grpc.status | undefined;
+  /** The last endpoint's own message (a refusal's reason), without address or status prefix. */
+  readonly details: string | undefined;
 
-  constructor(message: string, retryAfterMs: number | undefined, code: grpc.status | undefined) {
+  constructor(message: string, retryAfterMs: number | undefined, code: grpc.status | undefined, details?: string) {
     super(message);
     this.retryAfterMs = retryAfterMs;
     this.code = code;
+    this.details = details;
   }
 }
 
@@ -77,6 +80,7 @@ export class JoinServiceConnection {
     const failures: string[] = [];
     let retryAfterMs: number | undefined;
     let code: grpc.status | undefined;
+    let details: string | undefined;
     for (const address of await this.endpoints()) {
       if (stopped()) return undefined;
       const client = createClient(JoinServiceClient, address, serviceChannelCredentials(), SERVICE_CHANNEL_OPTIONS);
@@ -92,11 +96,12 @@ export class JoinServiceConnection {
         const asked = retryAfter(err);
         if (asked !== undefined) retryAfterMs = Math.max(retryAfterMs ?? 0, asked);
         code = (err as Partial<grpc.ServiceError>).code;
+        details = (err as Partial<grpc.ServiceError>).details;
       } finally {
         client.close();
       }
     }
-    throw new JoinServiceUnavailableError(failures.join('; '), retryAfterMs, code);
+    throw new JoinServiceUnavailableError(failures.join('; '), retryAfterMs, code, details);
   }
 }
 

@@ -43,7 +43,8 @@ async function writeKubeadmConfig(runner: KubeadmRunner, name: string, yaml: str
 
 export async function kubeadmInit(runner: KubeadmRunner, input: InitConfigInput): Promise<void> {
   const file = await writeKubeadmConfig(runner, 'kubeadm-init.yaml', initConfiguration(input));
-  await kubeadm(runner, ['init', '--config', file, '-v=5']);
+  // --skip-token-print: kubeadm's join command holds a token, and its output goes to the node log.
+  await kubeadm(runner, ['init', '--config', file, '--skip-token-print', '-v=5']);
 }
 
 /** kubeadm join, up to three attempts (the API server may still settle after another node's join). */

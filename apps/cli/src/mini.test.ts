@@ -27,15 +27,23 @@ describe('constellation mini', () => {
     const state = JSON.parse(
       await readFile(stateFile, 'utf8').catch(() => '{"nodes":[],"network":{"namespaces":[],"bridge":""}}'),
     ) as MiniState;
+    let joinServicePid: number | undefined;
     try {
       expect(up.stderr).toContain('init:   ✓ lock node (point of no return)');
+      joinServicePid = (
+        JSON.parse(
+          await readFile(join(workspace, 'constellation-mini', 'control-plane-0', 'joinservice.json'), 'utf8'),
+        ) as {
+          pid: number;
+        }
+      ).pid;
       expect(up.code).toBe(0);
       const table = up.stdout.toString();
-      expect(table).toMatch(/control-plane-0\s+control-plane\s+\S+\s+initialised\s+measurements match/);
-      expect(table).toMatch(/worker-2\s+worker\s+\S+\s+joined\s+measurements match/);
-      expect(table).toMatch(/worker-3\s+worker\s+\S+\s+joined\s+measurements match/);
+      expect(table).toMatch(/control-plane-0\s+control-plane\s+\S+\s+initialised\s+True\s+measurements match/);
+      expect(table).toMatch(/worker-2\s+worker\s+\S+\s+joined\s+True\s+measurements match/);
+      expect(table).toMatch(/worker-3\s+worker\s+\S+\s+joined\s+True\s+measurements match/);
       expect(table).toMatch(
-        /worker-1\s+worker\s+\S+\s+not joined\s+attestation rejected: measurements do not match: PCR 9: expected [0-9a-f]{64}, actual [0-9a-f]{64}/,
+        /worker-1\s+worker\s+\S+\s+not joined\s+False\s+attestation rejected: measurements do not match: PCR 9: expected [0-9a-f]{64}, actual [0-9a-f]{64}/,
       );
 
       // The cluster is real: the admin kubeconfig lists exactly the honest nodes.
@@ -64,9 +72,12 @@ describe('constellation mini', () => {
       const status = await constellation(workspace, 'status');
       expect(status.code).toBe(0);
       expect(status.stdout.toString()).toMatch(
-        /worker-1\s+worker\s+NOT JOINED: attestation rejected: measurements do not match: PCR 9: expected [0-9a-f]{64}, actual [0-9a-f]{64}/,
+        /worker-1\s+worker\s+False\s+refused\s+NOT JOINED: attestation rejected: measurements do not match: PCR 9: expected [0-9a-f]{64}, actual [0-9a-f]{64}/,
       );
-      const joinLog = await readFile(join(workspace, 'constellation-mini', 'joinservice.log'), 'utf8');
+      const joinLog = await readFile(
+        join(workspace, 'constellation-mini', 'control-plane-0', 'joinservice.log'),
+        'utf8',
+      );
       expect(joinLog).toMatch(/"reason":"attestation:measurements"/);
       expect(joinLog).toMatch(/PCR 9: expected [0-9a-f]{64}, actual [0-9a-f]{64}/);
       expect(joinLog).not.toMatch(/"token":"[a-z0-9]{6}\.[a-z0-9]{16}"/);
@@ -110,11 +121,7 @@ describe('constellation mini', () => {
       expect(printed).toBeDefined();
       expect(down.code).toBe(0);
     }
-    const pids = [
-      state.metadataPid,
-      state.joinServicePid,
-      ...state.nodes.flatMap((n) => [n.swtpmPid, n.bootstrapperPid]),
-    ];
+    const pids = [state.metadataPid, joinServicePid, ...state.nodes.flatMap((n) => [n.swtpmPid, n.bootstrapperPid])];
     expect(pids.length).toBeGreaterThan(4);
     expect(pids.filter(isRunning)).toEqual([]);
     // As root each node had its own network namespace on a bridge: both are gone too.
@@ -177,7 +184,7 @@ describe('constellation mini', () => {
       });
 
       const reboot = await constellation(workspace, 'mini', 'reboot', 'control-plane-0', '--stop-joinservice');
-      expect(reboot.stderr).toContain(`constellation recover --endpoint ${cp.ip}:${cp.recoveryPort}`);
+      expect(reboot.stderr).toContain(`recover --endpoint ${cp.ip}:${cp.recoveryPort}`);
       await waitFor(async () => (await log(cp)).split('recovery server listening').length > 1, {
         timeoutMs: 60_000,
         description: 'the recovery server',

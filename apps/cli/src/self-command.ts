@@ -7,12 +7,14 @@ function shellQuote(arg: string): string {
 
 /**
  * The command line that runs this CLI again with `args` in `workspace`, exactly as it can be
- * typed: `npm run mini -- …` when the user came through `npm run mini` (which runs in the
- * repository, the default workspace), otherwise this very program with an explicit workspace.
+ * typed. Through `npm run mini` (which runs in the repository, the default workspace): `npm run
+ * mini -- …` for mini's own commands and `npx constellation …` for the others. Otherwise this very
+ * program with an explicit workspace.
  */
 export function selfCommand(workspace: string, args: readonly string[]): string {
-  if (process.env['npm_lifecycle_event'] === 'mini' && resolve(workspace) === process.cwd())
-    return ['npm', 'run', 'mini', '--', ...args.slice(1)].map(shellQuote).join(' ');
+  const viaNpm = process.env['npm_lifecycle_event'] === 'mini' && resolve(workspace) === process.cwd();
+  if (viaNpm && args[0] === 'mini') return ['npm', 'run', 'mini', '--', ...args.slice(1)].map(shellQuote).join(' ');
+  if (viaNpm) return ['npx', 'constellation', ...args].map(shellQuote).join(' ');
   const program = process.argv[1] ?? 'constellation';
   return [process.execPath, program, '--workspace', resolve(workspace), ...args].map(shellQuote).join(' ');
 }

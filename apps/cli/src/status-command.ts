@@ -1,20 +1,28 @@
 import * as k8s from '@kubernetes/client-node';
 import { UsageError } from '@constellation/command-line';
 import { readClusterState } from './cluster-state.js';
-import { lastJoinRefusal } from './mini/join-refusal.js';
+import { readJoinStatus } from './mini/join-refusal.js';
 import { readMiniState } from './mini/mini-state.js';
+import { nodeReady } from './mini/wait-for-nodes.js';
 import { workspaceFiles } from './workspace.js';
 
 export interface NodeStatus {
   name: string;
   role: string;
   joined: boolean;
+  /** The Ready condition of the node's Node object in the API (false when not in the cluster). */
+  ready: boolean;
   kubernetesVersion: string;
+  /** What the cluster knows of the node's attestation: admitted, or (mini) its last refusal. */
+  attestation: string;
   /** Why the node is not in the cluster, when known (mini: its last refusal). */
   problem?: string;
 }
 
-/** `constellation status`: the cluster's nodes, and for a mini cluster also the machines that did not join and why. */
+/**
+ * `constellation status`: the cluster's nodes from the API (role, Ready condition, version); for a
+ * mini cluster also the machines that did not join and what their bootstrapper last heard.
+ */
 export async function clusterStatus(workspace: string): Promise<{ clusterId: string; nodes: NodeStatus[] }> {
   const files = workspaceFiles(workspace);
   const state = await readClusterState(files.state);
@@ -30,18 +38,29 @@ export async function clusterStatus(workspace: string): Promise<{ clusterId: str
     name: n.metadata?.name ?? '',
     role: n.metadata?.labels?.['node-role.kubernetes.io/control-plane'] === undefined ? 'worker' : 'control-plane',
     joined: true,
-    kubernetesVersion: state.kubernetesVersion,
+    ready: nodeReady(n),
+    kubernetesVersion: n.status?.nodeInfo?.kubeletVersion ?? state.kubernetesVersion,
+    // Only attested nodes get a join ticket or the init secret: membership is the attestation result.
+    attestation: 'attested',
   }));
   const mini = await readMiniState(workspace);
   for (const machine of mini?.nodes ?? []) {
     if (nodes.some((n) => n.name === machine.name)) continue;
-    const refusal = await lastJoinRefusal(machine.dir);
+    const recorded = await readJoinStatus(machine.dir);
+    const problem =
+      recorded === undefined
+        ? 'not joined yet'
+        : recorded.state === 'refused'
+          ? (recorded.message ?? 'refused')
+          : `not joined yet (JoinService ${recorded.state === 'ticket' ? 'issued a ticket' : 'not reachable'} after ${recorded.attempts} attempts)`;
     nodes.push({
       name: machine.name,
       role: machine.role,
       joined: false,
+      ready: false,
       kubernetesVersion: '',
-      problem: refusal ?? 'not joined yet',
+      attestation: recorded?.state === 'refused' ? 'refused' : 'unknown',
+      problem,
     });
   }
   return { clusterId: state.clusterId, nodes };

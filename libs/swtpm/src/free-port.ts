@@ -2,7 +2,7 @@ import { createServer } from 'node:net';
 
 /**
  * A TCP port on 127.0.0.1 that was free a moment ago. Prefer binding servers to port 0
- * directly; this exists for external programs (swtpm) that must be told a port. Callers retry
+ * directly; this exists for external programs (swtpm, mini's daemons) that must be told a port. Callers retry
  * when the port was taken in between.
  */
 export async function freePort(host = '127.0.0.1'): Promise<number> {

@@ -6,3 +6,4 @@ export type { SwtpmEndpoints, SwtpmProcess, SwtpmProcessOptions, TcpListen, Unix
 export { defaultSockets, startSwtpmProcess } from './process.js';
 export type { RunResult } from './programs.js';
 export { requireProgram, runProgram, SwtpmToolError } from './programs.js';
+export { freePort, freePortPair, isPortFree } from './free-port.js';

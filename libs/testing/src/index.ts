@@ -1,5 +1,5 @@
 export { buildBundles } from './build-bundles.js';
-export { freePort, freePortPair, isPortFree } from './free-port.js';
+export { freePort, freePortPair, isPortFree } from '@constellation/swtpm';
 export type { CommandResult, RunCommandOptions } from './run-command.js';
 export { findOnPath, requireProgram, runChecked, runCommand } from './run-command.js';
 export type { Swtpm, SwtpmOptions, UnixSwtpm } from './swtpm.js';

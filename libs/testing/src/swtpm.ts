@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { createEkCa, manufactureTpm, startSwtpmProcess } from '@constellation/swtpm';
 import type { EkCa, ManufacturedTpm, SwtpmProcess } from '@constellation/swtpm';
 import { afterAll, beforeAll } from 'vitest';
-import { freePortPair } from './free-port.js';
+import { freePortPair } from '@constellation/swtpm';
 import { requireProgram } from './run-command.js';
 import { createTempDir } from './temp-dir.js';
 import type { TempDir } from './temp-dir.js';

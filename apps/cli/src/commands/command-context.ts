@@ -23,3 +23,15 @@ export function writeResult(text: string): void {
 export function writeJson(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value)}\n`);
 }
+
+/** Rows as text columns padded to their widest cell, one line each (ending in a newline). */
+export function formatTable(rows: readonly (readonly string[])[]): string[] {
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
+  return rows.map(
+    (row) =>
+      `${row
+        .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+        .join('  ')
+        .trimEnd()}\n`,
+  );
+}

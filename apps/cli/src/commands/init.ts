@@ -8,15 +8,23 @@ import type { CommandContext } from './command-context.js';
 export function initCommand(context: CommandContext): CommandUnknownOpts {
   return new Command('init')
     .alias('apply')
-    .addHelpText('after', '\nExamples:\n  constellation init\n  constellation --workspace ./prod init --output json\n')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  constellation init\n  constellation --workspace ./prod init --output json\n  constellation init --force   # after a failed init, when the old master secret is not needed\n',
+    )
     .description(
       'create the cluster: dial the first control-plane node over attested TLS, verify it against the ' +
         'configured measurements (nothing is sent before that), send the master secret, show progress, ' +
         'write kubeconfig, state and master secret (0600)',
     )
+    .option(
+      '--force',
+      'replace an existing master secret in the workspace (it may be the only way to recover the cluster it belongs to)',
+      false,
+    )
     .addOption(outputOption())
     .action(async (options) => {
-      const result = await runInit({ workspace: context.workspace(), print: context.print });
+      const result = await runInit({ workspace: context.workspace(), print: context.print, force: options.force });
       if (options.output === 'json') writeJson(result);
       else
         writeResult(

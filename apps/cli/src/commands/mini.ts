@@ -6,27 +6,18 @@ import { serveMetadata } from '../mini/metadata-daemon.js';
 import { miniDown } from '../mini/mini-down.js';
 import { miniReboot } from '../mini/mini-reboot.js';
 import { miniUp } from '../mini/mini-up.js';
+import { miniKubelet } from '../mini/node-kubelet.js';
 import type { MiniUpResult } from '../mini/mini-up.js';
 import { selfCommand } from '../self-command.js';
-import { outputOption, writeJson, writeResult } from './command-context.js';
+import { formatTable, outputOption, writeJson, writeResult } from './command-context.js';
 import type { CommandContext } from './command-context.js';
 
-/** The node table `mini up` prints, columns padded to their widest cell. */
+/** The node table `mini up` prints. */
 function nodeTable(result: MiniUpResult): string {
-  const rows = [
-    ['NODE', 'ROLE', 'ADDRESS', 'STATE', 'ATTESTATION'],
-    ...result.nodes.map((n) => [n.name, n.role, n.ip, n.state, n.attestation]),
-  ];
-  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
-  return rows
-    .map(
-      (row) =>
-        `${row
-          .map((cell, i) => cell.padEnd(widths[i] ?? 0))
-          .join('  ')
-          .trimEnd()}\n`,
-    )
-    .join('');
+  return formatTable([
+    ['NODE', 'ROLE', 'ADDRESS', 'STATE', 'READY', 'ATTESTATION'],
+    ...result.nodes.map((n) => [n.name, n.role, n.ip, n.state, n.ready ? 'True' : 'False', n.attestation]),
+  ]).join('');
 }
 
 function miniUpCommand(context: CommandContext): CommandUnknownOpts {
@@ -102,6 +93,13 @@ function miniRebootCommand(context: CommandContext): CommandUnknownOpts {
 }
 
 /** Internal: the metadata service daemon that `mini up` starts detached. */
+/** Internal: what "start the kubelet" runs on a mini node (a control plane's JoinService). */
+function miniKubeletCommand(context: CommandContext): CommandUnknownOpts {
+  return new Command('kubelet')
+    .requiredOption('--node <name>')
+    .action((options) => miniKubelet(context.workspace(), options.node, context.print));
+}
+
 function miniServeMetadataCommand(): CommandUnknownOpts {
   return new Command('serve-metadata')
     .requiredOption('--document <file>')
@@ -118,5 +116,6 @@ export function miniCommand(context: CommandContext): CommandUnknownOpts {
     .addCommand(miniUpCommand(context))
     .addCommand(miniDownCommand(context))
     .addCommand(miniRebootCommand(context))
-    .addCommand(miniServeMetadataCommand(), { hidden: true });
+    .addCommand(miniServeMetadataCommand(), { hidden: true })
+    .addCommand(miniKubeletCommand(context), { hidden: true });
 }

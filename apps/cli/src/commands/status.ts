@@ -1,7 +1,7 @@
 import { Command } from '@commander-js/extra-typings';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import { clusterStatus } from '../status-command.js';
-import { outputOption, writeJson, writeResult } from './command-context.js';
+import { formatTable, outputOption, writeJson, writeResult } from './command-context.js';
 import type { CommandContext } from './command-context.js';
 
 /** `constellation status`: nodes, roles, join state; for mini also refused machines. */
@@ -18,13 +18,17 @@ export function statusCommand(context: CommandContext): CommandUnknownOpts {
         writeJson(status);
         return;
       }
-      const lines = [`cluster ${status.clusterId}\n`];
-      for (const node of status.nodes) {
-        const detail = node.joined
-          ? `joined, Kubernetes ${node.kubernetesVersion}`
-          : `NOT JOINED: ${node.problem ?? ''}`;
-        lines.push(`${node.name.padEnd(18)}${node.role.padEnd(15)}${detail}\n`);
-      }
+      const rows = [
+        ['NODE', 'ROLE', 'READY', 'ATTESTATION', 'DETAIL'],
+        ...status.nodes.map((node) => [
+          node.name,
+          node.role,
+          node.ready ? 'True' : 'False',
+          node.attestation,
+          node.joined ? `joined, Kubernetes ${node.kubernetesVersion}` : `NOT JOINED: ${node.problem ?? ''}`,
+        ]),
+      ];
+      const lines = [`cluster ${status.clusterId}\n`, ...formatTable(rows)];
       writeResult(lines.join(''));
     });
 }

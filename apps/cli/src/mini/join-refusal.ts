@@ -1,12 +1,27 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
-/**
- * The latest reason the JoinService gave this node for refusing it, as the node logged it
- * ("no join ticket yet" with the service's PERMISSION_DENIED message), or undefined.
- */
+/** What a node's bootstrapper recorded about its last ticket request (run/constellation/join-status.json). */
+export interface NodeJoinStatus {
+  state: 'refused' | 'unreachable' | 'ticket';
+  attempts: number;
+  code?: string;
+  message?: string;
+  at: string;
+}
+
+export async function readJoinStatus(nodeDir: string): Promise<NodeJoinStatus | undefined> {
+  try {
+    return JSON.parse(
+      await readFile(join(nodeDir, 'run', 'constellation', 'join-status.json'), 'utf8'),
+    ) as NodeJoinStatus;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The JoinService's latest refusal of this node, as the node recorded it, or undefined. */
 export async function lastJoinRefusal(nodeDir: string): Promise<string | undefined> {
-  const log = await readFile(join(nodeDir, 'bootstrapper.log'), 'utf8').catch(() => '');
-  const matches = [...log.matchAll(/PERMISSION_DENIED: (attestation rejected: [^"\\;]*(?:; [^"\\]*)?)/g)];
-  return matches.at(-1)?.[1];
+  const status = await readJoinStatus(nodeDir);
+  return status?.state === 'refused' ? status.message : undefined;
 }

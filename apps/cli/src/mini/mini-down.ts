@@ -3,6 +3,7 @@ import { stopApiServer } from '@constellation/sandbox';
 import { workspaceFiles } from '../workspace.js';
 import { miniDir, readMiniState, stopProcess } from './mini-state.js';
 import { destroyNetwork } from './network.js';
+import { readNodeJoinService } from './node-joinservice.js';
 
 /** `constellation mini down`: stops every process of the mini cluster and removes its files unless `keep`. */
 export async function miniDown(workspace: string, keep: boolean, print: (line: string) => void): Promise<void> {
@@ -11,7 +12,10 @@ export async function miniDown(workspace: string, keep: boolean, print: (line: s
     print(`no mini cluster in ${workspace}`);
     return;
   }
-  await stopProcess(state.joinServicePid);
+  for (const node of state.nodes) {
+    const joinService = await readNodeJoinService(node);
+    if (joinService !== undefined) await stopProcess(joinService.pid);
+  }
   for (const node of state.nodes) {
     await stopProcess(node.bootstrapperPid);
     await stopApiServer(node.dir);

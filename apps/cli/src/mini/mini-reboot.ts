@@ -1,11 +1,13 @@
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { componentDigest, measureBoot } from '@constellation/attestation';
+import { measureBoot } from '@constellation/attestation';
 import { UsageError } from '@constellation/command-line';
 import { SocketTransport, SwtpmControl, Tpm } from '@constellation/tpm';
 import { findArtifacts } from './artifacts.js';
+import { selfCommand } from '../self-command.js';
+import { bootChain } from './boot-chain.js';
 import { spawnDetached } from './detached.js';
 import { readMiniState, stopProcess, writeMiniState } from './mini-state.js';
+import { readNodeJoinService } from './node-joinservice.js';
 
 /**
  * `constellation mini reboot <node>`: what a machine reboot does to a node. Its bootstrapper
@@ -26,8 +28,11 @@ export async function miniReboot(
   if (node === undefined)
     throw new UsageError(`no node "${name}"; nodes: ${state.nodes.map((n) => n.name).join(', ')}`);
   if (stopJoinService) {
-    await stopProcess(state.joinServicePid);
-    print('JoinService stopped (full control-plane shutdown)');
+    for (const controlPlane of state.nodes.filter((n) => n.role === 'control-plane')) {
+      const joinService = await readNodeJoinService(controlPlane);
+      if (joinService !== undefined) await stopProcess(joinService.pid);
+    }
+    print('JoinService stopped on every control plane (full control-plane shutdown)');
   }
   await stopProcess(node.bootstrapperPid);
   await new SwtpmControl({ path: `${node.tpmSocket}.ctrl` }).reset();
@@ -35,10 +40,7 @@ export async function miniReboot(
   try {
     await tpm.startup();
     const bundle = node.tampered ? join(node.dir, 'bin', 'bootstrapper.mjs') : (await findArtifacts()).bootstrapper;
-    await measureBoot(tpm, [
-      { pcr: 4, description: 'kernel', digest: componentDigest('constellation mini node image v1') },
-      { pcr: 9, description: 'bootstrapper bundle', digest: componentDigest(await readFile(bundle)) },
-    ]);
+    await measureBoot(tpm, await bootChain(bundle));
   } finally {
     await tpm.close();
   }
@@ -50,6 +52,6 @@ export async function miniReboot(
   await writeMiniState(workspace, state);
   print(`${name} rebooted: TPM reset, boot measured, bootstrapper started (pid ${node.bootstrapperPid})`);
   if (node.role === 'control-plane' && stopJoinService) {
-    print(`it waits for \`constellation recover --endpoint ${node.ip}:${node.recoveryPort}\``);
+    print(`it waits for: ${selfCommand(workspace, ['recover', '--endpoint', `${node.ip}:${node.recoveryPort}`])}`);
   }
 }

@@ -29,8 +29,10 @@ export interface MiniState {
   dir: string;
   metadataPid: number;
   metadataUrl: string;
-  joinServicePid: number;
+  /** Port every control plane's JoinService serves on (see node-joinservice.ts for each one's process). */
   joinServicePort: number;
+  /** The JoinService's own API credentials (its service account); the admin kubeconfig when absent. */
+  joinServiceKubeconfig?: string;
   apiServerPort: number;
   network: MiniNetwork;
   nodes: MiniNode[];

@@ -27,7 +27,7 @@ export async function serveApiServer(root: string, host: string, port: number, g
     {
       tls: { cert, key },
       gitVersion,
-      authentication: { clientCaPem: caPem, bootstrapTokens: true },
+      authentication: { clientCaPem: caPem, bootstrapTokens: true, tokenAuthFile: paths.tokenAuthFile },
       clusterCa: await CertificateAuthority.fromPem(caPem, caKey),
     },
     port,

@@ -10,6 +10,8 @@ export function standinPaths(root: string): {
   run: string;
   apiServerState: string;
   apiServerLog: string;
+  /** kube-apiserver's `--token-auth-file`: static bearer tokens (mini's JoinService service account). */
+  tokenAuthFile: string;
 } {
   const kubernetes = join(root, 'etc', 'kubernetes');
   const run = join(root, 'run', 'kubeadm-standin');
@@ -22,5 +24,6 @@ export function standinPaths(root: string): {
     run,
     apiServerState: join(run, 'apiserver.json'),
     apiServerLog: join(run, 'apiserver.log'),
+    tokenAuthFile: join(kubernetes, 'known-tokens.csv'),
   };
 }

@@ -1,0 +1,155 @@
+import { appendFile, copyFile, mkdir, readFile, truncate, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { componentDigest, measureBoot } from '@constellation/attestation';
+import type { BootComponent } from '@constellation/attestation';
+import { freePort, startSwtpmProcess } from '@constellation/swtpm';
+import type { EkCa } from '@constellation/swtpm';
+import { SocketTransport, Tpm } from '@constellation/tpm';
+import type { MiniArtifacts } from './artifacts.js';
+import { spawnDetached } from './detached.js';
+import type { MiniNode } from './mini-state.js';
+import { inNode } from './network.js';
+import type { MiniNetwork } from './network.js';
+import { MINI_OS } from './signed-components.js';
+
+export interface StartNodeOptions {
+  artifacts: MiniArtifacts;
+  /** The cluster's directory; the node gets `<dir>/<name>` as its root. */
+  dir: string;
+  network: MiniNetwork;
+  /** Position in the network (namespace and address). */
+  index: number;
+  instance: { name: string; role: 'control-plane' | 'worker'; ip: string; ekPublicKeyHash: string };
+  metadataUrl: string;
+  apiServerPort: number;
+  boot: BootComponent[];
+  /** What the node image carries: the vendor's signing key and the EK CA's public certificates. */
+  image: { publicKey: string; ekCa: EkCa };
+  /** Run a modified bootstrapper bundle (its measured boot says so). */
+  tampered: boolean;
+  /** What the node runs when it belongs to the cluster ("start the kubelet"). */
+  kubeletStartCommand: string;
+}
+
+/** The node image's files: OS facts, the pinned signing key and the EK CA certificates. */
+async function writeImageFiles(
+  nodeDir: string,
+  image: StartNodeOptions['image'],
+): Promise<{ ekRoots: string; ekIntermediates: string }> {
+  await mkdir(join(nodeDir, 'usr', 'lib'), { recursive: true });
+  await writeFile(
+    join(nodeDir, 'usr', 'lib', 'os-release'),
+    `NAME="constellation mini"\nVERSION_ID=${MINI_OS.version}\nCOREOS_BOARD=${MINI_OS.board}\n`,
+  );
+  const etc = join(nodeDir, 'etc', 'constellation');
+  await mkdir(etc, { recursive: true });
+  // Explicit mode: node preparation refuses a keyring that others can write, whatever the umask.
+  await writeFile(join(etc, 'pubring.asc'), image.publicKey, { mode: 0o644 });
+  // The EK CA's certificates are public: the node sends the intermediate with its EK certificate,
+  // and checks the JoinService's host against the pinned root before it uses a join ticket.
+  const ekIntermediates = join(etc, 'ek-intermediates.pem');
+  await copyFile(image.ekCa.intermediateCertPath, ekIntermediates);
+  const ekRoots = join(etc, 'ek-roots.pem');
+  await copyFile(image.ekCa.rootCertPath, ekRoots);
+  return { ekRoots, ekIntermediates };
+}
+
+/** Power-on: the TPM measures the boot chain (a tampered node's bootstrapper has another digest). */
+async function measuredBoot(
+  tpmSocket: string,
+  boot: BootComponent[],
+  bundle: string,
+  tampered: boolean,
+): Promise<void> {
+  const tpm = new Tpm(new SocketTransport({ path: tpmSocket }));
+  try {
+    const chain = tampered
+      ? [
+          ...boot.filter((c) => c.pcr !== 9),
+          { pcr: 9, description: 'bootstrapper bundle', digest: componentDigest(await readFile(bundle)) },
+        ]
+      : boot;
+    await measureBoot(tpm, chain);
+  } finally {
+    await tpm.close();
+  }
+}
+
+/**
+ * One machine: its swtpm on owner-only unix sockets, measured boot, an empty state disk, the node
+ * image's files, and the bootstrapper started detached (in the node's network namespace as root).
+ */
+export async function startNode(options: StartNodeOptions): Promise<MiniNode> {
+  const { artifacts, instance, network, tampered } = options;
+  const nodeDir = join(options.dir, instance.name);
+  await mkdir(join(nodeDir, 'bin'), { recursive: true });
+  let bundle = artifacts.bootstrapper;
+  if (tampered) {
+    bundle = join(nodeDir, 'bin', 'bootstrapper.mjs');
+    await copyFile(artifacts.bootstrapper, bundle);
+    await appendFile(bundle, '\n// modified after the image was measured\n');
+  }
+  // Unix sockets (mode 0600) in the node's own directory, never TCP: no other node can reset,
+  // save or clone this TPM.
+  const tpmSocket = join(nodeDir, 'tpm', 'swtpm.sock');
+  const swtpm = await startSwtpmProcess({
+    stateDir: join(nodeDir, 'tpm'),
+    dataSocket: tpmSocket,
+    daemon: true,
+    pidFile: join(nodeDir, 'tpm', 'swtpm.pid'),
+    logFile: join(nodeDir, 'tpm', 'swtpm.log'),
+  });
+  await measuredBoot(tpmSocket, options.boot, bundle, tampered);
+  const disk = join(nodeDir, 'state.img');
+  await writeFile(disk, '');
+  await truncate(disk, 32 * 1024 * 1024);
+  const { ekRoots, ekIntermediates } = await writeImageFiles(nodeDir, options.image);
+  const namespaced = network.mode === 'namespaces';
+  const initPort = namespaced ? 9000 : await freePort();
+  const recoveryPort = namespaced ? 9999 : await freePort();
+  const verifyPort = namespaced ? 30081 : await freePort();
+  const [program, args] = inNode(network, options.index, process.execPath, [
+    bundle,
+    `--root=${nodeDir}`,
+    `--tpm=swtpm:${tpmSocket}`,
+    '--attestation-variant=tpm2-ek',
+    `--ek-intermediates=${ekIntermediates}`,
+    `--ek-roots=${ekRoots}`,
+    `--state-disk=${disk}`,
+    '--disk-kdf=fast',
+    `--metadata-url=${options.metadataUrl}`,
+    `--node-name=${instance.name}`,
+    `--init-host=${instance.ip}`,
+    `--init-port=${initPort}`,
+    `--recovery-port=${recoveryPort}`,
+    `--verify-port=${verifyPort}`,
+    `--manifest-url=${options.metadataUrl}/artifacts/manifests/{{.Board}}/{{.OSVersion}}/{{.KubernetesVersion}}.json`,
+    `--api-server-bind-port=${options.apiServerPort}`,
+    `--kubelet-start-command=${options.kubeletStartCommand}`,
+    '--on-fatal=exit',
+    // The JoinService starts after init; a short cap keeps waiting workers from sleeping long.
+    '--join-backoff-max-ms=2000',
+  ]);
+  // kubeadm is found on the node's PATH, where node preparation installs it.
+  const bootstrapperEnv = {
+    KUBEADM_STANDIN_ROOT: nodeDir,
+    PATH: `${join(nodeDir, 'run', 'state', 'bin')}:${process.env['PATH'] ?? ''}`,
+  };
+  const bootstrapperPid = await spawnDetached(program, args, join(nodeDir, 'bootstrapper.log'), {
+    ...process.env,
+    ...bootstrapperEnv,
+  });
+  return {
+    ...instance,
+    dir: nodeDir,
+    tpmSocket,
+    swtpmPid: swtpm.pid,
+    bootstrapperPid,
+    initPort,
+    recoveryPort,
+    verifyPort,
+    tampered,
+    bootstrapperCommand: [program, ...args],
+    bootstrapperEnv,
+  };
+}

@@ -1,0 +1,78 @@
+import { join } from 'node:path';
+import * as k8s from '@kubernetes/client-node';
+import { waitUntil } from './bounded-wait.js';
+import { readJoinStatus } from './join-refusal.js';
+import { isRunning } from './mini-state.js';
+import type { MiniState } from './mini-state.js';
+
+export interface MiniNodeResult {
+  name: string;
+  role: string;
+  ip: string;
+  /** initialised / joined / not joined */
+  state: string;
+  /** Kubernetes' Ready condition of the node's Node object. */
+  ready: boolean;
+  attestation: string;
+}
+
+/** Whether a Node object's Ready condition is True. */
+export function nodeReady(node: k8s.V1Node): boolean {
+  return node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+}
+
+/**
+ * Waits until every honest node is a Ready Node in the API, failing early when a bootstrapper
+ * exits, then reports each machine: joined ones from the API, the others with the refusal their
+ * bootstrapper recorded (a tampered node's first refusal may take a moment).
+ */
+export async function waitForNodes(options: {
+  state: MiniState;
+  kubeconfig: string;
+  timeoutMs: number;
+}): Promise<MiniNodeResult[]> {
+  const { state } = options;
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(options.kubeconfig);
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const expected = state.nodes.filter((n) => !n.tampered).map((n) => n.name);
+  let ready = new Set<string>();
+  await waitUntil(
+    async () => {
+      const items = (await core.listNode()).items;
+      ready = new Set(items.filter(nodeReady).map((n) => n.metadata?.name ?? ''));
+      if (expected.every((name) => ready.has(name))) return true;
+      const dead = state.nodes.find((n) => !n.tampered && !ready.has(n.name) && !isRunning(n.bootstrapperPid));
+      if (dead !== undefined)
+        throw new Error(
+          `${dead.name}'s bootstrapper stopped before joining; see ${join(dead.dir, 'bootstrapper.log')}`,
+        );
+      return undefined;
+    },
+    { timeoutMs: options.timeoutMs, what: `every node (${expected.join(', ')}) Ready`, intervalMs: 250 },
+  ).catch((err: unknown) => {
+    const missing = expected.filter((name) => !ready.has(name));
+    throw new Error(`not Ready after ${options.timeoutMs} ms: ${missing.join(', ')} (logs in ${state.dir})`, {
+      cause: err,
+    });
+  });
+  const refusals = new Map<string, string>();
+  for (const node of state.nodes.filter((n) => !ready.has(n.name))) {
+    const status = await waitUntil(
+      async () => {
+        const recorded = await readJoinStatus(node.dir);
+        return recorded?.state === 'refused' ? recorded : undefined;
+      },
+      { timeoutMs: 20_000, what: `${node.name}'s first refusal` },
+    ).catch(() => undefined);
+    refusals.set(node.name, status?.message ?? 'no answer from the JoinService yet');
+  }
+  return state.nodes.map((n) => ({
+    name: n.name,
+    role: n.role,
+    ip: n.ip,
+    state: ready.has(n.name) ? (n === state.nodes[0] ? 'initialised' : 'joined') : 'not joined',
+    ready: ready.has(n.name),
+    attestation: ready.has(n.name) ? 'measurements match' : (refusals.get(n.name) ?? ''),
+  }));
+}
