@@ -43,7 +43,9 @@ export class ControlPlaneLease {
       (renewed === undefined ? 0 : new Date(renewed).getTime()) + (current.spec?.leaseDurationSeconds ?? 0) * 1000;
     const free = holder === nodeName || holder === '' || expiresAt <= now.getTime() || (await this.registered(holder));
     if (!free) {
-      const retryAfterMs = Math.max(1_000, Math.min(30_000, expiresAt - now.getTime()));
+      // The holder usually registers its Node (which frees the lease) long before the lease
+      // expires: ask again soon rather than at expiry. Each retry is one attested request.
+      const retryAfterMs = Math.max(1_000, Math.min(3_000, expiresAt - now.getTime()));
       throw new Refusal('unavailable', 'lease-held', `another control-plane node (${holder}) is joining; retry later`, {
         retryAfterMs,
       });
