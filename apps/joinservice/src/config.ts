@@ -25,6 +25,9 @@ export const JOINSERVICE_DEFAULTS = {
   /** When a caller refused for load or an unreachable registry should come back. */
   busyRetryAfterMs: 500,
   registryRetryAfterMs: 2_000,
+  /** Every Kubernetes API call is aborted after this long: a silent API server means a retryable refusal. */
+  apiTimeoutMs: 3_000,
+  apiRetryAfterMs: 1_000,
   /** Largest ticket request accepted (the requests carry a CSR and a few names). */
   maxRequestBytes: 16 * 1024,
 } as const;

@@ -8,6 +8,7 @@ import { masterSecretFromJson } from '@constellation/keys';
 import type { Logger } from '@constellation/logger';
 import { HealthStatus, JoinServiceService, createGrpcServer } from '@constellation/proto';
 import { admission } from './admission.js';
+import { boundedApiClients } from './api-clients.js';
 import { ClusterPki } from './cluster-pki.js';
 import { ConcurrencyLimit } from './concurrency-limit.js';
 import { JOINSERVICE_DEFAULTS } from './config.js';
@@ -59,8 +60,7 @@ async function createTicketService(settings: JoinServiceSettings, logger: Logger
   const kc = new k8s.KubeConfig();
   if (settings.kubeconfigPath === undefined) kc.loadFromCluster();
   else kc.loadFromFile(settings.kubeconfigPath);
-  const core = kc.makeApiClient(k8s.CoreV1Api);
-  const coordination = kc.makeApiClient(k8s.CoordinationV1Api);
+  const { core, coordination } = boundedApiClients(kc, JOINSERVICE_DEFAULTS.apiTimeoutMs);
   const masterSecret = masterSecretFromJson(
     await readFile(settings.masterSecretPath, 'utf8'),
     settings.masterSecretPath,
@@ -77,8 +77,13 @@ async function createTicketService(settings: JoinServiceSettings, logger: Logger
     lease: new ControlPlaneLease({ coordination, core, holdMs: settings.controlPlaneHoldMs }),
     disks: new DiskBindings({ core }),
     budget: new TicketBudget(settings.ticketBudget ?? JOINSERVICE_DEFAULTS.ticketBudget),
-    tokens: new NodeTokens(settings.tokenTtlMs * JOINSERVICE_DEFAULTS.tokenReuseFraction),
-    tokenTtlMs: settings.tokenTtlMs,
+    tokens: new NodeTokens({
+      core,
+      masterSecret,
+      ttlMs: settings.tokenTtlMs,
+      minRemainingMs: settings.tokenTtlMs * JOINSERVICE_DEFAULTS.tokenReuseFraction,
+      retryAfterMs: JOINSERVICE_DEFAULTS.apiRetryAfterMs,
+    }),
     logger,
   });
 }

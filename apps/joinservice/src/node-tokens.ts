@@ -1,38 +1,116 @@
+import { createHmac, hkdfSync } from 'node:crypto';
+import type { CoreV1Api } from '@kubernetes/client-node';
+import { Refusal, errorMessage } from '@constellation/errors';
+import { bootstrapTokenSecret } from '@constellation/kubeadm';
 import type { BootstrapToken } from '@constellation/kubeadm';
+import type { MasterSecret } from '@constellation/keys';
+
+const ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
+const TOKEN_CHARS = 6 + 16;
+const HKDF_INFO = 'constellation/joinservice/bootstrap-token/v1';
+
+export interface NodeTokensOptions {
+  core: CoreV1Api;
+  masterSecret: MasterSecret;
+  /** Bootstrap tokens live this long from the start of their period. */
+  ttlMs: number;
+  /** A token handed out has at least this much of its life left (enough for one kubeadm join). */
+  minRemainingMs: number;
+  retryAfterMs: number;
+}
+
+export interface NodeToken {
+  token: BootstrapToken;
+  /** The Secret existed already: minted for this machine earlier, by this process, an earlier one or a peer. */
+  reused: boolean;
+}
+
+/** 22 characters of [a-z0-9] from 256 bits: 36^22 < 2^114, so the modulo bias is negligible. */
+function tokenCharacters(digest: Buffer): string {
+  let n = BigInt(`0x${digest.toString('hex')}`);
+  let out = '';
+  for (let i = 0; i < TOKEN_CHARS; i++) {
+    out += ALPHABET[Number(n % 36n)] ?? '';
+    n /= 36n;
+  }
+  return out;
+}
 
 /**
- * The bootstrap token each attested machine was last given, so a node that asks again (its join
- * failed before kubeadm used the token, say) gets the same still-valid token instead of a new
- * Secret each time. Kept in memory per service replica: with N replicas a node holds at most N
- * live tokens. A token is reused only while it has at least `minRemainingMs` left, enough for a
- * kubeadm join.
+ * Each machine's bootstrap token, derived rather than remembered: the token for (machine, period)
+ * is HMAC(key from the master secret, machine ‖ period), so every replica, and this service after
+ * a restart, hands a machine the same token within a period without reading any Secret (the
+ * service may only create Secrets). Creating the Secret again answers 409 Conflict, which means
+ * "already minted": the token is reused. Periods are `ttl − minRemaining` long and a token expires
+ * `ttl` after its period starts, so a token handed out has between `minRemaining` and `ttl` left
+ * and never outlives its TTL; a machine holds two live tokens only in the `minRemaining` overlap of
+ * consecutive periods.
+ *
+ * Limit: token ids have 6 characters (kubeadm's format), so two machines' ids in one period
+ * collide with probability 36⁻⁶ per pair; the second machine then gets a token whose Secret holds
+ * the first one's secret, its kubeadm join fails, and it gets a fresh id in the next period.
  */
 export class NodeTokens {
-  private readonly tokens = new Map<string, BootstrapToken>();
-  private readonly minRemainingMs: number;
-  private readonly maxMachines: number;
+  private readonly options: NodeTokensOptions;
+  private readonly key: Buffer;
+  private readonly periodMs: number;
+  /** Machines whose token Secret for a period is known to exist: saves the API write on a repeat ask. */
+  private readonly minted = new Map<string, number>();
+  private readonly maxRemembered = 100_000;
 
-  constructor(minRemainingMs: number, maxMachines = 100_000) {
-    this.minRemainingMs = minRemainingMs;
-    this.maxMachines = maxMachines;
+  constructor(options: NodeTokensOptions) {
+    if (options.minRemainingMs <= 0 || options.minRemainingMs >= options.ttlMs)
+      throw new RangeError(`minRemainingMs must be between 0 and ttlMs (${options.ttlMs}), got ${options.minRemainingMs}`);
+    this.options = options;
+    this.periodMs = options.ttlMs - options.minRemainingMs;
+    this.key = Buffer.from(
+      hkdfSync('sha256', options.masterSecret.key, options.masterSecret.salt, HKDF_INFO, 32) as ArrayBuffer,
+    );
   }
 
-  /** The machine's token if it is still valid long enough, else undefined. */
-  reusable(machine: string, now = Date.now()): BootstrapToken | undefined {
-    const token = this.tokens.get(machine);
-    if (token === undefined) return undefined;
-    if (token.expires.getTime() - now >= this.minRemainingMs) return token;
-    this.tokens.delete(machine);
-    return undefined;
+  /** The machine's token for the period `now` falls in. */
+  derive(machine: string, now = Date.now()): BootstrapToken {
+    const period = Math.floor(now / this.periodMs);
+    const chars = tokenCharacters(createHmac('sha256', this.key).update(`${machine}\n${period}`).digest());
+    const id = chars.slice(0, 6);
+    const secret = chars.slice(6);
+    return { id, secret, token: `${id}.${secret}`, expires: new Date(period * this.periodMs + this.options.ttlMs) };
   }
 
-  remember(machine: string, token: BootstrapToken, now = Date.now()): void {
-    this.tokens.delete(machine);
-    this.tokens.set(machine, token);
-    if (this.tokens.size <= this.maxMachines) return;
-    for (const [other, t] of this.tokens) {
-      if (this.tokens.size <= this.maxMachines) break;
-      if (t.expires.getTime() <= now || other !== machine) this.tokens.delete(other);
+  /** The machine's token, its Secret created in the API unless it exists already. */
+  async tokenFor(machine: string, nodeName: string, now = Date.now()): Promise<NodeToken> {
+    const token = this.derive(machine, now);
+    const expiresAt = token.expires.getTime();
+    if (this.minted.get(machine) === expiresAt) return { token, reused: true };
+    const { core, retryAfterMs } = this.options;
+    let reused = false;
+    try {
+      await core.createNamespacedSecret({
+        namespace: 'kube-system',
+        body: bootstrapTokenSecret(token, `Bootstrap token for ${nodeName}, minted by the Constellation JoinService`),
+      });
+    } catch (err) {
+      if ((err as { code?: number }).code !== 409) {
+        throw new Refusal(
+          'unavailable',
+          'api-unavailable',
+          `could not create a bootstrap token in the cluster: ${errorMessage(err)}`,
+          { retryAfterMs, cause: err },
+        );
+      }
+      reused = true;
+    }
+    this.remember(machine, expiresAt, now);
+    return { token, reused };
+  }
+
+  private remember(machine: string, expiresAt: number, now: number): void {
+    this.minted.delete(machine);
+    this.minted.set(machine, expiresAt);
+    if (this.minted.size <= this.maxRemembered) return;
+    for (const [other, expires] of this.minted) {
+      if (this.minted.size <= this.maxRemembered) break;
+      if (expires <= now || other !== machine) this.minted.delete(other);
     }
   }
 }

@@ -1,10 +1,11 @@
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { CsrError, deriveMeasurementSecret, deriveStateDiskKey } from '@constellation/keys';
 import type { IssuedKubeletCertificate, MasterSecret } from '@constellation/keys';
-import { createBootstrapToken, readClusterConfig } from '@constellation/kubeadm';
+import { readClusterConfig } from '@constellation/kubeadm';
 import type { Logger } from '@constellation/logger';
 import type { JoinTicket, JoinTicketRequest, RejoinTicket, RejoinTicketRequest } from '@constellation/proto';
 import type { ClusterPki } from './cluster-pki.js';
+import { JOINSERVICE_DEFAULTS } from './config.js';
 import type { ControlPlaneLease } from './control-plane-lease.js';
 import type { DiskBindings } from './disk-binding.js';
 import type { RegisteredInstance } from './instance-registry.js';
@@ -35,10 +36,8 @@ export interface TicketServiceOptions {
   disks: DiskBindings;
   /** Tickets per machine; a node asking beyond it is told when to come back. */
   budget: TicketBudget;
-  /** Each machine's still-valid bootstrap token, reused instead of minting another. */
+  /** Each machine's bootstrap token for the current period, reused instead of minting another. */
   tokens: NodeTokens;
-  /** Bootstrap tokens live this long (15 minutes by default). */
-  tokenTtlMs: number;
   logger: Logger;
 }
 
@@ -123,35 +122,23 @@ export class TicketService {
     try {
       cluster = await readClusterConfig(core);
     } catch (err) {
+      // Absent: the cluster is not initialised yet. Anything else (a timeout, a 5xx): try again soon.
+      const absent = (err as { code?: number }).code === 404;
       throw new Refusal(
-        'precondition',
-        'cluster-config-unavailable',
-        `cluster configuration is not available yet: ${errorMessage(err)}`,
+        absent ? 'precondition' : 'unavailable',
+        absent ? 'cluster-config-unavailable' : 'api-unavailable',
+        `cluster configuration is not available${absent ? ' yet' : ''}: ${errorMessage(err)}`,
+        absent ? {} : { retryAfterMs: JOINSERVICE_DEFAULTS.apiRetryAfterMs, cause: err },
       );
     }
     await disks.bind(request.diskUuid, node.machineId, client.nodeName);
     if (request.isControlPlane) await lease.acquire(client.nodeName);
     try {
       const controlPlaneFiles = request.isControlPlane ? await pki.controlPlaneFiles() : [];
-      const reused = tokens.reusable(node.machineId);
-      const token =
-        reused ??
-        (await createBootstrapToken(
-          core,
-          this.options.tokenTtlMs,
-          `Bootstrap token for ${client.nodeName}, minted by the Constellation JoinService`,
-        ).catch((err: unknown) => {
-          throw new Refusal(
-            'unavailable',
-            'api-unavailable',
-            `could not create a bootstrap token in the cluster: ${errorMessage(err)}`,
-            { retryAfterMs: 1_000 },
-          );
-        }));
-      tokens.remember(node.machineId, token);
+      const { token, reused } = await tokens.tokenFor(node.machineId, client.nodeName);
       log.info('join ticket issued', {
         tokenId: token.id,
-        tokenReused: reused !== undefined,
+        tokenReused: reused,
         tokenExpires: token.expires.toISOString(),
         ips: serving.ips,
       });
