@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { StatusError, statusErrorOf } from '@constellation/proto';
 import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey, verifyInitSecret } from '@constellation/keys';
-import { deleteUnmintedBootstrapTokens } from '@constellation/kubeadm';
+import { DiskBindings, deleteUnmintedBootstrapTokens } from '@constellation/kubeadm';
 import { InitStep, StepState } from '@constellation/proto';
 import type { InitRequest, InitResponse, InitServiceServer } from '@constellation/proto';
 import { checkInitRequest } from './init-request.js';
@@ -164,6 +164,10 @@ export function initService(context: NodeContext, hooks: InitServiceHooks): Init
 
       begin(InitStep.INIT_STEP_PUBLISH_CLUSTER_CONFIG);
       await publishClusterConfig(core, { kubernetesVersion: version, components: request.kubernetesComponents });
+      // This node joined by init, not through the JoinService: record its (machine, disk) pair as a
+      // join would, so that it gets a rejoin ticket after a reboot.
+      const machine = context.issuer.rooted?.ekPublicKeyHash;
+      if (machine !== undefined) await new DiskBindings({ core }).bind(diskUuid, machine, self.name);
       progress(StepState.STEP_STATE_SUCCEEDED);
 
       begin(InitStep.INIT_STEP_ISSUE_ADMIN_KUBECONFIG);

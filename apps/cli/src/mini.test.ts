@@ -110,7 +110,7 @@ describe('constellation mini', () => {
       // A second mini up does not break the running cluster.
       const again = await constellation(workspace, 'mini', 'up');
       expect(again.code).toBe(2);
-      expect(again.stderr).toMatch(/a mini cluster is already running in .* run `constellation mini down` first/);
+      expect(again.stderr).toMatch(/a mini cluster is already running in .* run `.+ mini down` first/);
     } finally {
       // The stop command mini printed runs exactly as printed.
       const printed = /^up in [\d.]+ s; stop with: (.+)$/m.exec(up.stdout.toString())?.[1];

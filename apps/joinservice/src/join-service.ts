@@ -14,7 +14,7 @@ import { ConcurrencyLimit } from './concurrency-limit.js';
 import { JOINSERVICE_DEFAULTS } from './config.js';
 import type { JoinServiceSettings } from './config.js';
 import { ControlPlaneLease } from './control-plane-lease.js';
-import { DiskBindings } from './disk-binding.js';
+import { DiskBindings } from '@constellation/kubeadm';
 import { HttpInstanceRegistry } from './instance-registry.js';
 import type { InstanceRegistry } from './instance-registry.js';
 import { joinHandlers } from './join-handlers.js';

@@ -7,7 +7,7 @@ import type { JoinTicket, JoinTicketRequest, RejoinTicket, RejoinTicketRequest }
 import type { ClusterPki } from './cluster-pki.js';
 import { JOINSERVICE_DEFAULTS } from './config.js';
 import type { ControlPlaneLease } from './control-plane-lease.js';
-import type { DiskBindings } from './disk-binding.js';
+import type { DiskBindings } from '@constellation/kubeadm';
 import type { RegisteredInstance } from './instance-registry.js';
 import type { NodeTokens } from './node-tokens.js';
 import type { TicketBudget } from './ticket-budget.js';

@@ -33,7 +33,7 @@ export class DiskBindings {
       metadata: {
         name: bindingName(diskUuid, ekPublicKeyHash),
         namespace: this.namespace,
-        labels: { 'app.kubernetes.io/managed-by': 'constellation-joinservice' },
+        labels: { 'app.kubernetes.io/managed-by': 'constellation' },
         annotations: { 'constellation.io/node-name': nodeName },
       },
       data: { [EK_KEY]: ekPublicKeyHash, diskUuid },

@@ -30,3 +30,5 @@ export {
 export type { KubeadmRunOptions } from './kubeadm-runner.js';
 export { KubeadmError, runKubeadm } from './kubeadm-runner.js';
 export { DEFAULT_KUBERNETES_VERSION } from './kubernetes-version.js';
+export type { DiskBindingsOptions } from './disk-binding.js';
+export { DiskBindings } from './disk-binding.js';
