@@ -42,7 +42,7 @@ export interface JoinHandlerParts {
 }
 
 /**
- * The JoinService's RPCs: each runs the client-attests challenge, then hands the attested request
+ * The JoinService's RPCs: each runs the attestation challenge, then hands the attested request
  * to the ticket logic. Refusals from the ticket logic become statuses in serveChallenge.
  */
 export function joinHandlers(parts: JoinHandlerParts): JoinServiceServer {

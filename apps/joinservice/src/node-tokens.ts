@@ -60,12 +60,12 @@ export class NodeTokens {
 
   constructor(options: NodeTokensOptions) {
     if (options.minRemainingMs <= 0 || options.minRemainingMs >= options.ttlMs)
-      throw new RangeError(`minRemainingMs must be between 0 and ttlMs (${options.ttlMs}), got ${options.minRemainingMs}`);
+      throw new RangeError(
+        `minRemainingMs must be between 0 and ttlMs (${options.ttlMs}), got ${options.minRemainingMs}`,
+      );
     this.options = options;
     this.periodMs = options.ttlMs - options.minRemainingMs;
-    this.key = Buffer.from(
-      hkdfSync('sha256', options.masterSecret.key, options.masterSecret.salt, HKDF_INFO, 32) as ArrayBuffer,
-    );
+    this.key = Buffer.from(hkdfSync('sha256', options.masterSecret.key, options.masterSecret.salt, HKDF_INFO, 32));
   }
 
   /** The machine's token for the period `now` falls in. */

@@ -46,7 +46,12 @@ function ekPublicArea(privateKey: KeyObject): Buffer {
  */
 export function activateInSoftware(ekPrivateKey: KeyObject, akName: Buffer, credential: Credential): Buffer {
   const seed = privateDecrypt(
-    { key: ekPrivateKey, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha256', oaepLabel: OAEP_IDENTITY_LABEL },
+    {
+      key: ekPrivateKey,
+      padding: constants.RSA_PKCS1_OAEP_PADDING,
+      oaepHash: 'sha256',
+      oaepLabel: OAEP_IDENTITY_LABEL,
+    },
     credential.encryptedSecret,
   );
   const blob = new TpmReader(credential.credentialBlob, 'credential blob');

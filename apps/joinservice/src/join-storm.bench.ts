@@ -1,0 +1,181 @@
+// `npm run bench`: the JoinService under join storms, as production runs it. The service is its
+// bundled program (dist/joinservice.mjs) in its own process; the simulated nodes run in two other
+// processes, each node with its own TPM identity: an RSA-2048 EK with a certificate from the
+// bench's EK CA, registered in the instance registry, and an attestation key. The TPMs are
+// SOFTWARE (keys in the node process, cached on disk between runs), so that 500 swtpm processes
+// do not dominate the run; every join still does a real EK path validation, a real credential
+// activation with the EK's private key and a real quote verified by the service.
+// Prints figures; asserts nothing. BENCH_CPU_PROF=<dir> writes a CPU profile of the service.
+import { generateKeyPairSync } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import { connect, createServer } from 'node:tls';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { atlsPublicRoot, issueFromPublicRoot } from '@constellation/atls';
+import type { EkCa } from '@constellation/swtpm';
+import { StormCluster, stormIdentities } from './join-storm.fixture.js';
+import type { StormResult } from './join-storm.fixture.js';
+import type { SoftwareTpmIdentity } from './software-tpm.fixture.js';
+
+const STEADY_NODES = Number(process.env['BENCH_STEADY_NODES'] ?? 240);
+const CONCURRENT = 12;
+const GROWTH = (process.env['BENCH_GROWTH'] ?? '50,100,200,500').split(',').map(Number);
+const FAULT_NODES = Number(process.env['BENCH_FAULT_NODES'] ?? 200);
+const HANDSHAKES = 300;
+const CACHE = process.env['BENCH_IDENTITY_CACHE'] ?? join(tmpdir(), 'constellation-join-storm-identities');
+
+function leaf(name: string): { key: string; cert: string } {
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  return {
+    key: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+    cert: issueFromPublicRoot(publicKey, name),
+  };
+}
+
+/** Mutual TLS 1.3 handshakes per second over loopback, `concurrency` at a time: the anchor. */
+async function mutualTlsRate(total: number, concurrency: number): Promise<number> {
+  const ca = atlsPublicRoot().certificatePem;
+  const server = createServer(
+    { ...leaf('server'), ca, requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3' },
+    (socket) => socket.end(),
+  );
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : 0;
+  const client = leaf('client');
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next++ < total) {
+        await new Promise<void>((resolve, reject) => {
+          const socket = connect(
+            { host: '127.0.0.1', port, ...client, ca, servername: 'bench.local', checkServerIdentity: () => undefined },
+            () => {
+              socket.destroy();
+              resolve();
+            },
+          );
+          socket.once('error', reject);
+        });
+      }
+    }),
+  );
+  const rate = total / ((performance.now() - started) / 1000);
+  await new Promise((resolve) => server.close(resolve));
+  return rate;
+}
+
+const ms = (value: number): string => value.toFixed(0).padStart(6);
+
+function summary(result: StormResult): string {
+  const retries = Object.entries(result.retries)
+    .map(([code, n]) => `${code} ${n}`)
+    .join(', ');
+  return `${String(result.joined.length).padStart(4)} joined, ${result.failed.length} failed; ${result.joinsPerSecond.toFixed(1).padStart(6)} joins/s; call p50/p95/p99 ${ms(result.callMs(0.5))} ${ms(result.callMs(0.95))} ${ms(result.callMs(0.99))} ms; joined after p50/p99 ${ms(result.joinedAfterMs(0.5))} ${ms(result.joinedAfterMs(0.99))} ms; retried calls: ${retries || 'none'}${result.failed[0] === undefined ? '' : `; first failure: ${result.failed[0].lastError ?? ''}`}`;
+}
+
+/** A fresh cluster (API stand-in, registry, JoinService process) for `identities`; removed afterwards. */
+async function withCluster<T>(
+  ekCa: EkCa,
+  identities: readonly SoftwareTpmIdentity[],
+  run: (cluster: StormCluster) => Promise<T>,
+  cpuProfileDir?: string,
+): Promise<T> {
+  const dir = join(tmpdir(), `constellation-join-storm-${process.pid}-${Date.now()}`);
+  const cluster = await StormCluster.start({
+    dir,
+    ekCa,
+    identities,
+    program: 'bundle',
+    ...(cpuProfileDir === undefined ? {} : { cpuProfileDir }),
+  });
+  try {
+    await cluster.startService();
+    return await run(cluster);
+  } finally {
+    await cluster.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const needed = Math.max(STEADY_NODES, ...GROWTH, FAULT_NODES);
+const making = performance.now();
+const { ekCa, identities, manufactured } = await stormIdentities(CACHE, needed);
+console.log('\nJoinService join storms (service: bundled program, own process; nodes: 2 other processes)');
+console.log(
+  `node identities: ${identities.length} SOFTWARE TPMs (RSA-2048 EK + EK certificate from the bench EK CA + ECDSA AK), ${manufactured} manufactured now in ${((performance.now() - making) / 1000).toFixed(1)} s, the rest from the cache ${CACHE}`,
+);
+console.log(
+  'each join: EK certificate path + credential activation (EK private key) + registry lookup + quote + 2 fresh kubelet CSRs, two certificates signed, token Secret and disk binding written to the API stand-in',
+);
+
+// 1. Steady load: distinct nodes, 12 calls in flight at any time, next to raw mutual TLS.
+const steady = await withCluster(
+  ekCa,
+  identities.slice(0, STEADY_NODES),
+  (cluster) => cluster.storm({ processes: 2, concurrency: CONCURRENT / 2 }),
+  process.env['BENCH_CPU_PROF'],
+);
+const tls = await mutualTlsRate(HANDSHAKES, CONCURRENT);
+console.log(`\n${STEADY_NODES} distinct nodes, ${CONCURRENT} concurrent:`);
+console.log(`  joins per second            ${steady.joinsPerSecond.toFixed(1)}`);
+console.log(`  raw mutual-TLS handshakes   ${tls.toFixed(1)} /s (same run, ${CONCURRENT} concurrent, node:tls)`);
+console.log(`  ratio                       ${(steady.joinsPerSecond / tls).toFixed(2)}x (goal >= 0.5x)`);
+console.log(
+  `  latency p50 / p95 / p99     ${steady.callMs(0.5).toFixed(0)} / ${steady.callMs(0.95).toFixed(0)} / ${steady.callMs(0.99).toFixed(0)} ms (goal p99 <= 250 ms)`,
+);
+console.log(`  failures                    ${steady.failed.length}`);
+
+// 2. Growth: N nodes at once.
+console.log('\nGrowth: N nodes start joining at the same instant (goal at 500: all join, 0 failures, p99 <= 2 s)');
+for (const n of GROWTH) {
+  const result = await withCluster(ekCa, identities.slice(0, n), (cluster) => cluster.storm({ processes: 2 }));
+  console.log(`  N=${String(n).padStart(3)}: ${summary(result)}`);
+}
+
+// 3. The JoinService process killed during a storm and started again.
+const killed = await withCluster(ekCa, identities.slice(0, FAULT_NODES), async (cluster) => {
+  let restartMs = 0;
+  const result = await cluster.storm({
+    processes: 2,
+    during: async () => {
+      while (cluster.mintedTokens().length < FAULT_NODES / 4) await new Promise((resolve) => setTimeout(resolve, 20));
+      const killedAt = performance.now();
+      await cluster.killService();
+      await cluster.startService();
+      restartMs = performance.now() - killedAt;
+    },
+  });
+  return { result, audit: cluster.auditTokens(result.outcomes), restartMs };
+});
+console.log(
+  `\nJoinService SIGKILLed during a ${FAULT_NODES}-node storm (after ${FAULT_NODES / 4} tickets), back in ${killed.restartMs.toFixed(0)} ms:`,
+);
+console.log(`  ${summary(killed.result)}`);
+console.log(
+  `  token Secrets ${killed.audit.minted}; nodes with two live tokens: ${killed.audit.nodesWithTwoLiveTokens.length}; tokens outliving their TTL: ${killed.audit.outlivingTtl.length}; tickets without a Secret: ${killed.audit.ticketsWithoutSecret.length}`,
+);
+
+// 4. The API server silent for 10 s during a storm.
+const silent = await withCluster(ekCa, identities.slice(0, FAULT_NODES), async (cluster) => {
+  const result = await cluster.storm({
+    processes: 2,
+    during: async () => {
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      cluster.proxy.pause();
+      await new Promise((resolve) => setTimeout(resolve, 10_000));
+      cluster.proxy.resume();
+    },
+  });
+  return { result, audit: cluster.auditTokens(result.outcomes) };
+});
+console.log(`\nAPI server silent for 10 s (from 1 s into a ${FAULT_NODES}-node storm):`);
+console.log(`  ${summary(silent.result)}`);
+console.log(
+  `  nodes with two live tokens: ${silent.audit.nodesWithTwoLiveTokens.length}; tickets without a Secret: ${silent.audit.ticketsWithoutSecret.length}`,
+);
+console.log(
+  '\nnote: the service, the node processes and the API stand-in share the same 2 cores; the nodes TPMs are software.',
+);

@@ -1,0 +1,370 @@
+// Bench and test fixture: a join storm as production has it. The JoinService runs as its own
+// program in its own process; the simulated nodes run in other processes (storm-nodes.ts), each
+// with its own software TPM identity registered in the instance registry; the API stand-in and
+// the registry run here, the API behind a proxy that can stop answering.
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { copyFile, mkdir, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { clusterConfigMap } from '@constellation/kubeadm';
+import { KubeApiServer, MetadataServer } from '@constellation/sandbox';
+import type { InstanceInfo } from '@constellation/sandbox';
+import { createEkCa, freePort, openEkCa } from '@constellation/swtpm';
+import type { EkCa } from '@constellation/swtpm';
+import { CLUSTER, writeMountedFiles } from './join-service.fixture.js';
+import { PausableProxy } from './pausable-proxy.fixture.js';
+import { loadSoftwareTpms, manufactureSoftwareTpms, saveSoftwareTpms } from './software-tpm.fixture.js';
+import type { SoftwareTpmIdentity } from './software-tpm.fixture.js';
+import { stormNodeIp } from './storm-orders.js';
+import type { NodeOutcome, StormOrders } from './storm-orders.js';
+
+const SRC = new URL('.', import.meta.url).pathname;
+const BUNDLE = new URL('../dist/joinservice.mjs', import.meta.url).pathname;
+const SOURCE_ARGS = ['--conditions=@constellation/source', '--import', 'tsx'];
+
+/** The EK CA and `count` software TPMs it certified, kept in `dir` between runs. */
+export async function stormIdentities(
+  dir: string,
+  count: number,
+): Promise<{ ekCa: EkCa; identities: SoftwareTpmIdentity[]; manufactured: number }> {
+  const caDir = join(dir, 'ek-ca');
+  const ekCa = existsSync(caDir) ? await openEkCa(caDir) : await createEkCa(caDir, { name: 'Join storm' });
+  const file = join(dir, 'identities.json');
+  const cached = existsSync(file) ? await loadSoftwareTpms(file) : [];
+  if (cached.length >= count) return { ekCa, identities: cached.slice(0, count), manufactured: 0 };
+  const fresh = await manufactureSoftwareTpms(ekCa, 'storm', count, join(dir, 'work'));
+  const identities = [...cached, ...fresh.slice(cached.length)];
+  await saveSoftwareTpms(file, identities);
+  return { ekCa, identities, manufactured: count - cached.length };
+}
+
+export interface StormClusterOptions {
+  dir: string;
+  ekCa: EkCa;
+  identities: readonly SoftwareTpmIdentity[];
+  /** The bundled program (as deployed) or the TypeScript source through tsx (tests). */
+  program: 'bundle' | 'source';
+  /** Write a V8 CPU profile of the JoinService process here. */
+  cpuProfileDir?: string;
+  tokenTtlSeconds?: number;
+}
+
+/** A bootstrap-token Secret the service minted, as the API stand-in holds it. */
+export interface MintedToken {
+  id: string;
+  node: string;
+  createdMs: number;
+  expiresMs: number;
+}
+
+export interface TokenAudit {
+  minted: number;
+  nodesWithTwoLiveTokens: string[];
+  outlivingTtl: string[];
+  ticketsWithoutSecret: string[];
+}
+
+/** Percentile `q` (0..1) of `values`, NaN when empty. */
+export function percentile(values: readonly number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+}
+
+export class StormCluster {
+  readonly api: KubeApiServer;
+  readonly proxy: PausableProxy;
+  readonly registry: MetadataServer;
+  readonly port: number;
+  readonly tokenTtlMs: number;
+  private readonly options: StormClusterOptions;
+  private readonly args: string[];
+  private service: ChildProcess | undefined;
+  /** The service's last lines of output, for errors. */
+  private readonly tail: string[] = [];
+
+  private constructor(
+    options: StormClusterOptions,
+    parts: { api: KubeApiServer; proxy: PausableProxy; registry: MetadataServer; port: number; args: string[] },
+  ) {
+    this.options = options;
+    this.api = parts.api;
+    this.proxy = parts.proxy;
+    this.registry = parts.registry;
+    this.port = parts.port;
+    this.args = parts.args;
+    this.tokenTtlMs = (options.tokenTtlSeconds ?? 900) * 1000;
+  }
+
+  static async start(options: StormClusterOptions): Promise<StormCluster> {
+    await mkdir(options.dir, { recursive: true });
+    const api = await KubeApiServer.start();
+    api.store.create(
+      { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true },
+      'kube-system',
+      { metadata: { name: 'constellation-cluster' }, data: clusterConfigMap(CLUSTER).data },
+    );
+    const proxy = await PausableProxy.start(api.url);
+    const instances: InstanceInfo[] = options.identities.map((identity, i) => ({
+      name: identity.name,
+      ip: stormNodeIp(i),
+      role: 'worker',
+      ekPublicKeyHash: identity.ekPublicKeyHash,
+    }));
+    const registry = await MetadataServer.start({
+      instances,
+      endpoint: { host: '127.0.0.1', apiServerPort: 6443, joinServicePort: 0, initPort: 9000 },
+      initSecretHash: '',
+    });
+    const { settings } = await writeMountedFiles(options.dir, proxy.url);
+    await copyFile(options.ekCa.rootCertPath, join(options.dir, 'config', 'ekRoots'));
+    const port = await freePort();
+    const args = [
+      '--host=127.0.0.1',
+      `--port=${port}`,
+      '--metrics-host=127.0.0.1',
+      '--metrics-port=0',
+      '--health-port=0',
+      `--config-dir=${join(options.dir, 'config')}`,
+      `--master-secret-file=${settings.masterSecretPath}`,
+      `--pki-dir=${settings.pkiDir}`,
+      `--kubeconfig=${settings.kubeconfigPath ?? ''}`,
+      '--api-server-endpoint=10.42.0.2:6443',
+      `--instance-registry-url=${registry.url}`,
+      `--token-ttl-seconds=${options.tokenTtlSeconds ?? 900}`,
+    ];
+    return new StormCluster(options, { api, proxy, registry, port, args });
+  }
+
+  get address(): string {
+    return `127.0.0.1:${this.port}`;
+  }
+
+  /** Starts the JoinService process and waits until it serves (bounded). */
+  async startService(timeoutMs = 30_000): Promise<void> {
+    if (this.service !== undefined) throw new Error('the JoinService is running already');
+    const profile =
+      this.options.cpuProfileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${this.options.cpuProfileDir}`];
+    const program =
+      this.options.program === 'bundle' ? [...profile, BUNDLE] : [...profile, ...SOURCE_ARGS, join(SRC, 'main.ts')];
+    const child = spawn(process.execPath, [...program, ...this.args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.service = child;
+    const serving = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        reject(new Error(`the JoinService did not serve within ${timeoutMs} ms: ${this.tail.join('\n')}`));
+      }, timeoutMs);
+      const onLine = (line: string): void => {
+        this.tail.push(line);
+        if (this.tail.length > 20) this.tail.shift();
+        if (line.includes('"joinservice serving"')) {
+          clearTimeout(timer);
+          resolve();
+        }
+      };
+      createInterface({ input: child.stdout }).on('line', onLine);
+      createInterface({ input: child.stderr }).on('line', onLine);
+      child.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        reject(new Error(`the JoinService exited (${code ?? signal ?? ''}): ${this.tail.join('\n')}`));
+      });
+    });
+    await serving;
+  }
+
+  /** SIGKILL: the process dies mid-work, as on a node crash or an OOM kill. */
+  async killService(): Promise<void> {
+    await this.stopService('SIGKILL');
+  }
+
+  /** Stops the service (SIGTERM lets it write its CPU profile) and waits for the exit (bounded). */
+  async stopService(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+    const child = this.service;
+    this.service = undefined;
+    if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) =>
+      child.once('exit', () => {
+        resolve();
+      }),
+    );
+    child.kill(signal);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(timer);
+  }
+
+  /** Every bootstrap-token Secret the service minted, by node. */
+  mintedTokens(): MintedToken[] {
+    const { items } = this.api.store.list(
+      { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true },
+      'kube-system',
+      'constellation.dev/minted-by=joinservice',
+    );
+    return items.map((secret) => {
+      const data = (secret as { data?: Record<string, string> }).data ?? {};
+      const field = (key: string): string => Buffer.from(data[key] ?? '', 'base64').toString();
+      const node = /^Bootstrap token for (\S+),/.exec(field('description'))?.[1] ?? '';
+      return {
+        id: field('token-id'),
+        node,
+        createdMs: new Date(secret.metadata.creationTimestamp ?? 0).getTime(),
+        expiresMs: new Date(field('expiration')).getTime(),
+      };
+    });
+  }
+
+  /**
+   * The token invariants after a storm: nodes holding two live tokens, tokens that outlive their
+   * TTL (expiry more than the TTL after the Secret was created), and tickets whose token has no Secret.
+   */
+  auditTokens(outcomes: readonly NodeOutcome[], now = Date.now()): TokenAudit {
+    const minted = this.mintedTokens();
+    const liveByNode = new Map<string, number>();
+    for (const t of minted) if (t.expiresMs > now) liveByNode.set(t.node, (liveByNode.get(t.node) ?? 0) + 1);
+    const ids = new Set(minted.map((t) => t.id));
+    return {
+      minted: minted.length,
+      nodesWithTwoLiveTokens: [...liveByNode].filter(([, n]) => n > 1).map(([node]) => node),
+      // creationTimestamp has whole seconds: allow the one second it rounds away.
+      outlivingTtl: minted.filter((t) => t.expiresMs - t.createdMs > this.tokenTtlMs + 1_000).map((t) => t.id),
+      ticketsWithoutSecret: outcomes.filter((o) => o.joined && !ids.has(o.tokenId ?? '')).map((o) => o.name),
+    };
+  }
+
+  /** Runs the nodes `[first, end)` of the identities in `processes` node processes, all at once. */
+  async storm(options: {
+    first?: number;
+    end?: number;
+    processes?: number;
+    /** In-flight nodes per process (0: all). */
+    concurrency?: number;
+    giveUpAfterMs?: number;
+    /** Called once the storm started, with nothing awaited: fault injection goes here. */
+    during?: (startedAtMs: number) => Promise<void>;
+  }): Promise<StormResult> {
+    const first = options.first ?? 0;
+    const end = options.end ?? this.options.identities.length;
+    const processes = Math.max(1, Math.min(options.processes ?? 2, end - first));
+    const identitiesPath = join(this.options.dir, 'storm-identities.json');
+    await saveSoftwareTpms(identitiesPath, this.options.identities);
+    const share = Math.ceil((end - first) / processes);
+    const children = await Promise.all(
+      Array.from({ length: processes }, async (_, p) => {
+        const orders: StormOrders = {
+          identitiesPath,
+          first: first + p * share,
+          end: Math.min(end, first + (p + 1) * share),
+          address: this.address,
+          concurrency: options.concurrency ?? 0,
+          startAtMs: 0,
+          giveUpAfterMs: options.giveUpAfterMs ?? 120_000,
+          giveUpAtMs: 0,
+          requestTimeoutMs: 30_000,
+          initialBackoffMs: 1_000,
+          maxBackoffMs: 30_000,
+        };
+        const ordersPath = join(this.options.dir, `storm-orders-${p}.json`);
+        await writeFile(ordersPath, JSON.stringify(orders));
+        return startNodeProcess(ordersPath);
+      }),
+    );
+    const startedAtMs = Date.now();
+    for (const child of children) child.go(startedAtMs);
+    const fault = options.during?.(startedAtMs);
+    const outcomes = (await Promise.all(children.map((c) => c.done))).flat();
+    await fault;
+    return new StormResult(outcomes, Date.now() - startedAtMs);
+  }
+
+  async close(): Promise<void> {
+    await this.stopService();
+    await this.proxy.close();
+    await this.api.close();
+    await this.registry.close();
+  }
+}
+
+/** One node process: ready once it loaded its identities; `go` starts its nodes; `done` has their outcomes. */
+async function startNodeProcess(
+  ordersPath: string,
+): Promise<{ go: (startAtMs: number) => void; done: Promise<NodeOutcome[]> }> {
+  // STORM_NODES_CPU_PROF_DIR: profile the node processes too, to see what the load generator costs.
+  const profileDir = process.env['STORM_NODES_CPU_PROF_DIR'];
+  const profile = profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`];
+  const child = spawn(process.execPath, [...profile, ...SOURCE_ARGS, join(SRC, 'storm-nodes.ts'), ordersPath], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const outcomes: NodeOutcome[] = [];
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4_000);
+  });
+  let ready: () => void = () => undefined;
+  const isReady = new Promise<void>((resolve) => {
+    ready = resolve;
+  });
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    const parsed = JSON.parse(line) as NodeOutcome | { ready: true };
+    if ('ready' in parsed) ready();
+    else outcomes.push(parsed);
+  });
+  const done = new Promise<NodeOutcome[]>((resolve, reject) => {
+    child.once('exit', (code) => {
+      if (code === 0) resolve(outcomes);
+      else reject(new Error(`storm node process exited with ${code ?? 'a signal'}: ${stderr}`));
+    });
+  });
+  await Promise.race([isReady, done]);
+  return {
+    go: (startAtMs) => {
+      child.stdin.end(JSON.stringify({ startAtMs }));
+    },
+    done,
+  };
+}
+
+/** What a storm's nodes reported. */
+export class StormResult {
+  constructor(
+    readonly outcomes: readonly NodeOutcome[],
+    readonly wallMs: number,
+  ) {}
+
+  get joined(): NodeOutcome[] {
+    return this.outcomes.filter((o) => o.joined);
+  }
+
+  get failed(): NodeOutcome[] {
+    return this.outcomes.filter((o) => !o.joined);
+  }
+
+  /** Tickets per second from the start until the last node joined. */
+  get joinsPerSecond(): number {
+    const last = Math.max(...this.joined.map((o) => o.joinedAfterMs ?? 0));
+    return this.joined.length / (last / 1000);
+  }
+
+  /** Duration of the successful call, ms. */
+  callMs(q: number): number {
+    return percentile(
+      this.joined.map((o) => o.callMs ?? 0),
+      q,
+    );
+  }
+
+  /** From the storm's start to the node's ticket, ms (waits and retries included). */
+  joinedAfterMs(q: number): number {
+    return percentile(
+      this.joined.map((o) => o.joinedAfterMs ?? 0),
+      q,
+    );
+  }
+
+  /** Failed attempts (later retried or not) by gRPC status. */
+  get retries(): Record<string, number> {
+    const total: Record<string, number> = {};
+    for (const o of this.outcomes)
+      for (const [code, n] of Object.entries(o.failures)) total[code] = (total[code] ?? 0) + n;
+    return total;
+  }
+}
