@@ -9,19 +9,13 @@ import { TpmValidator, componentDigest, expectedMeasurements } from '@constellat
 import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey, markedPcr15 } from '@constellation/keys';
 import { InitServiceClient, InitStep, StepState } from '@constellation/proto';
 import { readFile } from 'node:fs/promises';
-import {
-  createTempDir,
-  installTypeScriptCommand,
-  repoRoot,
-  runCommand,
-  waitFor,
-  withTimeout,
-} from '@constellation/testing';
+import { createTempDir, installTypeScriptCommand, runCommand, waitFor, withTimeout } from '@constellation/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BootstrapOutcome } from './bootstrapper.js';
 import { BOOT, MEASUREMENTS, TestNode, callInit, initRequest, startCluster } from './node.fixture.js';
 import type { Cluster } from './node.fixture.js';
 import { errorMessage } from '@constellation/errors';
+import { KUBEADM_STANDIN_ENTRY } from '@constellation/sandbox/testing';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -122,11 +116,7 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
   it("writes the first node's serving certificate where the KubeletConfiguration points, before kubeadm init, from the cluster CA", async () => {
     const tools = await createTempDir('kubelet-startup-');
     cleanups.push(() => tools.remove());
-    const standin = await installTypeScriptCommand(
-      join(tools.path, 'standin'),
-      'kubeadm',
-      join(repoRoot(), 'libs/sandbox/src/kubeadm-standin/main.ts'),
-    );
+    const standin = await installTypeScriptCommand(join(tools.path, 'standin'), 'kubeadm', KUBEADM_STANDIN_ENTRY);
     const kubeadm = join(tools.path, 'kubeadm');
     await writeFile(kubeadm, kubeletStartupWrapper(standin), { mode: 0o755 });
     // The wrapper can fail: a root without the files is refused as the kubelet would refuse it.

@@ -31,7 +31,7 @@ const clusterId = deriveClusterId(
   request.measurementSalt,
 );
 
-async function startJoinService(): Promise<void> {
+async function startTestJoinService(): Promise<void> {
   joinService = await startJoinServiceProcess(cluster, controlPlane, request);
 }
 
@@ -71,7 +71,7 @@ describe('join, rejoin and recovery with the real JoinService', () => {
     expect(controlPlane.logger.entries.some((e) => e.message === 'joined the cluster')).toBe(false);
     expect(worker.logger.entries.some((e) => e.message === 'no join ticket yet')).toBe(true);
 
-    await startJoinService();
+    await startTestJoinService();
     expect(await withTimeout(workerOutcome, 60_000, 'worker outcome')).toBe('joined');
     // The worker used its ticket only after the JoinService proved it runs on the control plane.
     expect(worker.logger.entries.find((e) => e.message === 'JoinService host proven')?.fields['host']).toBe(

@@ -47,6 +47,7 @@ import { joinServiceCheck } from './join-service-check.js';
 import { MetadataClient } from './metadata-client.js';
 import { nodePaths } from './node-paths.js';
 import { RecentLog } from './recent-log.js';
+import { KUBEADM_STANDIN_ENTRY } from '@constellation/sandbox/testing';
 
 export const BOOT: BootComponent[] = [
   { pcr: 4, description: 'kernel', digest: componentDigest('kernel v1') },
@@ -142,12 +143,7 @@ export class TestNode {
     await writeFile(image, '');
     await truncate(image, 32 * 1024 * 1024);
     const kubeadm =
-      options.kubeadm ??
-      (await installTypeScriptCommand(
-        join(root, 'bin'),
-        'kubeadm',
-        join(repoRoot(), 'libs/sandbox/src/kubeadm-standin/main.ts'),
-      ));
+      options.kubeadm ?? (await installTypeScriptCommand(join(root, 'bin'), 'kubeadm', KUBEADM_STANDIN_ENTRY));
     const recentLog = new RecentLog();
     const logger = new MemoryLogger();
     const metadata = new MetadataClient(cluster.metadata.url, name);

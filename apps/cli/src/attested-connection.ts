@@ -3,8 +3,8 @@ import { AttestationError, createAttestationVerifier } from '@constellation/atte
 import type { Measurements, VerifiedTpmIdentity } from '@constellation/attestation';
 import { AttestedChannelCredentials, proveServerIdentity } from '@constellation/atls';
 import { createClient } from '@constellation/proto';
-import { attestationPolicy } from './cluster-config.js';
-import type { ClusterAttestation } from './cluster-config.js';
+import { attestationPolicy } from './constellation-conf.js';
+import type { ClusterAttestation } from './constellation-conf.js';
 
 /** The node failed attestation (its quotes or its TPM identity): nothing may be sent to it. */
 export class AttestationRefusedError extends Error {

@@ -9,7 +9,7 @@ import type { InitRequest, InitResponse } from '@constellation/proto';
 import { startSwtpm, tempDirForTest, useTestEkCa } from '@constellation/testing';
 import { SocketTransport, Tpm } from '@constellation/tpm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { configYaml } from './cluster-config.js';
+import { configYaml } from './constellation-conf.js';
 import { runInit } from './init-command.js';
 import { verifyNode } from './verify-command.js';
 import { workspaceFiles, writeWorkspaceFile } from './workspace.js';

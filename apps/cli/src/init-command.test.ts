@@ -15,7 +15,7 @@ import {
 } from '@constellation/testing';
 import { SocketTransport, Tpm } from '@constellation/tpm';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { configYaml } from './cluster-config.js';
+import { configYaml } from './constellation-conf.js';
 import { runInit } from './init-command.js';
 import { workspaceFiles, writeWorkspaceFile } from './workspace.js';
 import { errorMessage } from '@constellation/errors';

@@ -7,7 +7,7 @@ import { generateMasterSecret, masterSecretToJson } from '@constellation/keys';
 import { InitServiceClient, InitStep, StepState } from '@constellation/proto';
 import type { InitFailure, InitResponse, InitSuccess } from '@constellation/proto';
 import { AttestationRefusedError, connectAttested } from './attested-connection.js';
-import { loadClusterConfig } from './cluster-config.js';
+import { loadClusterConfig } from './constellation-conf.js';
 import { writeClusterState } from './cluster-state.js';
 import { workspaceFiles, writeWorkspaceFile } from './workspace.js';
 import { errorMessage } from '@constellation/errors';

@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import { componentDigest, expectedMeasurements } from '@constellation/attestation';
 import { tempDirForTest } from '@constellation/testing';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { configYaml } from './cluster-config.js';
+import { configYaml } from './constellation-conf.js';
 import { runInit } from './init-command.js';
 import { workspaceFiles, writeWorkspaceFile } from './workspace.js';
 

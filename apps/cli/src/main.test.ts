@@ -39,7 +39,7 @@ describe('constellation CLI entry point', () => {
 describe('constellation config generate', () => {
   it('writes a commented config that loads, and refuses to overwrite without --force', async () => {
     const { tempDirForTest } = await import('@constellation/testing');
-    const { loadClusterConfig } = await import('./cluster-config.js');
+    const { loadClusterConfig } = await import('./constellation-conf.js');
     const { createEkCa } = await import('@constellation/swtpm');
     const workspace = await tempDirForTest();
     // Without pinned EK roots the config names the field to fill in before init.

@@ -5,7 +5,7 @@ import { masterSecretFromJson } from '@constellation/keys';
 import { RecoveryServiceClient } from '@constellation/proto';
 import type { RecoverResponse } from '@constellation/proto';
 import { AttestationRefusedError, connectAttested } from './attested-connection.js';
-import { loadClusterConfig } from './cluster-config.js';
+import { loadClusterConfig } from './constellation-conf.js';
 import { CLI_DEFAULTS } from './config.js';
 import { readClusterState } from './cluster-state.js';
 import { workspaceFiles } from './workspace.js';

@@ -5,7 +5,7 @@ import { markedPcr15 } from '@constellation/keys';
 import { HealthClient } from '@constellation/proto';
 import { connectAttested } from './attested-connection.js';
 import { CLI_DEFAULTS } from './config.js';
-import { loadClusterConfig } from './cluster-config.js';
+import { loadClusterConfig } from './constellation-conf.js';
 import { readClusterState } from './cluster-state.js';
 import { workspaceFiles } from './workspace.js';
 import { errorMessage } from '@constellation/errors';

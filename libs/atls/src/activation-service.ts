@@ -86,7 +86,7 @@ export class ActivationBudget {
 }
 
 /**
- * Serves constellation.atls.v1.ActivationService on a server-attests endpoint: the node's TPM
+ * Serves constellation.atls.v1.ActivationService on an attested-TLS endpoint: the node's TPM
  * activates the client's credential and answers with a proof bound to the client's nonce. The
  * secret itself never leaves the node.
  */
@@ -130,7 +130,7 @@ export function addActivationService(server: grpc.Server, rooted: RootedIdentity
 }
 
 /**
- * The client's half for server-attests endpoints, run on the attested channel after the TLS
+ * The client's half for attested-TLS endpoints, run on the attested channel after the TLS
  * handshake validated the server's quotes and before anything secret is sent: validates the
  * server's EK certificate path, makes a credential for its AK, and checks the proof that its TPM
  * activated it. Returns the proven identity; throws AttestationError or AtlsError.

@@ -11,7 +11,7 @@ import { spkiUserData } from './spki-binding.js';
 import { errorMessage } from '@constellation/errors';
 
 /**
- * Credentials for one attested connection to a server-attests endpoint. Each instance carries
+ * Credentials for one attested connection to an attested-TLS endpoint. Each instance carries
  * one fresh nonce and accepts exactly one TLS handshake: a reconnect would present the same
  * nonce, so it is refused and the caller makes new credentials (and a new channel) instead.
  */

@@ -30,7 +30,7 @@ import { NONCE_BYTES, nonceToServerName, serverNameToNonce } from './nonce-serve
 import { ephemeralKey, open, seal } from './seal.js';
 import { serviceChannelCredentials, serviceServerCredentials } from './service-tls.js';
 
-// Property-based fuzzing (fast-check, fixed seeds, bounded runs) of the client-attests challenge
+// Property-based fuzzing (fast-check, fixed seeds, bounded runs) of the attestation challenge
 // server and the aTLS helpers. A real serveChallenge server (qemu-vtpm and tpm2-ek with a real EK
 // identity verifier) is driven over real TLS with random sequences of client messages: hellos
 // and attested answers with random and mutated fields, in any order, repeated, with or without

@@ -1,5 +1,5 @@
 /*
- * The server-attests nonce travels in the TLS ClientHello's server name (SNI): 32 random bytes
+ * The attested-TLS nonce travels in the TLS ClientHello's server name (SNI): 32 random bytes
  * as two 32-character hex labels under a fixed suffix, so it is a valid DNS name and survives
  * case folding.
  */

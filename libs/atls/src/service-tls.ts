@@ -3,7 +3,7 @@ import * as grpc from '@grpc/grpc-js';
 import { atlsPublicRoot, issueFromPublicRoot } from './public-root.js';
 
 /*
- * TLS for client-attests services (the JoinService). The service does not attest and the node
+ * TLS for challenge services (the JoinService). The service does not attest and the node
  * does not need to know it: the node's secrets come back sealed to a key only the node holds, and
  * the node's attestation binds that key and its request. TLS here only keeps metadata (CSR, disk
  * UUID) off the wire. Certificates chain to the public aTLS root so ordinary chain checks pass.
@@ -20,7 +20,7 @@ export function serviceServerCredentials(): grpc.ServerCredentials {
   ]);
 }
 
-/** Channel credentials for a client-attests service: TLS to the public root, no server identity check. */
+/** Channel credentials for a challenge service: TLS to the public root, no server identity check. */
 export function serviceChannelCredentials(): grpc.ChannelCredentials {
   return grpc.credentials.createSsl(Buffer.from(atlsPublicRoot().certificatePem), null, null, {
     checkServerIdentity: () => undefined,
@@ -28,7 +28,7 @@ export function serviceChannelCredentials(): grpc.ChannelCredentials {
 }
 
 /**
- * Channel options for client-attests services: a fixed TLS server name, because nodes dial the
+ * Channel options for challenge services: a fixed TLS server name, because nodes dial the
  * service by IP address and an IP is not a valid SNI name (RFC 6066).
  */
 export const SERVICE_CHANNEL_OPTIONS = {

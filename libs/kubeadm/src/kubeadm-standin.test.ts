@@ -4,13 +4,14 @@ import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { CertificateAuthority, caPublicKeyPin } from '@constellation/keys';
 import { standinPaths, stopApiServer } from '@constellation/sandbox';
-import { freePort, installTypeScriptCommand, repoRoot, tempDirForTest } from '@constellation/testing';
+import { freePort, installTypeScriptCommand, tempDirForTest } from '@constellation/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import { createBootstrapToken } from './bootstrap-token.js';
 import { INIT_TOKEN_GROUP, deleteUnmintedBootstrapTokens } from './init-bootstrap-token.js';
 import { initConfiguration, joinConfiguration } from './kubeadm-config.js';
 import { KubeadmError, runKubeadm } from './kubeadm-runner.js';
+import { KUBEADM_STANDIN_ENTRY } from '@constellation/sandbox/testing';
 
 // The configuration libs/kubeadm generates, run through the kubeadm stand-in, which follows
 // kubeadm's decoding, defaulting and token discovery (cmd/kubeadm/app/discovery/token/token.go)
@@ -30,11 +31,7 @@ interface StandinNode {
 async function node(): Promise<StandinNode> {
   const root = await tempDirForTest();
   roots.push(root);
-  const kubeadm = await installTypeScriptCommand(
-    join(root, 'bin'),
-    'kubeadm',
-    join(repoRoot(), 'libs/sandbox/src/kubeadm-standin/main.ts'),
-  );
+  const kubeadm = await installTypeScriptCommand(join(root, 'bin'), 'kubeadm', KUBEADM_STANDIN_ENTRY);
   return { root, kubeadm, env: { ...process.env, KUBEADM_STANDIN_ROOT: root } };
 }
 

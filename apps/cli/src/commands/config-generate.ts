@@ -4,7 +4,7 @@ import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import { readPemCertificates } from '@constellation/attestation';
 import { UsageError } from '@constellation/command-line';
 import { errorMessage } from '@constellation/errors';
-import { configYaml } from '../cluster-config.js';
+import { configYaml } from '../constellation-conf.js';
 import { CLI_DEFAULTS } from '../config.js';
 import { workspaceFiles, writeWorkspaceFile } from '../workspace.js';
 import type { CommandContext } from './command-context.js';

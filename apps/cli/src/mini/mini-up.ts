@@ -9,7 +9,7 @@ import { hashInitSecret } from '@constellation/keys';
 import { mintServiceAccountCredential, standinPaths } from '@constellation/sandbox';
 import { createEkCa, freePort, manufactureTpm } from '@constellation/swtpm';
 import type { EkCa } from '@constellation/swtpm';
-import { configYaml } from '../cluster-config.js';
+import { configYaml } from '../constellation-conf.js';
 import { CLI_DEFAULTS } from '../config.js';
 import { runInit } from '../init-command.js';
 import { selfCommand } from '../self-command.js';

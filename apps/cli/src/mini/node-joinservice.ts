@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { measurementsToFile } from '@constellation/attestation';
 import { errorMessage } from '@constellation/errors';
 import { ekCaPaths, freePort } from '@constellation/swtpm';
-import { loadClusterConfig } from '../cluster-config.js';
+import { loadClusterConfig } from '../constellation-conf.js';
 import { readClusterState } from '../cluster-state.js';
 import { workspaceFiles } from '../workspace.js';
 import type { MiniArtifacts } from './artifacts.js';

@@ -893,7 +893,7 @@ export const AttestResponse: MessageFns<AttestResponse> = {
 };
 
 /**
- * Served next to every server-attests endpoint (InitServer, RecoveryService, verify endpoint).
+ * Served next to every attested-TLS endpoint (InitServer, RecoveryService, verify endpoint).
  * After the TLS handshake has checked the server's attestation, the client proves the server's
  * attestation key lives in the TPM of the certified EK before it sends any secret.
  */

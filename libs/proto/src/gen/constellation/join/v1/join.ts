@@ -985,7 +985,7 @@ export const RejoinTicket: MessageFns<RejoinTicket> = {
 /**
  * The JoinService runs inside the cluster (DaemonSet on control-plane nodes, NodePort 30090)
  * and admits only nodes whose TPM attestation matches the cluster's measurements. Both RPCs use
- * the client-attests challenge protocol of constellation.atls.v1 on one bidirectional stream.
+ * the attestation challenge protocol of constellation.atls.v1 on one bidirectional stream.
  *
  * Errors are gRPC statuses whose message says what failed without revealing secrets:
  *   PERMISSION_DENIED    the attestation was rejected (the message names each mismatching PCR)

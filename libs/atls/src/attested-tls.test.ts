@@ -144,7 +144,7 @@ function rogueContext(
 
 const QEMU_OID = '1.3.9900.5.1';
 
-describe('server-attests aTLS (CLI to node) over real TLS with a real swtpm', () => {
+describe('attested TLS (CLI to node) over real TLS with a real swtpm', () => {
   it('lets a client with the right measurements call the server, verifying once per connection', async () => {
     const credentials = new AttestedChannelCredentials([goodValidator]);
     const client = dial(port, credentials);

@@ -169,7 +169,7 @@ function reset(): void {
   measurements = expectedMeasurements(components, [9, 15]);
 }
 
-describe('client-attests challenge (node to JoinService) over real TLS with a real swtpm', () => {
+describe('attestation challenge (node to JoinService) over real TLS with a real swtpm', () => {
   it('gives an attested node its sealed answer', async () => {
     reset();
     const plaintext = await requestWithAttestation(open_stream(), issuer, request('disk-1'));
