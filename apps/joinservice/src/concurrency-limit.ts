@@ -12,17 +12,32 @@ export class ConcurrencyLimit {
     private readonly retryAfterMs: number,
   ) {}
 
-  async run<T>(work: () => Promise<T>): Promise<T> {
-    if (this.inFlight >= this.max) {
-      throw new Refusal('exhausted', 'busy', `${this.inFlight} tickets are being issued; retry shortly`, {
-        retryAfterMs: this.retryAfterMs,
-      });
-    }
+  /** The refusal for one too many: retryable, with when to come back. */
+  busy(): Refusal {
+    return new Refusal('exhausted', 'busy', `${this.inFlight} joins are being served; retry shortly`, {
+      retryAfterMs: this.retryAfterMs,
+    });
+  }
+
+  /** Takes a slot, or undefined when all are taken; the returned function frees it (once). */
+  tryEnter(): (() => void) | undefined {
+    if (this.inFlight >= this.max) return undefined;
     this.inFlight++;
+    let freed = false;
+    return () => {
+      if (freed) return;
+      freed = true;
+      this.inFlight--;
+    };
+  }
+
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    const leave = this.tryEnter();
+    if (leave === undefined) throw this.busy();
     try {
       return await work();
     } finally {
-      this.inFlight--;
+      leave();
     }
   }
 }

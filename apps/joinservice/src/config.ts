@@ -15,7 +15,8 @@ export const JOINSERVICE_DEFAULTS = {
   tokenTtlSeconds: 900,
   controlPlaneJoinTimeoutSeconds: 600,
   challengeTtlMs: 10_000,
-  maxConcurrentTickets: 64,
+  /** Join calls served at once (attestation included); more get RESOURCE_EXHAUSTED with retry-after-ms. */
+  maxConcurrentTickets: 16,
   /** How often the mounted measurements file is checked for a new version. */
   measurementsPollMs: 5_000,
   /** A join seldom needs more than one ticket: five in a row, then one a minute. */
@@ -28,6 +29,8 @@ export const JOINSERVICE_DEFAULTS = {
   /** Every Kubernetes API call is aborted after this long: a silent API server means a retryable refusal. */
   apiTimeoutMs: 3_000,
   apiRetryAfterMs: 1_000,
+  /** The cluster configuration changes only on upgrades: read it at most this often. */
+  clusterConfigMaxAgeMs: 5_000,
   /** Largest ticket request accepted (the requests carry a CSR and a few names). */
   maxRequestBytes: 16 * 1024,
 } as const;

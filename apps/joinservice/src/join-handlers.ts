@@ -1,4 +1,4 @@
-import type * as grpc from '@grpc/grpc-js';
+import * as grpc from '@grpc/grpc-js';
 import { serveChallenge } from '@constellation/atls';
 import type { ChallengeRejection, ChallengeServerOptions } from '@constellation/atls';
 import { Refusal } from '@constellation/errors';
@@ -22,6 +22,16 @@ function refused(metrics: JoinMetrics, kind: 'join' | 'rejoin', err: unknown): O
   if (!(err instanceof Refusal)) return 'error';
   metrics.refusals.inc({ kind, reason: err.reason });
   return err.retryable ? 'retry' : 'rejected';
+}
+
+/** The longest a join call keeps its slot if its stream never reports an end. */
+const SLOT_FALLBACK_MS = 120_000;
+
+/** Ends a call at once with a refusal's status and its retry-after-ms trailer. */
+function refuseNow(call: grpc.ServerDuplexStream<unknown, unknown>, refusal: Refusal): void {
+  const metadata = new grpc.Metadata();
+  if (refusal.retryAfterMs !== undefined) metadata.set('retry-after-ms', String(refusal.retryAfterMs));
+  call.emit('error', { code: grpc.status.RESOURCE_EXHAUSTED, details: refusal.message, metadata });
 }
 
 function decode<T>(decoder: { decode(bytes: Uint8Array): T }, bytes: Uint8Array, name: string): T {
@@ -52,6 +62,20 @@ export function joinHandlers(parts: JoinHandlerParts): JoinServiceServer {
   };
   return {
     issueJoinTicket: (call: grpc.ServerDuplexStream<IssueJoinTicketRequest, IssueJoinTicketResponse>) => {
+      // Shed load before the expensive part: the attestation (EK path, credential, quote) and the
+      // ticket run only for calls that got a slot, so under a storm every admitted call stays fast
+      // and the rest come back after retry-after-ms instead of all slowing down together.
+      const leave = limit.tryEnter();
+      if (leave === undefined) {
+        const busy = limit.busy();
+        metrics.refusals.inc({ kind: 'join', reason: busy.reason });
+        metrics.joins.inc({ kind: 'join', role: 'unknown', outcome: 'retry' });
+        refuseNow(call, busy);
+        return;
+      }
+      for (const event of ['finish', 'close', 'error', 'cancelled']) call.once(event, leave);
+      // A stream that never settles must not keep its slot: the challenge has its own timeouts.
+      setTimeout(leave, SLOT_FALLBACK_MS).unref();
       serveChallenge(call, {
         ...challenge,
         onRejected: (reason) => {
@@ -63,7 +87,7 @@ export function joinHandlers(parts: JoinHandlerParts): JoinServiceServer {
           const role = request.isControlPlane ? 'control-plane' : 'worker';
           const stop = metrics.ticketLatency.startTimer({ kind: 'join' });
           try {
-            const ticket = await limit.run(async () => tickets.joinTicket(request, await admit(result, proven)));
+            const ticket = await tickets.joinTicket(request, await admit(result, proven));
             metrics.joins.inc({ kind: 'join', role, outcome: 'issued' });
             return Buffer.from(JoinTicket.encode(ticket).finish());
           } catch (err) {

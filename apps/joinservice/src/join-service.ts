@@ -9,6 +9,7 @@ import type { Logger } from '@constellation/logger';
 import { HealthStatus, JoinServiceService, createGrpcServer } from '@constellation/proto';
 import { admission } from './admission.js';
 import { boundedApiClients } from './api-clients.js';
+import { ClusterConfigCache } from './cluster-config-cache.js';
 import { ClusterPki } from './cluster-pki.js';
 import { ConcurrencyLimit } from './concurrency-limit.js';
 import { JOINSERVICE_DEFAULTS } from './config.js';
@@ -69,7 +70,7 @@ async function createTicketService(settings: JoinServiceSettings, logger: Logger
   if (measurementSalt.length !== 32)
     throw new Error(`${settings.measurementSaltPath}: measurement salt must be 32 bytes, is ${measurementSalt.length}`);
   return new TicketService({
-    core,
+    clusterConfig: new ClusterConfigCache(core, JOINSERVICE_DEFAULTS.clusterConfigMaxAgeMs),
     pki: await ClusterPki.load(settings.pkiDir),
     masterSecret,
     measurementSalt,

@@ -34,8 +34,8 @@ export async function stormIdentities(
   const file = join(dir, 'identities.json');
   const cached = existsSync(file) ? await loadSoftwareTpms(file) : [];
   if (cached.length >= count) return { ekCa, identities: cached.slice(0, count), manufactured: 0 };
-  const fresh = await manufactureSoftwareTpms(ekCa, 'storm', count, join(dir, 'work'));
-  const identities = [...cached, ...fresh.slice(cached.length)];
+  const fresh = await manufactureSoftwareTpms(ekCa, 'storm', { first: cached.length, end: count }, join(dir, 'work'));
+  const identities = [...cached, ...fresh];
   await saveSoftwareTpms(file, identities);
   return { ekCa, identities, manufactured: count - cached.length };
 }

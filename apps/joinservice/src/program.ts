@@ -125,7 +125,7 @@ export function createProgram(): Command {
     )
     .option(
       '--max-concurrent-tickets <n>',
-      'tickets issued at once; more get a retryable error',
+      'join calls served at once, attestation included; more are refused at once with RESOURCE_EXHAUSTED and retry-after-ms',
       (v) => parseInteger(v, 1, 10_000),
       DEFAULTS.maxConcurrentTickets,
     )

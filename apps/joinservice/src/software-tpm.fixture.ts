@@ -191,19 +191,20 @@ export async function loadSoftwareTpms(path: string): Promise<SoftwareTpmIdentit
   }));
 }
 
-/** Manufactures `count` software TPMs named `<prefix>-<i>`, a few at a time. */
+/** Manufactures software TPMs named `<prefix>-<i>` for i in [first, end), a few at a time. */
 export async function manufactureSoftwareTpms(
   ca: EkCa,
   prefix: string,
-  count: number,
+  range: { first: number; end: number },
   workDir: string,
   parallel = 4,
 ): Promise<SoftwareTpmIdentity[]> {
-  const out: SoftwareTpmIdentity[] = new Array<SoftwareTpmIdentity>(count);
-  let next = 0;
+  const out: SoftwareTpmIdentity[] = [];
+  let next = range.first;
   await Promise.all(
     Array.from({ length: parallel }, async () => {
-      for (let i = next++; i < count; i = next++) out[i] = await manufactureSoftwareTpm(ca, `${prefix}-${i}`, workDir);
+      for (let i = next++; i < range.end; i = next++)
+        out[i - range.first] = await manufactureSoftwareTpm(ca, `${prefix}-${i}`, workDir);
     }),
   );
   return out;

@@ -1,9 +1,8 @@
-import type { CoreV1Api } from '@kubernetes/client-node';
 import { CsrError, deriveMeasurementSecret, deriveStateDiskKey } from '@constellation/keys';
 import type { IssuedKubeletCertificate, MasterSecret } from '@constellation/keys';
-import { readClusterConfig } from '@constellation/kubeadm';
 import type { Logger } from '@constellation/logger';
 import type { JoinTicket, JoinTicketRequest, RejoinTicket, RejoinTicketRequest } from '@constellation/proto';
+import type { ClusterConfigCache } from './cluster-config-cache.js';
 import type { ClusterPki } from './cluster-pki.js';
 import { JOINSERVICE_DEFAULTS } from './config.js';
 import type { ControlPlaneLease } from './control-plane-lease.js';
@@ -26,7 +25,8 @@ export interface AdmittedNode {
 }
 
 export interface TicketServiceOptions {
-  core: CoreV1Api;
+  /** The cluster configuration ConfigMap (Kubernetes version, components), briefly cached. */
+  clusterConfig: ClusterConfigCache;
   pki: ClusterPki;
   masterSecret: MasterSecret;
   measurementSalt: Buffer;
@@ -104,7 +104,7 @@ export class TicketService {
   }
 
   async joinTicket(request: JoinTicketRequest, node: AdmittedNode): Promise<JoinTicket> {
-    const { pki, masterSecret, core, lease, logger, disks, budget, tokens } = this.options;
+    const { pki, masterSecret, clusterConfig, lease, logger, disks, budget, tokens } = this.options;
     checkDiskUuid(request.diskUuid);
     const registered = node.instance;
     budget.take(`join:${node.machineId}`, `machine ${registered?.name ?? node.machineId}`);
@@ -120,7 +120,7 @@ export class TicketService {
     const log = logger.child({ node: client.nodeName, role, diskUuid: request.diskUuid, machine: node.machineId });
     let cluster;
     try {
-      cluster = await readClusterConfig(core);
+      cluster = await clusterConfig.get();
     } catch (err) {
       // Absent: the cluster is not initialised yet. Anything else (a timeout, a 5xx): try again soon.
       const absent = (err as { code?: number }).code === 404;
