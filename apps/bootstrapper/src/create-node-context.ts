@@ -3,7 +3,6 @@ import type { Issuer } from '@constellation/attestation';
 import type { ServiceCheck } from '@constellation/atls';
 import type { Logger } from '@constellation/logger';
 import { NodeLock } from '@constellation/nodelock';
-import { prepareNode } from '@constellation/node-prep';
 import { StateDisk } from '@constellation/state-disk';
 import { Tpm } from '@constellation/tpm';
 import { BOOTSTRAPPER_DEFAULTS } from './config.js';
@@ -38,6 +37,8 @@ function nodePreparation(config: BootstrapperConfig, logger: Logger): Pick<NodeC
   const defaults = BOOTSTRAPPER_DEFAULTS.nodePreparation;
   return {
     prepareNode: async (kubernetesVersion: string) => {
+      // Loaded when a node prepares itself, not at start: the InitServer listens sooner and smaller.
+      const { prepareNode } = await import('@constellation/node-prep');
       await prepareNode({
         root: config.root,
         osReleasePath: defaults.osReleasePath,

@@ -154,7 +154,7 @@ export function initService(context: NodeContext, hooks: InitServiceHooks): Init
       progress(StepState.STEP_STATE_SUCCEEDED);
 
       begin(InitStep.INIT_STEP_WAIT_FOR_API_SERVER);
-      const core = adminClient(context.paths.adminConf);
+      const core = await adminClient(context.paths.adminConf);
       await waitForApiServer(core, 120_000);
       // kubeadm always makes a bootstrap token at init; none may outlive it that the JoinService
       // did not mint for an attested node.

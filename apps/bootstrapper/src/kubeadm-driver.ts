@@ -1,6 +1,6 @@
 import { readFile, writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import * as k8s from '@kubernetes/client-node';
+import type { CoreV1Api } from '@kubernetes/client-node';
 import { clusterConfigMap, initConfiguration, joinConfiguration, runKubeadm } from '@constellation/kubeadm';
 import type { ClusterConfig, InitConfigInput, JoinConfigInput } from '@constellation/kubeadm';
 import type { Logger } from '@constellation/logger';
@@ -64,14 +64,17 @@ export async function kubeadmJoin(runner: KubeadmRunner, input: JoinConfigInput)
 }
 
 /** A client for the new cluster, from the admin kubeconfig kubeadm wrote. */
-export function adminClient(adminConf: string): k8s.CoreV1Api {
+export async function adminClient(adminConf: string): Promise<CoreV1Api> {
+  // The Kubernetes client is the bundle's largest library and only the first control plane's init
+  // needs it: loaded here, not at start.
+  const k8s = await import('@kubernetes/client-node');
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(adminConf);
   return kc.makeApiClient(k8s.CoreV1Api);
 }
 
 /** Polls the API server until it answers, within `timeoutMs`. */
-export async function waitForApiServer(core: k8s.CoreV1Api, timeoutMs: number): Promise<void> {
+export async function waitForApiServer(core: CoreV1Api, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last = '';
   while (Date.now() < deadline) {
@@ -87,7 +90,7 @@ export async function waitForApiServer(core: k8s.CoreV1Api, timeoutMs: number): 
 }
 
 /** Publishes the version and components joining nodes must use. */
-export async function publishClusterConfig(core: k8s.CoreV1Api, config: ClusterConfig): Promise<void> {
+export async function publishClusterConfig(core: CoreV1Api, config: ClusterConfig): Promise<void> {
   await core.createNamespacedConfigMap({ namespace: 'kube-system', body: clusterConfigMap(config) });
 }
 
