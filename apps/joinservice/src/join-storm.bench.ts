@@ -9,7 +9,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { connect, createServer } from 'node:tls';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { atlsPublicRoot, issueFromPublicRoot } from '@constellation/atls';
@@ -107,6 +107,7 @@ console.log('\nJoinService join storms (service: bundled program, own process; n
 console.log(
   `node identities: ${identities.length} SOFTWARE TPMs (RSA-2048 EK + EK certificate from the bench EK CA + ECDSA AK), ${manufactured} manufactured now in ${((performance.now() - making) / 1000).toFixed(1)} s, the rest from the cache ${CACHE}`,
 );
+console.log(`load average at the start (other work on this machine shows here): ${loadavg()[0]?.toFixed(1) ?? '?'}`);
 console.log(
   'each join: EK certificate path + credential activation (EK private key) + registry lookup + quote + 2 fresh kubelet CSRs, two certificates signed, token Secret and disk binding written to the API stand-in',
 );
@@ -176,6 +177,7 @@ console.log(`  ${summary(silent.result)}`);
 console.log(
   `  nodes with two live tokens: ${silent.audit.nodesWithTwoLiveTokens.length}; tickets without a Secret: ${silent.audit.ticketsWithoutSecret.length}`,
 );
+console.log(`\nload average at the end: ${loadavg()[0]?.toFixed(1) ?? '?'}`);
 console.log(
   '\nnote: the service, the node processes and the API stand-in share the same 2 cores; the nodes TPMs are software.',
 );
