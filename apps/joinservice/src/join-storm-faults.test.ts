@@ -9,7 +9,7 @@ import { StormCluster, stormIdentities } from './join-storm.fixture.js';
 import type { SoftwareTpmIdentity } from './software-tpm.fixture.js';
 import type { EkCa } from '@constellation/swtpm';
 
-const NODES = 40;
+const NODES = 30;
 let ekCa: EkCa;
 let identities: SoftwareTpmIdentity[];
 let identityDir: TempDir;
