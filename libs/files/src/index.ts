@@ -1,5 +1,5 @@
 export type { ExclusiveTempFile } from './exclusive-temp-file.js';
 export { createExclusiveTempFile } from './exclusive-temp-file.js';
 export { syncDirectory } from './sync-directory.js';
-export type { WriteFileAtomicOptions } from './write-file-atomic.js';
+
 export { writeFileAtomic } from './write-file-atomic.js';

@@ -1,19 +1,4 @@
-export type { ComponentManifest, ManifestComponent } from './component-manifest.js';
-export { MANIFEST_KIND, MAX_COMPONENT_BYTES, parseComponentManifest } from './component-manifest.js';
-export type { InstallOptions } from './component-installer.js';
-export { installComponents } from './component-installer.js';
-export { KUBELET_ENV_KEYS, parseEnvFile, serializeEnvFile, tagToVersion, versionToTag } from './env-file.js';
-export type { FetchBytesOptions, RetryPolicy } from './fetch-with-retry.js';
-export { DEFAULT_RETRY, fetchBytes } from './fetch-with-retry.js';
 export { DEFAULT_INSTALL_DIRS } from './install-policy.js';
-export { readKeyring } from './keyring.js';
-export type { NodePreparationOptions, NodePreparationResult } from './node-preparation.js';
+
 export { DEFAULT_SERIAL_PATH, prepareNode } from './node-preparation.js';
 export { OS_UPDATE_STAGED_EXIT_CODE } from './os-update-hook.js';
-export type { OsInfo } from './os-release.js';
-export { readOsInfo } from './os-release.js';
-export { verifyDetachedSignature } from './signature.js';
-export type { TemplateValues } from './url-template.js';
-export { renderUrlTemplate } from './url-template.js';
-export type { VersionSource } from './version-discovery.js';
-export { discoverKubernetesVersion } from './version-discovery.js';

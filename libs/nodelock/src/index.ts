@@ -1,1 +1,1 @@
-export { CLUSTER_ID_PCR, NodeLock, isNodeMarked } from './node-lock.js';
+export { NodeLock, isNodeMarked } from './node-lock.js';

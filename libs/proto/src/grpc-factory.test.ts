@@ -6,8 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clientOptions, createClient, createGrpcServer } from './grpc-factory.js';
 import { HealthStatus } from './health-service.js';
 import * as proto from './index.js';
-import { HealthCheckResponse_ServingStatus, HealthClient, MAX_MESSAGE_BYTES } from './index.js';
-import type { HealthCheckResponse } from './index.js';
+import { HealthCheckResponse_ServingStatus, HealthClient } from './index.js';
+import { MAX_MESSAGE_BYTES } from './message-limits.js';
+import type { HealthCheckResponse } from './gen/grpc/health/v1/health.js';
 
 const root = repoRoot(import.meta.dirname);
 

@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HealthCheckResponse_ServingStatus, HealthClient } from './index.js';
-import type { HealthCheckResponse } from './index.js';
+import type { HealthCheckResponse } from './gen/grpc/health/v1/health.js';
 import { HealthStatus } from './health-service.js';
 
 let server: grpc.Server;

@@ -1,6 +1,6 @@
 // Curated public surface of the generated protocol code. Generated files live in src/gen and
 // are regenerated with `npm run generate`; never edit them by hand.
-export { KubernetesComponent } from './gen/constellation/components/v1/components.js';
+
 export {
   ActivateRequest,
   ActivateResponse,
@@ -16,12 +16,9 @@ export {
   Credential,
   SealedResponse,
 } from './gen/constellation/atls/v1/challenge.js';
-export type { ActivationServiceServer, AttestationAgentServiceServer } from './gen/constellation/atls/v1/challenge.js';
+
 export {
   InitFailure,
-  InitLogChunk,
-  InitLogsDone,
-  InitProgress,
   InitRequest,
   InitResponse,
   InitServiceClient,
@@ -55,20 +52,13 @@ export type { RecoveryServiceServer } from './gen/constellation/recovery/v1/reco
 export {
   AttestationDocument,
   MeasuredEvent,
-  PcrValue,
   TpmIdentity,
   TpmQuote,
 } from './gen/constellation/attestation/v1/attestation.js';
-export {
-  HealthCheckRequest,
-  HealthCheckResponse,
-  HealthCheckResponse_ServingStatus,
-  HealthClient,
-  HealthService,
-} from './gen/grpc/health/v1/health.js';
-export type { HealthServer } from './gen/grpc/health/v1/health.js';
-export { MAX_MESSAGE_BYTES, grpcMessageLimits } from './message-limits.js';
-export { clientOptions, createClient, createGrpcServer } from './grpc-factory.js';
-export type { GrpcClientConstructor } from './grpc-factory.js';
+export { HealthCheckResponse_ServingStatus, HealthClient } from './gen/grpc/health/v1/health.js';
+
+export { grpcMessageLimits } from './message-limits.js';
+export { createClient, createGrpcServer } from './grpc-factory.js';
+
 export { HealthStatus } from './health-service.js';
 export { StatusError, retryAfterMetadata, statusErrorOf } from './status-error.js';

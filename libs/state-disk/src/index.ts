@@ -1,2 +1,1 @@
-export type { KdfCost, StateDiskOptions } from './state-disk.js';
-export { StateDisk, StateDiskError } from './state-disk.js';
+export { StateDisk } from './state-disk.js';

@@ -1,9 +1,9 @@
-export type { EkCa, EkCaOptions } from './ek-ca.js';
+export type { EkCa } from './ek-ca.js';
 export { createEkCa, ekCaPaths, openEkCa } from './ek-ca.js';
-export type { ManufacturedTpm, ManufactureOptions } from './manufacture.js';
-export { manufactureTpm, spkiSha256 } from './manufacture.js';
-export type { SwtpmEndpoints, SwtpmProcess, SwtpmProcessOptions, TcpListen, UnixListen } from './process.js';
-export { defaultSockets, startSwtpmProcess } from './process.js';
-export type { RunResult } from './programs.js';
-export { requireProgram, runProgram, SwtpmToolError } from './programs.js';
+export type { ManufacturedTpm } from './manufacture.js';
+export { manufactureTpm } from './manufacture.js';
+export type { SwtpmProcess } from './process.js';
+export { startSwtpmProcess } from './process.js';
+
+export { requireProgram, runProgram } from './programs.js';
 export { freePort, freePortPair, isPortFree } from './free-port.js';

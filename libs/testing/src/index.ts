@@ -1,13 +1,13 @@
 export { buildBundles } from './build-bundles.js';
 export { freePort, freePortPair, isPortFree } from '@constellation/swtpm';
-export type { CommandResult, RunCommandOptions } from './run-command.js';
+export type { CommandResult } from './run-command.js';
 export { findOnPath, requireProgram, runChecked, runCommand } from './run-command.js';
-export type { Swtpm, SwtpmOptions, UnixSwtpm } from './swtpm.js';
+export type { Swtpm, UnixSwtpm } from './swtpm.js';
 export { startSwtpm, startUnixSwtpm, useTestEkCa } from './swtpm.js';
 export type { TempDir } from './temp-dir.js';
 export { createTempDir, tempDirForTest } from './temp-dir.js';
-export type { WaitForOptions } from './wait-for.js';
+
 export { sleep, waitFor, withTimeout } from './wait-for.js';
 export { installTypeScriptCommand, repoRoot, runTypeScript } from './run-typescript.js';
-export type { TextMutation } from './text-mutation.js';
+
 export { applyTextMutation, textMutation } from './text-mutation.js';
