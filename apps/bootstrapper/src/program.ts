@@ -1,5 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import { Command, Option } from '@commander-js/extra-typings';
+import type { OptionValues } from '@commander-js/extra-typings';
 import { logLevelOption, parseInteger, parsePort } from '@constellation/command-line';
 import { bridgeGrpcLogs, createWinstonLogger } from '@constellation/logger';
 import type { Logger } from '@constellation/logger';
@@ -52,18 +53,9 @@ async function runNode(config: BootstrapperConfig, logger: Logger, recentLog: Re
   await context.tpm.close();
 }
 
-/** The bootstrapper's command line: flags → compileConfig (files read, checked once) → runNode. */
-export function createProgram(): Command {
-  const program = new Command('constellation-bootstrapper')
-    .description(
-      'Node daemon baked into the node image. On a fresh node it serves the InitServer (attested TLS) and polls the ' +
-        'JoinService at the same time; whichever passes its point of no return first takes the one-way node lock ' +
-        '(PCR 15), then the node runs kubeadm init or join. A node whose state disk already belongs to a cluster ' +
-        'rejoins instead. Logs are JSON lines on stdout.',
-    )
-    .version(VERSION, '--version', 'print the version and exit')
-    .helpOption('-h, --help', 'show this help')
-    .option('--root <dir>', 'root directory for every file the bootstrapper reads and writes', DEFAULTS.root)
+/** Which TPM, how the node proves itself, and what it checks the JoinService against. */
+function withIdentityOptions<Args extends unknown[], Opts extends OptionValues>(command: Command<Args, Opts>) {
+  return command
     .option(
       '--tpm <address>',
       'the TPM: a device path, swtpm:<unix socket path>, or swtpm:<host>:<port>',
@@ -91,7 +83,13 @@ export function createProgram(): Command {
       "PCRs the node image measures; the JoinService's host must show this node's own values",
       parsePcrList,
       [...DEFAULTS.measuredPcrs],
-    )
+    );
+}
+
+/** The machine: its root, state disk, metadata service and ports. */
+function withNodeOptions<Args extends unknown[], Opts extends OptionValues>(command: Command<Args, Opts>) {
+  return command
+    .option('--root <dir>', 'root directory for every file the bootstrapper reads and writes', DEFAULTS.root)
     .option('--state-disk <device>', 'LUKS2 state disk: block device or image file', DEFAULTS.stateDisk)
     .addOption(
       new Option(
@@ -116,7 +114,12 @@ export function createProgram(): Command {
       'RecoveryServer port on control planes (0: any free port)',
       (v) => parsePort(v, true),
       DEFAULTS.recoveryPort,
-    )
+    );
+}
+
+/** Node preparation, kubeadm and the kubelet, and the join and failure policy. */
+function withKubernetesOptions<Args extends unknown[], Opts extends OptionValues>(command: Command<Args, Opts>) {
+  return command
     .option(
       '--manifest-url <template>',
       'node preparation: signed component manifest URL template ({{.Board}}, {{.OSVersion}}, {{.KubernetesVersion}}); none: no preparation',
@@ -153,7 +156,21 @@ export function createProgram(): Command {
       )
         .choices(['reboot', 'exit'] as const)
         .default('reboot' as const),
+    );
+}
+
+/** The bootstrapper's command line: flags → compileConfig (files read, checked once) → runNode. */
+export function createProgram(): Command {
+  const program = new Command('constellation-bootstrapper')
+    .description(
+      'Node daemon baked into the node image. On a fresh node it serves the InitServer (attested TLS) and polls the ' +
+        'JoinService at the same time; whichever passes its point of no return first takes the one-way node lock ' +
+        '(PCR 15), then the node runs kubeadm init or join. A node whose state disk already belongs to a cluster ' +
+        'rejoins instead. Logs are JSON lines on stdout.',
     )
+    .version(VERSION, '--version', 'print the version and exit')
+    .helpOption('-h, --help', 'show this help');
+  withKubernetesOptions(withIdentityOptions(withNodeOptions(program)))
     .addOption(logLevelOption())
     .action(async ({ logLevel, ...flags }) => {
       const recentLog = new RecentLog();

@@ -53,15 +53,8 @@ const STEP_NAMES: Record<number, string> = {
   [InitStep.INIT_STEP_ISSUE_ADMIN_KUBECONFIG]: 'issue admin kubeconfig',
 };
 
-/**
- * `constellation init`: verify the first node's attestation against the configured measurements
- * (nothing is sent before that), send the master secret, show progress, and write kubeconfig,
- * state and master secret. The master secret is on disk before it is sent, so nothing is lost if
- * the CLI dies while the node works.
- */
-export async function runInit(options: InitCommandOptions): Promise<InitResult> {
-  const files = workspaceFiles(options.workspace);
-  const config = await loadClusterConfig(files.config);
+/** The workspace must be ready for a first init; returns the init secret the infrastructure wrote. */
+async function readyToInit(files: ReturnType<typeof workspaceFiles>, force: boolean): Promise<Buffer> {
   if (await exists(files.state))
     throw new UsageError(`${files.state} exists: this workspace already holds an initialised cluster`);
   let initSecret: Buffer;
@@ -72,107 +65,114 @@ export async function runInit(options: InitCommandOptions): Promise<InitResult> 
       `no init secret at ${files.initSecret}: the infrastructure (or \`constellation mini up\`) writes it`,
     );
   }
-  if (options.force !== true && (await exists(files.masterSecret)))
+  if (!force && (await exists(files.masterSecret)))
     throw new UsageError(
       `${files.masterSecret} exists: it may be the only recovery secret of a cluster an earlier init already ` +
         'locked; move it away (or pass --force to replace it) and run init again',
     );
+  return initSecret;
+}
+
+const attestationFailed = (endpoint: string, why: string, cause: unknown): Error =>
+  new Error(`the node at ${endpoint} failed attestation, nothing was sent to it: ${why}`, { cause });
+
+/** Whether a failed attempt may be repeated: only transport errors, never an attestation or init failure. */
+function retryable(err: unknown, attempt: number, attempts: number): boolean {
+  if (err instanceof InitFailedError || err instanceof UsageError) return false;
+  return (err as { code?: number }).code === grpc.status.UNAVAILABLE && attempt < attempts;
+}
+
+/**
+ * One attempt: attested TLS to the first node (its identity and measurements checked before
+ * anything is sent), then the Init stream. Resolves 'retry' when the node was not reachable.
+ */
+async function initAttempt(
+  config: Awaited<ReturnType<typeof loadClusterConfig>>,
+  request: Parameters<typeof stream>[1],
+  options: InitCommandOptions,
+  attempt: number,
+): Promise<Collected | 'retry'> {
+  const attempts = options.attempts ?? 5;
+  options.print(`dialing ${config.initEndpoint} over attested TLS (attempt ${attempt})`);
+  let connection;
+  try {
+    connection = await connectAttested(InitServiceClient, config.initEndpoint, config.attestation, {
+      warn: options.print,
+    });
+  } catch (err) {
+    if (err instanceof AttestationRefusedError) throw attestationFailed(config.initEndpoint, err.message, err);
+    if (!retryable(err, attempt, attempts)) throw err;
+    options.print(`node not reachable yet (${errorMessage(err)}); retrying`);
+    return 'retry';
+  }
+  const { client, credentials, identity } = connection;
+  if (identity !== undefined) {
+    options.print(
+      `node identity proven: TPM endorsement key sha256:${identity.ekPublicKeyHash}, certified by ${identity.certificatePath.slice(1).join(' <- ')}`,
+    );
+  }
+  try {
+    return await stream(client, request, options.print, credentials);
+  } catch (err) {
+    const attestation = credentials.failure;
+    if (attestation !== undefined) throw attestationFailed(config.initEndpoint, attestation.message, err);
+    if (!retryable(err, attempt, attempts)) throw err;
+    options.print(`node not reachable yet (${errorMessage(err)}); retrying`);
+    return 'retry';
+  } finally {
+    client.close();
+  }
+}
+
+/**
+ * `constellation init`: verify the first node's attestation against the configured measurements
+ * (nothing is sent before that), send the master secret, show progress, and write kubeconfig,
+ * state and master secret. The master secret is on disk before it is sent, so nothing is lost if
+ * the CLI dies while the node works.
+ */
+export async function runInit(options: InitCommandOptions): Promise<InitResult> {
+  const files = workspaceFiles(options.workspace);
+  const config = await loadClusterConfig(files.config);
+  const initSecret = await readyToInit(files, options.force === true);
   const masterSecret = generateMasterSecret();
   const measurementSalt = randomBytes(32);
   await writeWorkspaceFile(files.masterSecret, masterSecretToJson(masterSecret), true);
   options.print(`master secret written to ${files.masterSecret} (keep it: it recovers the cluster)`);
-
-  const attempts = options.attempts ?? 5;
-  for (let attempt = 1; ; attempt++) {
-    options.print(`dialing ${config.initEndpoint} over attested TLS (attempt ${attempt})`);
-    let connection;
-    try {
-      connection = await connectAttested(InitServiceClient, config.initEndpoint, config.attestation, {
-        warn: options.print,
-      });
-    } catch (err) {
-      if (err instanceof AttestationRefusedError) {
-        throw new Error(
-          `the node at ${config.initEndpoint} failed attestation, nothing was sent to it: ${err.message}`,
-          {
-            cause: err,
-          },
-        );
-      }
-      if ((err as { code?: number }).code !== grpc.status.UNAVAILABLE || attempt >= attempts) throw err;
-      options.print(`node not reachable yet (${errorMessage(err)}); retrying`);
-      await new Promise((resolve) => setTimeout(resolve, options.retryDelayMs ?? 2_000));
-      continue;
-    }
-    const { client, credentials, identity } = connection;
-    if (identity !== undefined) {
-      options.print(
-        `node identity proven: TPM endorsement key sha256:${identity.ekPublicKeyHash}, certified by ${identity.certificatePath.slice(1).join(' <- ')}`,
-      );
-    }
-    try {
-      const messages = await stream(
-        client,
-        {
-          initSecret,
-          masterSecret: masterSecret.key,
-          masterSalt: masterSecret.salt,
-          measurementSalt,
-          kubernetesVersion: config.kubernetesVersion,
-          kubernetesComponents: [],
-          clusterName: config.name,
-          apiserverCertSans: config.apiServerCertSans,
-          serviceCidr: config.serviceCidr,
-          conformanceMode: false,
-        },
-        options.print,
-        credentials,
-      );
-      const success = messages.success;
-      if (success === undefined)
-        return await failed(
-          messages.failure,
-          messages.logs,
-          messages.logsNote,
-          options,
-          files.initFailureLog(new Date()),
-        );
-      await writeWorkspaceFile(files.kubeconfig, success.kubeconfig, true);
-      const state = {
-        clusterId: Buffer.from(success.clusterId).toString('hex'),
-        measurementSalt: measurementSalt.toString('base64'),
-        initEndpoint: config.initEndpoint,
-        kubernetesVersion: success.kubernetesVersion,
-      };
-      await writeClusterState(files.state, state);
-      return {
-        clusterId: state.clusterId,
-        kubeconfig: files.kubeconfig,
-        state: files.state,
-        masterSecret: files.masterSecret,
-      };
-    } catch (err) {
-      const attestation = credentials.failure;
-      if (attestation !== undefined) {
-        const why = attestation.message;
-        throw new Error(`the node at ${config.initEndpoint} failed attestation, nothing was sent to it: ${why}`, {
-          cause: err,
-        });
-      }
-      const code = (err as { code?: number }).code;
-      if (
-        err instanceof InitFailedError ||
-        err instanceof UsageError ||
-        code !== grpc.status.UNAVAILABLE ||
-        attempt >= attempts
-      )
-        throw err;
-      options.print(`node not reachable yet (${errorMessage(err)}); retrying`);
-      await new Promise((resolve) => setTimeout(resolve, options.retryDelayMs ?? 2_000));
-    } finally {
-      client.close();
-    }
+  const request = {
+    initSecret,
+    masterSecret: masterSecret.key,
+    masterSalt: masterSecret.salt,
+    measurementSalt,
+    kubernetesVersion: config.kubernetesVersion,
+    kubernetesComponents: [],
+    clusterName: config.name,
+    apiserverCertSans: config.apiServerCertSans,
+    serviceCidr: config.serviceCidr,
+    conformanceMode: false,
+  };
+  let attempt = 1;
+  let messages = await initAttempt(config, request, options, attempt);
+  while (messages === 'retry') {
+    await new Promise((resolve) => setTimeout(resolve, options.retryDelayMs ?? 2_000));
+    messages = await initAttempt(config, request, options, ++attempt);
   }
+  const success = messages.success;
+  if (success === undefined)
+    return failed(messages.failure, messages.logs, messages.logsNote, options, files.initFailureLog(new Date()));
+  await writeWorkspaceFile(files.kubeconfig, success.kubeconfig, true);
+  const state = {
+    clusterId: Buffer.from(success.clusterId).toString('hex'),
+    measurementSalt: measurementSalt.toString('base64'),
+    initEndpoint: config.initEndpoint,
+    kubernetesVersion: success.kubernetesVersion,
+  };
+  await writeClusterState(files.state, state);
+  return {
+    clusterId: state.clusterId,
+    kubeconfig: files.kubeconfig,
+    state: files.state,
+    masterSecret: files.masterSecret,
+  };
 }
 
 interface Collected {

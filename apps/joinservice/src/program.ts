@@ -1,5 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import { Command, InvalidArgumentError } from '@commander-js/extra-typings';
+import type { OptionValues } from '@commander-js/extra-typings';
 import { variantByName } from '@constellation/attestation';
 import { logLevelOption, parseInteger, parsePort } from '@constellation/command-line';
 import { bridgeGrpcLogs, createWinstonLogger } from '@constellation/logger';
@@ -40,15 +41,9 @@ function parseUrl(value: string): string {
 }
 
 /** The JoinService's command line, matching what the DaemonSet in deploy/ passes. */
-export function createProgram(): Command {
-  const program = new Command('constellation-joinservice')
-    .description(
-      "In-cluster service (DaemonSet on control-plane nodes) that checks a joining node's TPM attestation against " +
-        "the cluster's measurements and, if it matches, issues a join ticket: a fresh 15-minute bootstrap token, the " +
-        "CA pin, a kubelet certificate and the node's disk key. Logs are JSON lines on stdout.",
-    )
-    .version(VERSION, '--version', 'print the version and exit')
-    .helpOption('-h, --help', 'show this help')
+/** Where the service listens, and the files and API its DaemonSet gives it. */
+function withServingOptions<Args extends unknown[], Opts extends OptionValues>(command: Command<Args, Opts>) {
+  return command
     .option('--host <address>', 'address to serve gRPC on', DEFAULTS.host)
     .option('--port <port>', 'gRPC port to serve joins on (0: any free port)', (v) => parsePort(v, true), DEFAULTS.port)
     .option(
@@ -84,7 +79,12 @@ export function createProgram(): Command {
       '--api-server-endpoint <host:port>',
       'endpoint joining nodes use to reach the API server',
       parseEndpoint,
-    )
+    );
+}
+
+/** Who gets a ticket, and what a ticket holds. */
+function withAdmissionOptions<Args extends unknown[], Opts extends OptionValues>(command: Command<Args, Opts>) {
+  return command
     .option(
       '--attestation-variant <variant>',
       'attestation variant nodes must present: tpm2-ek (EK certificate, credential activation, instance registry) or qemu-vtpm (unrooted: trusts any key, logs a warning on every validation)',
@@ -128,7 +128,19 @@ export function createProgram(): Command {
       'join calls served at once, attestation included; more are refused at once with RESOURCE_EXHAUSTED and retry-after-ms',
       (v) => parseInteger(v, 1, 10_000),
       DEFAULTS.maxConcurrentTickets,
+    );
+}
+
+export function createProgram(): Command {
+  const program = new Command('constellation-joinservice')
+    .description(
+      "In-cluster service (DaemonSet on control-plane nodes) that checks a joining node's TPM attestation against " +
+        "the cluster's measurements and, if it matches, issues a join ticket: a fresh 15-minute bootstrap token, the " +
+        "CA pin, the kubelet's client and serving certificates and the node's disk key. Logs are JSON lines on stdout.",
     )
+    .version(VERSION, '--version', 'print the version and exit')
+    .helpOption('-h, --help', 'show this help');
+  withAdmissionOptions(withServingOptions(program))
     .addOption(logLevelOption())
     .action(async ({ logLevel, ...flags }) => {
       const log = createWinstonLogger({ service: 'joinservice', level: logLevel });
