@@ -50,40 +50,25 @@ export function ekCaPaths(dir: string): EkCa {
   };
 }
 
-/**
- * Creates a root and an intermediate CA (ECDSA P-384, openssl: fast to generate, and certtool
- * signs EK certificates with it) in `dir` and the swtpm_localca
- * configuration that signs with the intermediate. The directory must be empty or missing. We
- * make the keys ourselves rather than letting swtpm_localca create them on first use, so that
- * the root is known before any TPM is manufactured and parallel first uses cannot race.
- */
-export async function createEkCa(dir: string, options: EkCaOptions = {}): Promise<EkCa> {
-  const ca = ekCaPaths(dir);
-  const name = options.name ?? 'Constellation';
-  const timeoutMs = options.timeoutMs ?? 60_000;
-  const openssl = await requireProgram('openssl');
-  await mkdir(ca.dir, { recursive: true, mode: 0o700 });
-  await chmod(ca.dir, 0o700); // mkdir's mode does not apply to an existing directory
-  if ((await readdir(ca.dir)).length > 0) throw new Error(`EK CA directory ${ca.dir} is not empty`);
-  const days = '3650';
+/** P-384 key and certificate settings both CA levels use. */
+const EC_KEY = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-384', '-sha384', '-nodes'];
+const CA_DAYS = '3650';
+
+/** The self-signed root: CA without a path length limit. */
+async function createRoot(openssl: string, ca: EkCa, name: string, timeoutMs: number): Promise<void> {
   await runProgram(
     openssl,
     [
       'req',
       '-x509',
       '-new',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-384',
-      '-sha384',
-      '-nodes',
+      ...EC_KEY,
       '-keyout',
       ca.rootKeyPath,
       '-out',
       ca.rootCertPath,
       '-days',
-      days,
+      CA_DAYS,
       '-subj',
       `/CN=${name} EK root CA`,
       '-addext',
@@ -95,26 +80,15 @@ export async function createEkCa(dir: string, options: EkCaOptions = {}): Promis
     ],
     { timeoutMs },
   );
+}
+
+/** The intermediate that signs EK certificates: a CSR signed by the root, path length 0. */
+async function createIntermediate(openssl: string, ca: EkCa, name: string, timeoutMs: number): Promise<void> {
   const csr = join(ca.dir, 'intermediate.csr');
   const extensions = join(ca.dir, 'intermediate.ext');
   await runProgram(
     openssl,
-    [
-      'req',
-      '-new',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-384',
-      '-sha384',
-      '-nodes',
-      '-keyout',
-      ca.intermediateKeyPath,
-      '-out',
-      csr,
-      '-subj',
-      `/CN=${name} EK CA`,
-    ],
+    ['req', '-new', ...EC_KEY, '-keyout', ca.intermediateKeyPath, '-out', csr, '-subj', `/CN=${name} EK CA`],
     { timeoutMs },
   );
   await writeFile(
@@ -141,7 +115,7 @@ export async function createEkCa(dir: string, options: EkCaOptions = {}): Promis
       '-set_serial',
       `0x${randomBytes(16).toString('hex')}`,
       '-days',
-      days,
+      CA_DAYS,
       '-sha384',
       '-extfile',
       extensions,
@@ -152,9 +126,10 @@ export async function createEkCa(dir: string, options: EkCaOptions = {}): Promis
   );
   await rm(csr);
   await rm(extensions);
-  // openssl writes keys with the umask's mode; the 0700 directory already shields them.
-  await chmod(ca.rootKeyPath, 0o600);
-  await chmod(ca.intermediateKeyPath, 0o600);
+}
+
+/** swtpm_localca's configuration: sign with the intermediate, serials from a locked file. */
+async function writeLocalcaConfig(ca: EkCa): Promise<void> {
   // swtpm_localca takes the next serial from this file under its lock in statedir, so
   // parallel manufacturing against one CA gets distinct serials.
   await writeFile(join(ca.dir, FILES.serial), '1', { mode: 0o600 });
@@ -175,6 +150,29 @@ export async function createEkCa(dir: string, options: EkCaOptions = {}): Promis
     ['--platform-manufacturer constellation-ts', '--platform-version 1.0', '--platform-model swtpm', ''].join('\n'),
     { mode: 0o600 },
   );
+}
+
+/**
+ * Creates a root and an intermediate CA (ECDSA P-384, openssl: fast to generate, and certtool
+ * signs EK certificates with it) in `dir` and the swtpm_localca
+ * configuration that signs with the intermediate. The directory must be empty or missing. We
+ * make the keys ourselves rather than letting swtpm_localca create them on first use, so that
+ * the root is known before any TPM is manufactured and parallel first uses cannot race.
+ */
+export async function createEkCa(dir: string, options: EkCaOptions = {}): Promise<EkCa> {
+  const ca = ekCaPaths(dir);
+  const name = options.name ?? 'Constellation';
+  const timeoutMs = options.timeoutMs ?? 60_000;
+  const openssl = await requireProgram('openssl');
+  await mkdir(ca.dir, { recursive: true, mode: 0o700 });
+  await chmod(ca.dir, 0o700); // mkdir's mode does not apply to an existing directory
+  if ((await readdir(ca.dir)).length > 0) throw new Error(`EK CA directory ${ca.dir} is not empty`);
+  await createRoot(openssl, ca, name, timeoutMs);
+  await createIntermediate(openssl, ca, name, timeoutMs);
+  // openssl writes keys with the umask's mode; the 0700 directory already shields them.
+  await chmod(ca.rootKeyPath, 0o600);
+  await chmod(ca.intermediateKeyPath, 0o600);
+  await writeLocalcaConfig(ca);
   return ca;
 }
 
