@@ -1,23 +1,12 @@
 import * as grpc from '@grpc/grpc-js';
-import { StatusError, statusErrorOf } from '@constellation/proto';
-import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey, verifyInitSecret } from '@constellation/keys';
-import { DiskBindings, deleteUnmintedBootstrapTokens } from '@constellation/kubeadm';
-import { InitStep, StepState } from '@constellation/proto';
+import { errorMessage } from '@constellation/errors';
+import { verifyInitSecret } from '@constellation/keys';
+import { InitStep, StepState, statusErrorOf } from '@constellation/proto';
 import type { InitRequest, InitResponse, InitServiceServer } from '@constellation/proto';
 import { checkInitRequest } from './init-request.js';
-import {
-  adminClient,
-  kubeadmInit,
-  kubeadmRunner,
-  publishClusterConfig,
-  readAdminKubeconfig,
-  waitForApiServer,
-} from './kubeadm-driver.js';
-import { rekeyStateDisk } from './disk-activation.js';
-import { issueFirstNodeServingCredential } from './kubelet-credentials.js';
+import { bootstrapKubernetes, takeNode } from './init-steps.js';
+import type { StepReporter } from './init-steps.js';
 import type { NodeContext } from './node-context.js';
-import { writeNodeState } from './node-state.js';
-import { errorMessage } from '@constellation/errors';
 
 type Call = grpc.ServerWritableStream<InitRequest, InitResponse>;
 
@@ -40,141 +29,66 @@ export function initService(context: NodeContext, hooks: InitServiceHooks): Init
   let busy = false;
   const log = context.logger.child({ component: 'init-server' });
 
-  return {
-    init: (call: Call) => {
-      void run(call).catch((err: unknown) => {
-        log.error('init handler crashed', { err });
-      });
-    },
-  };
-
-  async function run(call: Call): Promise<void> {
-    const started = Date.now();
-    const request = call.request;
-    const holder = (): string => context.lock.heldBy ?? 'another path';
-    const fail = (code: grpc.status, message: string): void => {
-      call.emit('error', { code, details: message });
-    };
+  /** Why this call may not start an init (a status code and message), or undefined. */
+  async function refusal(call: Call): Promise<[grpc.status, string] | undefined> {
     try {
-      checkInitRequest(request);
+      checkInitRequest(call.request);
     } catch (err) {
       const status = statusErrorOf(err);
-      if (status !== undefined) {
-        fail(status.code, status.message);
-        return;
-      }
+      if (status !== undefined) return [status.code, status.message];
       throw err;
     }
     let hash: string;
     try {
       hash = await context.metadata.initSecretHash();
     } catch (err) {
-      fail(grpc.status.UNAVAILABLE, `cannot check the init secret: ${errorMessage(err)}`);
-      return;
+      return [grpc.status.UNAVAILABLE, `cannot check the init secret: ${errorMessage(err)}`];
     }
-    if (!(await verifyInitSecret(request.initSecret, hash))) {
+    if (!(await verifyInitSecret(call.request.initSecret, hash))) {
       log.warn('init refused: wrong init secret', { peer: call.getPeer() });
-      fail(grpc.status.PERMISSION_DENIED, 'wrong init secret');
-      return;
+      return [grpc.status.PERMISSION_DENIED, 'wrong init secret'];
     }
-    if (busy) {
-      fail(grpc.status.FAILED_PRECONDITION, 'node is already being initialised');
-      return;
-    }
-    if (context.lock.heldBy !== undefined) {
-      fail(grpc.status.FAILED_PRECONDITION, `node is already taken by ${context.lock.heldBy}`);
+    if (busy) return [grpc.status.FAILED_PRECONDITION, 'node is already being initialised'];
+    if (context.lock.heldBy !== undefined)
+      return [grpc.status.FAILED_PRECONDITION, `node is already taken by ${context.lock.heldBy}`];
+    return undefined;
+  }
+
+  async function run(call: Call): Promise<void> {
+    const started = Date.now();
+    const fail = (code: grpc.status, message: string): void => {
+      call.emit('error', { code, details: message });
+    };
+    const refused = await refusal(call);
+    if (refused !== undefined) {
+      fail(...refused);
       return;
     }
     busy = true;
     log.info('init started', { peer: call.getPeer() });
-
     let step = InitStep.INIT_STEP_CHECK_INIT_SECRET;
-    let committed = false;
+    // An object, not a let: the point of no return is passed inside takeNode's callback.
+    const lock = { committed: false };
     const progress = (state: StepState, detail = ''): void => {
       call.write({ kind: { $case: 'progress', value: { step, state, detail, elapsedMs: Date.now() - started } } });
     };
-    const begin = (next: InitStep, detail = ''): void => {
-      step = next;
-      progress(StepState.STEP_STATE_STARTED, detail);
+    const report: StepReporter = {
+      begin: (next, detail = '') => {
+        step = next;
+        progress(StepState.STEP_STATE_STARTED, detail);
+      },
+      done: (detail = '') => {
+        progress(StepState.STEP_STATE_SUCCEEDED, detail);
+      },
     };
     try {
-      progress(StepState.STEP_STATE_SUCCEEDED);
-      begin(InitStep.INIT_STEP_DERIVE_KEYS);
-      const measurementSecret = deriveMeasurementSecret(request.masterSecret, request.masterSalt);
-      const clusterId = deriveClusterId(measurementSecret, request.measurementSalt);
-      progress(StepState.STEP_STATE_SUCCEEDED);
-
-      begin(InitStep.INIT_STEP_LOCK_NODE);
-      if (!(await context.lock.tryLock(clusterId, 'init')))
-        throw new StatusError(grpc.status.FAILED_PRECONDITION, `node is already taken by ${holder()}`);
-      committed = true;
-      hooks.committed();
-      progress(StepState.STEP_STATE_SUCCEEDED, 'point of no return passed');
-
-      begin(InitStep.INIT_STEP_REKEY_STATE_DISK);
-      const diskUuid = await context.disk.uuid();
-      await rekeyStateDisk(
-        context,
-        deriveStateDiskKey(request.masterSecret, request.masterSalt, diskUuid, context.issuer.rooted?.ekPublicKeyHash),
-      );
-      progress(StepState.STEP_STATE_SUCCEEDED);
-
-      begin(InitStep.INIT_STEP_WRITE_NODE_STATE);
-      await writeNodeState(context.paths.nodeState, {
-        role: 'control-plane',
-        measurementSalt: request.measurementSalt,
-        clusterId,
+      report.done();
+      const { clusterId, diskUuid } = await takeNode(context, call.request, report, () => {
+        lock.committed = true;
+        hooks.committed();
       });
-      progress(StepState.STEP_STATE_SUCCEEDED);
-
-      const self = await context.metadata.self();
-      const endpoint = await context.metadata.endpoint();
-      const version = request.kubernetesVersion === '' ? context.defaultKubernetesVersion : request.kubernetesVersion;
-      begin(InitStep.INIT_STEP_PREPARE_NODE, `kubernetes ${version}`);
-      if (context.prepareNode === undefined) {
-        progress(StepState.STEP_STATE_SUCCEEDED, 'no node preparation configured');
-      } else {
-        await context.prepareNode(version);
-        progress(StepState.STEP_STATE_SUCCEEDED, 'components verified and installed');
-      }
-      begin(InitStep.INIT_STEP_KUBEADM_INIT, `kubernetes ${version}`);
-      // The kubelet kubeadm starts needs its serving certificate already (cluster CA made here).
-      await issueFirstNodeServingCredential(context.paths, self);
-      await kubeadmInit(kubeadmRunner(context), {
-        nodeName: self.name,
-        nodeIp: self.ip,
-        bindPort: context.apiServerBindPort,
-        clusterName: request.clusterName === '' ? 'constellation' : request.clusterName,
-        kubernetesVersion: version,
-        controlPlaneEndpoint: `${endpoint.host}:${endpoint.apiServerPort}`,
-        certSans: request.apiserverCertSans,
-        ...(request.serviceCidr === '' ? {} : { serviceCidr: request.serviceCidr }),
-        kubeProxy: request.conformanceMode,
-      });
-      progress(StepState.STEP_STATE_SUCCEEDED);
-
-      begin(InitStep.INIT_STEP_WAIT_FOR_API_SERVER);
-      const core = await adminClient(context.paths.adminConf);
-      await waitForApiServer(core, 120_000);
-      // kubeadm always makes a bootstrap token at init; none may outlive it that the JoinService
-      // did not mint for an attested node.
-      const removed = await deleteUnmintedBootstrapTokens(core);
-      log.info('removed the bootstrap tokens kubeadm init made', { count: removed.length });
-      progress(StepState.STEP_STATE_SUCCEEDED);
-
-      begin(InitStep.INIT_STEP_PUBLISH_CLUSTER_CONFIG);
-      await publishClusterConfig(core, { kubernetesVersion: version, components: request.kubernetesComponents });
-      // This node joined by init, not through the JoinService: record its (machine, disk) pair as a
-      // join would, so that it gets a rejoin ticket after a reboot.
-      const machine = context.issuer.rooted?.ekPublicKeyHash;
-      if (machine !== undefined) await new DiskBindings({ core }).bind(diskUuid, machine, self.name);
-      progress(StepState.STEP_STATE_SUCCEEDED);
-
-      begin(InitStep.INIT_STEP_ISSUE_ADMIN_KUBECONFIG);
-      const kubeconfig = await readAdminKubeconfig(context.paths.adminConf);
-      progress(StepState.STEP_STATE_SUCCEEDED);
+      const { kubeconfig, version } = await bootstrapKubernetes(context, call.request, diskUuid, report, log);
       await context.startKubelet();
-
       call.write({ kind: { $case: 'success', value: { kubeconfig, clusterId, kubernetesVersion: version } } });
       call.end();
       log.info('init finished', { clusterId: clusterId.toString('hex'), elapsedMs: Date.now() - started });
@@ -183,15 +97,23 @@ export function initService(context: NodeContext, hooks: InitServiceHooks): Init
       const error = err instanceof Error ? err : new Error(String(err));
       const status = statusErrorOf(err);
       const message = status?.message ?? `${InitStep[step]} failed: ${error.message}`;
-      log.error('init failed', { step: InitStep[step], retrySafe: !committed, err: error });
+      log.error('init failed', { step: InitStep[step], retrySafe: !lock.committed, err: error });
       progress(StepState.STEP_STATE_FAILED, message);
-      call.write({ kind: { $case: 'failure', value: { error: message, step, retrySafe: !committed } } });
+      call.write({ kind: { $case: 'failure', value: { error: message, step, retrySafe: !lock.committed } } });
       await sendLogs(call, context);
       fail(status?.code ?? grpc.status.INTERNAL, message);
-      if (committed) hooks.finished(error);
+      if (lock.committed) hooks.finished(error);
       else busy = false;
     }
   }
+
+  return {
+    init: (call: Call) => {
+      void run(call).catch((err: unknown) => {
+        log.error('init handler crashed', { err });
+      });
+    },
+  };
 }
 
 async function sendLogs(call: Call, context: NodeContext): Promise<void> {

@@ -1,0 +1,127 @@
+import * as grpc from '@grpc/grpc-js';
+import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey } from '@constellation/keys';
+import { DiskBindings, deleteUnmintedBootstrapTokens } from '@constellation/kubeadm';
+import type { Logger } from '@constellation/logger';
+import { InitStep, StatusError } from '@constellation/proto';
+import type { InitRequest } from '@constellation/proto';
+import { rekeyStateDisk } from './disk-activation.js';
+import {
+  adminClient,
+  kubeadmInit,
+  kubeadmRunner,
+  publishClusterConfig,
+  readAdminKubeconfig,
+  waitForApiServer,
+} from './kubeadm-driver.js';
+import { issueFirstNodeServingCredential } from './kubelet-credentials.js';
+import type { NodeContext } from './node-context.js';
+import { writeNodeState } from './node-state.js';
+
+/** How the steps report progress to the caller of Init. */
+export interface StepReporter {
+  begin(step: InitStep, detail?: string): void;
+  done(detail?: string): void;
+}
+
+/**
+ * Derives the cluster's keys, takes the node lock (the point of no return: `committed` is called
+ * right after), re-keys the state disk and writes the node state. Returns what later steps need.
+ */
+export async function takeNode(
+  context: NodeContext,
+  request: InitRequest,
+  report: StepReporter,
+  committed: () => void,
+): Promise<{ clusterId: Buffer; diskUuid: string }> {
+  report.begin(InitStep.INIT_STEP_DERIVE_KEYS);
+  const measurementSecret = deriveMeasurementSecret(request.masterSecret, request.masterSalt);
+  const clusterId = deriveClusterId(measurementSecret, request.measurementSalt);
+  report.done();
+
+  report.begin(InitStep.INIT_STEP_LOCK_NODE);
+  if (!(await context.lock.tryLock(clusterId, 'init')))
+    throw new StatusError(
+      grpc.status.FAILED_PRECONDITION,
+      `node is already taken by ${context.lock.heldBy ?? 'another path'}`,
+    );
+  committed();
+  report.done('point of no return passed');
+
+  report.begin(InitStep.INIT_STEP_REKEY_STATE_DISK);
+  const diskUuid = await context.disk.uuid();
+  await rekeyStateDisk(
+    context,
+    deriveStateDiskKey(request.masterSecret, request.masterSalt, diskUuid, context.issuer.rooted?.ekPublicKeyHash),
+  );
+  report.done();
+
+  report.begin(InitStep.INIT_STEP_WRITE_NODE_STATE);
+  await writeNodeState(context.paths.nodeState, {
+    role: 'control-plane',
+    measurementSalt: request.measurementSalt,
+    clusterId,
+  });
+  report.done();
+  return { clusterId, diskUuid };
+}
+
+/**
+ * Node preparation, `kubeadm init`, the API server up, kubeadm's own token removed, the cluster
+ * configuration and this node's disk binding published; returns the admin kubeconfig.
+ */
+export async function bootstrapKubernetes(
+  context: NodeContext,
+  request: InitRequest,
+  diskUuid: string,
+  report: StepReporter,
+  log: Logger,
+): Promise<{ kubeconfig: Buffer; version: string }> {
+  const self = await context.metadata.self();
+  const endpoint = await context.metadata.endpoint();
+  const version = request.kubernetesVersion === '' ? context.defaultKubernetesVersion : request.kubernetesVersion;
+  report.begin(InitStep.INIT_STEP_PREPARE_NODE, `kubernetes ${version}`);
+  if (context.prepareNode === undefined) {
+    report.done('no node preparation configured');
+  } else {
+    await context.prepareNode(version);
+    report.done('components verified and installed');
+  }
+
+  report.begin(InitStep.INIT_STEP_KUBEADM_INIT, `kubernetes ${version}`);
+  // The kubelet kubeadm starts needs its serving certificate already (cluster CA made here).
+  await issueFirstNodeServingCredential(context.paths, self);
+  await kubeadmInit(kubeadmRunner(context), {
+    nodeName: self.name,
+    nodeIp: self.ip,
+    bindPort: context.apiServerBindPort,
+    clusterName: request.clusterName === '' ? 'constellation' : request.clusterName,
+    kubernetesVersion: version,
+    controlPlaneEndpoint: `${endpoint.host}:${endpoint.apiServerPort}`,
+    certSans: request.apiserverCertSans,
+    ...(request.serviceCidr === '' ? {} : { serviceCidr: request.serviceCidr }),
+    kubeProxy: request.conformanceMode,
+  });
+  report.done();
+
+  report.begin(InitStep.INIT_STEP_WAIT_FOR_API_SERVER);
+  const core = await adminClient(context.paths.adminConf);
+  await waitForApiServer(core, 120_000);
+  // kubeadm always makes a bootstrap token at init; none may outlive it that the JoinService
+  // did not mint for an attested node.
+  const removed = await deleteUnmintedBootstrapTokens(core);
+  log.info('removed the bootstrap tokens kubeadm init made', { count: removed.length });
+  report.done();
+
+  report.begin(InitStep.INIT_STEP_PUBLISH_CLUSTER_CONFIG);
+  await publishClusterConfig(core, { kubernetesVersion: version, components: request.kubernetesComponents });
+  // This node joined by init, not through the JoinService: record its (machine, disk) pair as a
+  // join would, so that it gets a rejoin ticket after a reboot.
+  const machine = context.issuer.rooted?.ekPublicKeyHash;
+  if (machine !== undefined) await new DiskBindings({ core }).bind(diskUuid, machine, self.name);
+  report.done();
+
+  report.begin(InitStep.INIT_STEP_ISSUE_ADMIN_KUBECONFIG);
+  const kubeconfig = await readAdminKubeconfig(context.paths.adminConf);
+  report.done();
+  return { kubeconfig, version };
+}
