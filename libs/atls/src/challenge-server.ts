@@ -58,6 +58,8 @@ export interface ChallengeServerOptions {
 }
 
 type Stream = grpc.ServerDuplexStream<ChallengeClientMessage, ChallengeServerMessage>;
+type Hello = Extract<NonNullable<ChallengeClientMessage['step']>, { $case: 'hello' }>['value'];
+type Answer = Extract<NonNullable<ChallengeClientMessage['step']>, { $case: 'attested' }>['value'];
 
 /**
  * Runs the service side of one challenge stream: hello → fresh nonce → attested request →
@@ -68,237 +70,306 @@ type Stream = grpc.ServerDuplexStream<ChallengeClientMessage, ChallengeServerMes
 export function serveChallenge(call: Stream, options: ChallengeServerOptions): void {
   if (options.validators.some((v) => v.variant.rooted) && options.identity === undefined)
     throw new RangeError('a rooted attestation variant needs an EK identity verifier');
-  const log = (options.logger ?? noopLogger).child({ component: 'atls-challenge', peer: call.getPeer() });
-  const ttl = options.challengeTtlMs ?? 10_000;
-  const maxRequest = options.maxRequestBytes ?? 64 * 1024;
-  let state: 'hello' | 'preparing' | 'answer' | 'working' | 'done' = 'hello';
-  let service: { nonce: Buffer; key: ReturnType<typeof ephemeralKey> } | undefined;
-  let nonce: Buffer | undefined;
-  let validator: Validator | undefined;
-  let activation: PendingActivation | undefined;
-  let challengedAt = 0;
+  new ChallengeSession(call, options).start();
+}
 
-  const finish = (code: grpc.status, message: string, reason: ChallengeRejection, metadata?: grpc.Metadata): void => {
-    if (state === 'done') return;
-    state = 'done';
-    clearTimeout(timer);
-    options.onRejected?.(reason, message);
-    log.info('challenge refused', { reason, code: grpc.status[code], error: message });
+/** One stream's exchange; `state` says which message may come next. */
+class ChallengeSession {
+  private readonly log: Logger;
+  private readonly ttl: number;
+  private readonly maxRequest: number;
+  private state: 'hello' | 'preparing' | 'answer' | 'working' | 'done' = 'hello';
+  private service: { nonce: Buffer; key: ReturnType<typeof ephemeralKey> } | undefined;
+  private nonce: Buffer | undefined;
+  private validator: Validator | undefined;
+  private activation: PendingActivation | undefined;
+  private challengedAt = 0;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly call: Stream,
+    private readonly options: ChallengeServerOptions,
+  ) {
+    this.log = (options.logger ?? noopLogger).child({ component: 'atls-challenge', peer: call.getPeer() });
+    this.ttl = options.challengeTtlMs ?? 10_000;
+    this.maxRequest = options.maxRequestBytes ?? 64 * 1024;
+  }
+
+  start(): void {
+    const helloTimeoutMs = this.options.helloTimeoutMs ?? 10_000;
+    this.timer = setTimeout(() => {
+      this.finish(grpc.status.DEADLINE_EXCEEDED, `no hello within ${helloTimeoutMs} ms`, 'expired');
+    }, helloTimeoutMs);
+    this.call.on('error', () => {
+      // The client went away; nothing to answer.
+      this.state = 'done';
+      clearTimeout(this.timer);
+    });
+    this.call.on('end', () => {
+      if (this.state !== 'done' && this.state !== 'working')
+        this.finish(grpc.status.CANCELLED, 'stream ended before the exchange finished', 'protocol');
+    });
+    this.call.on('data', (message: ChallengeClientMessage) => {
+      this.onMessage(message);
+    });
+  }
+
+  private finish(code: grpc.status, message: string, reason: ChallengeRejection, metadata?: grpc.Metadata): void {
+    if (this.state === 'done') return;
+    this.state = 'done';
+    clearTimeout(this.timer);
+    this.options.onRejected?.(reason, message);
+    this.log.info('challenge refused', { reason, code: grpc.status[code], error: message });
     const status: Partial<grpc.StatusObject> = { code, details: message };
     if (metadata !== undefined) status.metadata = metadata;
-    call.emit('error', status);
-  };
+    this.call.emit('error', status);
+  }
 
-  let timer = setTimeout(() => {
-    finish(grpc.status.DEADLINE_EXCEEDED, `no hello within ${options.helloTimeoutMs ?? 10_000} ms`, 'expired');
-  }, options.helloTimeoutMs ?? 10_000);
-
-  call.on('error', () => {
-    // The client went away; nothing to answer.
-    state = 'done';
-    clearTimeout(timer);
-  });
-  call.on('end', () => {
-    if (state !== 'done' && state !== 'working')
-      finish(grpc.status.CANCELLED, 'stream ended before the exchange finished', 'protocol');
-  });
-
-  call.on('data', (message: ChallengeClientMessage) => {
+  private onMessage(message: ChallengeClientMessage): void {
     const step = message.step;
-    if (state === 'hello') {
+    if (this.state === 'hello') {
       if (step?.$case !== 'hello') {
-        finish(
+        this.finish(
           grpc.status.INVALID_ARGUMENT,
           'the first message must be a hello announcing the attestation variant',
           'protocol',
         );
         return;
       }
-      if (step.value.protocolVersion !== CHALLENGE_PROTOCOL_VERSION) {
-        finish(
-          grpc.status.FAILED_PRECONDITION,
-          `challenge protocol version ${step.value.protocolVersion} is not supported; this service speaks ${CHALLENGE_PROTOCOL_VERSION}`,
-          'protocol',
-        );
-        return;
-      }
-      validator = options.validators.find((v) => v.variant.name === step.value.attestationVariant);
-      if (validator === undefined) {
-        const accepted = options.validators.map((v) => v.variant.name).join(', ');
-        finish(
-          grpc.status.PERMISSION_DENIED,
-          `attestation variant "${step.value.attestationVariant}" is not accepted; this service accepts: ${accepted}`,
-          'variant',
-        );
-        return;
-      }
-      const hello = step.value;
-      if (hello.serviceNonce.length !== 0 && hello.serviceNonce.length !== 32) {
-        finish(grpc.status.INVALID_ARGUMENT, 'service_nonce must be empty or 32 bytes', 'protocol');
-        return;
-      }
-      const rootedValidator = validator.variant.rooted && options.identity !== undefined;
-      const attester = hello.serviceNonce.length === 32 ? options.serviceAttester : undefined;
-      // Who the node is comes first (the EK certificate path and a credential for its AK), and,
-      // when asked, an attestation of this service's own host. Both are asynchronous, so the
-      // stream waits in 'preparing' meanwhile.
-      state = 'preparing';
-      const serviceKey = ephemeralKey();
-      // The node's identity first: a stranger without a valid EK certificate costs the host's
-      // TPM nothing (red-team finding). Then, when asked, the host attests (bounded by the attester).
-      const prepare = async (): Promise<[PendingActivation | undefined, Buffer | undefined]> => {
-        const pending = rootedValidator ? await options.identity?.challenge(hello.identity, hello.akPublic) : undefined;
-        if (attester === undefined) return [pending, undefined];
-        if (state !== 'preparing') return [pending, undefined];
-        return [pending, await attester.attest(serviceUserData(serviceKey.publicKey), hello.serviceNonce)];
-      };
-      prepare().then(
-        ([pending, serviceAttestation]) => {
-          if (state !== 'preparing') return;
-          activation = pending;
-          if (serviceAttestation !== undefined) service = { nonce: Buffer.from(hello.serviceNonce), key: serviceKey };
-          nonce = randomBytes(32);
-          challengedAt = Date.now();
-          state = 'answer';
-          clearTimeout(timer);
-          timer = setTimeout(() => {
-            finish(grpc.status.DEADLINE_EXCEEDED, `no answer to the challenge within ${ttl} ms`, 'expired');
-          }, ttl);
-          const credential = activation?.credential;
-          call.write({
-            step: {
-              $case: 'challenge',
-              value: {
-                nonce,
-                expiresInMs: ttl,
-                serviceAttestation: serviceAttestation ?? Buffer.alloc(0),
-                servicePublicKey: serviceAttestation === undefined ? Buffer.alloc(0) : serviceKey.publicKey,
-                ...(credential === undefined ? {} : { credential }),
-              },
-            },
-          });
-        },
-        (err: unknown) => {
-          if (err instanceof AttestationError) {
-            finish(grpc.status.PERMISSION_DENIED, `attestation rejected: ${err.message}`, `attestation:${err.reason}`);
-          } else if (err instanceof ServiceAttesterBusyError) {
-            finish(grpc.status.UNAVAILABLE, err.message, 'handler', retryAfterMetadata(1_000));
-          } else {
-            log.error('could not prepare the challenge', { err });
-            finish(
-              grpc.status.UNAVAILABLE,
-              "the service could not check the node's identity or attest its own host; retry",
-              'handler',
-              retryAfterMetadata(2_000),
-            );
-          }
-        },
-      );
+      this.onHello(step.value);
       return;
     }
-    if (state === 'preparing') {
-      finish(grpc.status.INVALID_ARGUMENT, 'unexpected message: the challenge has not been sent yet', 'protocol');
+    if (this.state === 'preparing') {
+      this.finish(grpc.status.INVALID_ARGUMENT, 'unexpected message: the challenge has not been sent yet', 'protocol');
       return;
     }
-    if (state !== 'answer' || nonce === undefined || validator === undefined) {
-      finish(grpc.status.INVALID_ARGUMENT, 'unexpected message: the challenge was already answered', 'protocol');
+    if (this.state !== 'answer' || this.nonce === undefined || this.validator === undefined) {
+      this.finish(grpc.status.INVALID_ARGUMENT, 'unexpected message: the challenge was already answered', 'protocol');
       return;
     }
     if (step?.$case !== 'attested') {
-      finish(grpc.status.INVALID_ARGUMENT, 'expected the attested answer to the challenge', 'protocol');
+      this.finish(grpc.status.INVALID_ARGUMENT, 'expected the attested answer to the challenge', 'protocol');
       return;
     }
-    const elapsed = Date.now() - challengedAt;
-    if (elapsed > ttl) {
-      finish(
+    this.onAnswer(step.value, this.nonce, this.validator);
+  }
+
+  /** Checks the hello, then prepares the challenge (identity first, then the host's attestation). */
+  private onHello(hello: Hello): void {
+    const { options } = this;
+    if (hello.protocolVersion !== CHALLENGE_PROTOCOL_VERSION) {
+      this.finish(
+        grpc.status.FAILED_PRECONDITION,
+        `challenge protocol version ${hello.protocolVersion} is not supported; this service speaks ${CHALLENGE_PROTOCOL_VERSION}`,
+        'protocol',
+      );
+      return;
+    }
+    const validator = options.validators.find((v) => v.variant.name === hello.attestationVariant);
+    this.validator = validator;
+    if (validator === undefined) {
+      const accepted = options.validators.map((v) => v.variant.name).join(', ');
+      this.finish(
+        grpc.status.PERMISSION_DENIED,
+        `attestation variant "${hello.attestationVariant}" is not accepted; this service accepts: ${accepted}`,
+        'variant',
+      );
+      return;
+    }
+    if (hello.serviceNonce.length !== 0 && hello.serviceNonce.length !== 32) {
+      this.finish(grpc.status.INVALID_ARGUMENT, 'service_nonce must be empty or 32 bytes', 'protocol');
+      return;
+    }
+    // Who the node is comes first (the EK certificate path and a credential for its AK), and,
+    // when asked, an attestation of this service's own host. Both are asynchronous, so the
+    // stream waits in 'preparing' meanwhile.
+    this.state = 'preparing';
+    const serviceKey = ephemeralKey();
+    this.prepare(hello, validator, serviceKey).then(
+      ([pending, serviceAttestation]) => {
+        this.sendChallenge(hello, serviceKey, pending, serviceAttestation);
+      },
+      (err: unknown) => {
+        this.preparationFailed(err);
+      },
+    );
+  }
+
+  /**
+   * The node's identity first: a stranger without a valid EK certificate costs the host's TPM
+   * nothing (red-team finding). Then, when asked, the host attests (bounded by the attester).
+   */
+  private async prepare(
+    hello: Hello,
+    validator: Validator,
+    serviceKey: ReturnType<typeof ephemeralKey>,
+  ): Promise<[PendingActivation | undefined, Buffer | undefined]> {
+    const rooted = validator.variant.rooted && this.options.identity !== undefined;
+    const attester = hello.serviceNonce.length === 32 ? this.options.serviceAttester : undefined;
+    const pending = rooted ? await this.options.identity?.challenge(hello.identity, hello.akPublic) : undefined;
+    if (attester === undefined) return [pending, undefined];
+    if (this.state !== 'preparing') return [pending, undefined];
+    return [pending, await attester.attest(serviceUserData(serviceKey.publicKey), hello.serviceNonce)];
+  }
+
+  private sendChallenge(
+    hello: Hello,
+    serviceKey: ReturnType<typeof ephemeralKey>,
+    pending: PendingActivation | undefined,
+    serviceAttestation: Buffer | undefined,
+  ): void {
+    if (this.state !== 'preparing') return;
+    this.activation = pending;
+    if (serviceAttestation !== undefined) this.service = { nonce: Buffer.from(hello.serviceNonce), key: serviceKey };
+    const nonce = randomBytes(32);
+    this.nonce = nonce;
+    this.challengedAt = Date.now();
+    this.state = 'answer';
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.finish(grpc.status.DEADLINE_EXCEEDED, `no answer to the challenge within ${this.ttl} ms`, 'expired');
+    }, this.ttl);
+    const credential = pending?.credential;
+    this.call.write({
+      step: {
+        $case: 'challenge',
+        value: {
+          nonce,
+          expiresInMs: this.ttl,
+          serviceAttestation: serviceAttestation ?? Buffer.alloc(0),
+          servicePublicKey: serviceAttestation === undefined ? Buffer.alloc(0) : serviceKey.publicKey,
+          ...(credential === undefined ? {} : { credential }),
+        },
+      },
+    });
+  }
+
+  private preparationFailed(err: unknown): void {
+    if (err instanceof AttestationError) {
+      this.finish(grpc.status.PERMISSION_DENIED, `attestation rejected: ${err.message}`, `attestation:${err.reason}`);
+    } else if (err instanceof ServiceAttesterBusyError) {
+      this.finish(grpc.status.UNAVAILABLE, err.message, 'handler', retryAfterMetadata(1_000));
+    } else {
+      this.log.error('could not prepare the challenge', { err });
+      this.finish(
+        grpc.status.UNAVAILABLE,
+        "the service could not check the node's identity or attest its own host; retry",
+        'handler',
+        retryAfterMetadata(2_000),
+      );
+    }
+  }
+
+  /** The attested answer: in time, within bounds, valid for this nonce; then the handler. */
+  private onAnswer(answer: Answer, nonce: Buffer, validator: Validator): void {
+    const elapsed = Date.now() - this.challengedAt;
+    if (elapsed > this.ttl) {
+      this.finish(
         grpc.status.DEADLINE_EXCEEDED,
-        `challenge answered after ${elapsed} ms; the limit is ${ttl} ms`,
+        `challenge answered after ${elapsed} ms; the limit is ${this.ttl} ms`,
         'expired',
       );
       return;
     }
-    const { attestation, ephemeralPublicKey, request, activationProof, serviceCredential } = step.value;
-    if (attestation.length > MAX_DOCUMENT_BYTES || request.length > maxRequest) {
-      finish(
+    const { attestation, request } = answer;
+    if (attestation.length > MAX_DOCUMENT_BYTES || request.length > this.maxRequest) {
+      this.finish(
         grpc.status.INVALID_ARGUMENT,
-        `attestation or request too large (limits ${MAX_DOCUMENT_BYTES} and ${maxRequest} bytes)`,
+        `attestation or request too large (limits ${MAX_DOCUMENT_BYTES} and ${this.maxRequest} bytes)`,
         'oversized',
       );
       return;
     }
-    state = 'working'; // the nonce is consumed from here on
-    clearTimeout(timer);
-    let result: ValidationResult;
-    let identity: VerifiedTpmIdentity | undefined;
-    try {
-      result = validator.validate(attestation, nonce, challengeUserData(ephemeralPublicKey, request));
-      if (activation !== undefined) {
-        if (result.attestationKeyName !== activation.akName.toString('hex')) {
-          throw new AttestationError(
-            'identity',
-            'the quotes are signed by another attestation key than the one the hello announced',
-          );
-        }
-        identity = activation.prove(activationProof, nonce);
-      }
-    } catch (err) {
-      state = 'answer';
-      if (err instanceof AttestationError) {
-        const reason: ChallengeRejection = `attestation:${err.reason}`;
-        finish(grpc.status.PERMISSION_DENIED, `attestation rejected: ${err.message}`, reason);
-        return;
-      }
-      finish(grpc.status.INTERNAL, 'attestation could not be checked', 'handler');
-      log.error('validator failed', { err });
-      return;
-    }
-    for (const warning of result.warnings) {
-      log.warn('accepted node with a warnOnly PCR mismatch', {
+    this.state = 'working'; // the nonce is consumed from here on
+    clearTimeout(this.timer);
+    const validated = this.validate(answer, nonce, validator);
+    if (validated === undefined) return;
+    for (const warning of validated.result.warnings) {
+      this.log.warn('accepted node with a warnOnly PCR mismatch', {
         pcr: warning.pcr,
         expected: warning.expected,
         actual: warning.actual,
       });
     }
-    const currentNonce = nonce;
-    const currentService = service;
-    const attester = options.serviceAttester;
-    options.handle(Buffer.from(request), result, identity).then(
-      async (answer) => {
-        if (state === 'done') return;
-        let serviceActivationProof: Buffer = Buffer.alloc(0);
-        if (currentService !== undefined && serviceCredential !== undefined && attester !== undefined) {
-          try {
-            serviceActivationProof = await attester.prove(serviceCredential, currentService.nonce);
-          } catch (err) {
-            log.error("could not prove this service's host identity", { err });
-            state = 'answer';
-            finish(grpc.status.INTERNAL, "the service could not prove its host's TPM identity", 'handler');
-            return;
-          }
-        }
-        let sealed;
-        try {
-          sealed = seal(answer, ephemeralPublicKey, currentNonce, currentService?.key);
-        } catch (err) {
-          state = 'answer';
-          finish(grpc.status.INVALID_ARGUMENT, errorMessage(err), 'protocol');
-          return;
-        }
-        state = 'done';
-        call.write({ step: { $case: 'sealed', value: { ...sealed, serviceActivationProof } } });
-        call.end();
+    this.options.handle(Buffer.from(request), validated.result, validated.identity).then(
+      async (plaintext) => {
+        await this.respond(plaintext, answer, nonce);
       },
       (err: unknown) => {
-        state = 'answer';
+        this.state = 'answer';
         // The edge: refusals by the handler's domain code become statuses here.
         const status = statusErrorOf(err);
         if (status !== undefined) {
-          finish(status.code, status.message, 'handler', status.metadata);
+          this.finish(status.code, status.message, 'handler', status.metadata);
         } else {
-          log.error('request handler failed', { err });
-          finish(grpc.status.INTERNAL, 'the service failed to process the request', 'handler');
+          this.log.error('request handler failed', { err });
+          this.finish(grpc.status.INTERNAL, 'the service failed to process the request', 'handler');
         }
       },
     );
-  });
+  }
+
+  /** The quotes for this nonce and request, and (rooted variants) the activation proof. */
+  private validate(
+    answer: Answer,
+    nonce: Buffer,
+    validator: Validator,
+  ): { result: ValidationResult; identity: VerifiedTpmIdentity | undefined } | undefined {
+    try {
+      const result = validator.validate(
+        answer.attestation,
+        nonce,
+        challengeUserData(answer.ephemeralPublicKey, answer.request),
+      );
+      let identity: VerifiedTpmIdentity | undefined;
+      if (this.activation !== undefined) {
+        if (result.attestationKeyName !== this.activation.akName.toString('hex')) {
+          throw new AttestationError(
+            'identity',
+            'the quotes are signed by another attestation key than the one the hello announced',
+          );
+        }
+        identity = this.activation.prove(answer.activationProof, nonce);
+      }
+      return { result, identity };
+    } catch (err) {
+      this.state = 'answer';
+      if (err instanceof AttestationError) {
+        this.finish(grpc.status.PERMISSION_DENIED, `attestation rejected: ${err.message}`, `attestation:${err.reason}`);
+        return undefined;
+      }
+      this.finish(grpc.status.INTERNAL, 'attestation could not be checked', 'handler');
+      this.log.error('validator failed', { err });
+      return undefined;
+    }
+  }
+
+  /** Seals the handler's answer to the node's key (and proves the host, when the node asked). */
+  private async respond(plaintext: Buffer, answer: Answer, nonce: Buffer): Promise<void> {
+    if (this.state === 'done') return;
+    const service = this.service;
+    const attester = this.options.serviceAttester;
+    let serviceActivationProof: Buffer = Buffer.alloc(0);
+    if (service !== undefined && answer.serviceCredential !== undefined && attester !== undefined) {
+      try {
+        serviceActivationProof = await attester.prove(answer.serviceCredential, service.nonce);
+      } catch (err) {
+        this.log.error("could not prove this service's host identity", { err });
+        this.state = 'answer';
+        this.finish(grpc.status.INTERNAL, "the service could not prove its host's TPM identity", 'handler');
+        return;
+      }
+    }
+    let sealed;
+    try {
+      sealed = seal(plaintext, answer.ephemeralPublicKey, nonce, service?.key);
+    } catch (err) {
+      this.state = 'answer';
+      this.finish(grpc.status.INVALID_ARGUMENT, errorMessage(err), 'protocol');
+      return;
+    }
+    this.state = 'done';
+    this.call.write({ step: { $case: 'sealed', value: { ...sealed, serviceActivationProof } } });
+    this.call.end();
+  }
 }
