@@ -2,7 +2,8 @@ import { spawn } from 'node:child_process';
 import { Command } from '@commander-js/extra-typings';
 import { logLevelOption, parseInteger } from '@constellation/command-line';
 import { createWinstonLogger } from '@constellation/logger';
-import { DEFAULT_SERIAL_PATH, OS_UPDATE_STAGED_EXIT_CODE, prepareNode } from '@constellation/node-prep';
+import { OS_UPDATE_STAGED_EXIT_CODE, prepareNode } from '@constellation/node-prep';
+import { NODE_PREP_DEFAULTS as DEFAULTS } from './config.js';
 import { VERSION } from './version.js';
 
 /** `constellation-node-prep`: flags mirror tectonic-torcx's bootstrap knobs where they still make sense. */
@@ -16,43 +17,43 @@ export function createProgram(): Command {
     )
     .version(VERSION, '--version', 'print the version and exit')
     .helpOption('-h, --help', 'show this help')
-    .option('--root <dir>', 'root directory every path below is inside of', '/')
+    .option('--root <dir>', 'root directory every path below is inside of', DEFAULTS.root)
     .option('--force-kube-version <version>', 'use this Kubernetes version and skip detection')
     .option('--api-server-url <url>', 'API server (https) to ask for /version (the local seed file is the fallback)')
     .option(
       '--api-server-ca <file>',
       'cluster CA (PEM) the API server is pinned to; without it /version is not asked',
-      '/etc/kubernetes/pki/ca.crt',
+      DEFAULTS.apiServerCa,
     )
     .option('--minimum-kube-version <version>', 'refuse any Kubernetes version older than this (downgrade protection)')
     .option(
       '--manifest-url <template>',
       'component manifest URL template ({{.Board}}, {{.OSVersion}}, {{.KubernetesVersion}}); a path or file:// URL works too (components themselves are always http(s))',
-      'https://artifacts.constellation.invalid/manifests/{{.Board}}/{{.OSVersion}}/{{.KubernetesVersion}}.json',
+      DEFAULTS.manifestUrl,
     )
     .option('--no-verify-signatures', 'do not fetch or check the manifest signature (warns loudly)')
     .option(
       '--keyring <file>',
       'pinned armored keyring the manifest must be signed with (root-owned, not group- or world-writable; every key block is read)',
-      '/etc/constellation/pubring.asc',
+      DEFAULTS.keyring,
     )
     .option(
       '--version-seed <file>',
       'local seed with KUBELET_IMAGE_TAG, also the kubelet.env template',
-      '/etc/kubernetes/installer/kubelet.env',
+      DEFAULTS.versionSeed,
     )
-    .option('--kubelet-env-path <file>', 'the marker written last', '/etc/kubernetes/kubelet.env')
+    .option('--kubelet-env-path <file>', 'the marker written last', DEFAULTS.kubeletEnvPath)
     .option(
       '--serial-file <file>',
       'where the highest accepted manifest serial is kept (rollback protection)',
-      DEFAULT_SERIAL_PATH,
+      DEFAULTS.serialFile,
     )
     .option(
       '--install-dir <dir>',
       'a directory components may be installed under (repeatable)',
       (dir: string, dirs: string[] | undefined) => [...(dirs ?? []), dir],
     )
-    .option('--os-release <file>', 'OS facts', '/usr/lib/os-release')
+    .option('--os-release <file>', 'OS facts', DEFAULTS.osRelease)
     .option(
       '--os-update-command <command>',
       `OS update hook: exit 0 means nothing staged, ${OS_UPDATE_STAGED_EXIT_CODE} an update staged (reboot), anything else a failure`,
@@ -60,9 +61,14 @@ export function createProgram(): Command {
     .option(
       '--reboot-command <command>',
       'how to reboot when an OS update is staged (a failing reboot fails the run, so the unit retries)',
-      'systemctl reboot',
+      DEFAULTS.rebootCommand,
     )
-    .option('--fetch-tries <n>', 'tries per download (non-2xx answers are retried)', (v) => parseInteger(v, 1, 20), 5)
+    .option(
+      '--fetch-tries <n>',
+      'tries per download (non-2xx answers are retried)',
+      (v) => parseInteger(v, 1, 20),
+      DEFAULTS.fetchTries,
+    )
     .addOption(logLevelOption())
     .addHelpText(
       'after',
@@ -89,8 +95,8 @@ export function createProgram(): Command {
         kubeletEnvPath: options.kubeletEnvPath,
         ...(options.osUpdateCommand === undefined ? {} : { osUpdateCommand: split(options.osUpdateCommand) }),
         reboot: () => runReboot(split(options.rebootCommand)),
-        retry: { tries: options.fetchTries, pauseMs: 5_000, timeoutMs: 15 * 60_000 },
-        apiRetry: { tries: 3, pauseMs: 10_000, timeoutMs: 10_000 },
+        retry: { tries: options.fetchTries, pauseMs: DEFAULTS.fetchPauseMs, timeoutMs: DEFAULTS.fetchDeadlineMs },
+        apiRetry: DEFAULTS.apiRetry,
         logger,
       });
       logger.info('node preparation done', { ...result });
