@@ -5,5 +5,5 @@ export { manufactureTpm } from './manufacture.js';
 export type { SwtpmProcess } from './process.js';
 export { startSwtpmProcess } from './process.js';
 
-export { requireProgram, runProgram } from './programs.js';
+export { findOnPath, requireProgram, runProgram } from './programs.js';
 export { freePort, freePortPair, isPortFree } from './free-port.js';

@@ -23,8 +23,8 @@ const DEBIAN_PACKAGE: Readonly<Record<string, string>> = {
   openssl: 'openssl',
 };
 
-/** Absolute path of `program` on PATH; throws with an install hint when missing. */
-export async function requireProgram(program: string, path = process.env['PATH'] ?? ''): Promise<string> {
+/** Absolute path of `program` on PATH, or undefined. */
+export async function findOnPath(program: string, path = process.env['PATH'] ?? ''): Promise<string | undefined> {
   for (const dir of path.split(delimiter)) {
     if (dir === '') continue;
     const candidate = join(dir, program);
@@ -35,6 +35,13 @@ export async function requireProgram(program: string, path = process.env['PATH']
       // not in this directory
     }
   }
+  return undefined;
+}
+
+/** Absolute path of `program` on PATH; throws with an install hint when missing. */
+export async function requireProgram(program: string, path = process.env['PATH'] ?? ''): Promise<string> {
+  const found = await findOnPath(program, path);
+  if (found !== undefined) return found;
   const pkg = DEBIAN_PACKAGE[program];
   throw new SwtpmToolError(
     program,

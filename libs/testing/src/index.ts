@@ -1,7 +1,8 @@
 export { buildBundles } from './build-bundles.js';
 export { freePort, freePortPair, isPortFree } from '@constellation/swtpm';
 export type { CommandResult } from './run-command.js';
-export { findOnPath, requireProgram, runChecked, runCommand } from './run-command.js';
+export { findOnPath } from '@constellation/swtpm';
+export { requireProgram, runChecked, runCommand } from './run-command.js';
 export type { Swtpm, UnixSwtpm } from './swtpm.js';
 export { startSwtpm, startUnixSwtpm, useTestEkCa } from './swtpm.js';
 export type { TempDir } from './temp-dir.js';

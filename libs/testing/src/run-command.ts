@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
-import { access, constants } from 'node:fs/promises';
-import { delimiter, join } from 'node:path';
+import { findOnPath } from '@constellation/swtpm';
 
 export interface CommandResult {
   code: number | null;
@@ -62,21 +61,6 @@ export async function runChecked(
     );
   }
   return result;
-}
-
-/** Absolute path of `program` on PATH, or undefined. */
-export async function findOnPath(program: string, path = process.env['PATH'] ?? ''): Promise<string | undefined> {
-  for (const dir of path.split(delimiter)) {
-    if (dir === '') continue;
-    const candidate = join(dir, program);
-    try {
-      await access(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // not in this directory
-    }
-  }
-  return undefined;
 }
 
 /**
