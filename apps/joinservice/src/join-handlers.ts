@@ -1,4 +1,4 @@
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import { serveChallenge } from '@constellation/atls';
 import type { ChallengeRejection, ChallengeServerOptions } from '@constellation/atls';
 import { Refusal } from '@constellation/errors';
@@ -26,13 +26,6 @@ function refused(metrics: JoinMetrics, kind: 'join' | 'rejoin', err: unknown): O
 
 /** The longest a join call keeps its slot if its stream never reports an end. */
 const SLOT_FALLBACK_MS = 120_000;
-
-/** Ends a call at once with a refusal's status and its retry-after-ms trailer. */
-function refuseNow(call: grpc.ServerDuplexStream<unknown, unknown>, refusal: Refusal): void {
-  const metadata = new grpc.Metadata();
-  if (refusal.retryAfterMs !== undefined) metadata.set('retry-after-ms', String(refusal.retryAfterMs));
-  call.emit('error', { code: grpc.status.RESOURCE_EXHAUSTED, details: refusal.message, metadata });
-}
 
 function decode<T>(decoder: { decode(bytes: Uint8Array): T }, bytes: Uint8Array, name: string): T {
   try {
@@ -62,22 +55,25 @@ export function joinHandlers(parts: JoinHandlerParts): JoinServiceServer {
   };
   return {
     issueJoinTicket: (call: grpc.ServerDuplexStream<IssueJoinTicketRequest, IssueJoinTicketResponse>) => {
-      // Shed load before the expensive part: the attestation (EK path, credential, quote) and the
-      // ticket run only for calls that got a slot, so under a storm every admitted call stays fast
-      // and the rest come back after retry-after-ms instead of all slowing down together.
-      const leave = limit.tryEnter();
-      if (leave === undefined) {
-        const busy = limit.busy();
-        metrics.refusals.inc({ kind: 'join', reason: busy.reason });
-        metrics.joins.inc({ kind: 'join', role: 'unknown', outcome: 'retry' });
-        refuseNow(call, busy);
-        return;
-      }
-      for (const event of ['finish', 'close', 'error', 'cancelled']) call.once(event, leave);
-      // A stream that never settles must not keep its slot: the challenge has its own timeouts.
-      setTimeout(leave, SLOT_FALLBACK_MS).unref();
       serveChallenge(call, {
         ...challenge,
+        // Shed load before the expensive part, but only for calls that sent a well-formed hello:
+        // the attestation (EK path, credential, quote) and the ticket run only for calls that got
+        // a slot, so under a storm every admitted call stays fast and the rest come back after
+        // retry-after-ms; a stranger's silent streams take no slot (red-team finding).
+        admit: () => {
+          const leave = limit.tryEnter();
+          if (leave === undefined) {
+            const busy = limit.busy();
+            metrics.refusals.inc({ kind: 'join', reason: busy.reason });
+            metrics.joins.inc({ kind: 'join', role: 'unknown', outcome: 'retry' });
+            throw busy;
+          }
+          for (const event of ['finish', 'close', 'error', 'cancelled']) call.once(event, leave);
+          // A stream that never settles must not keep its slot: the challenge has its own timeouts.
+          setTimeout(leave, SLOT_FALLBACK_MS).unref();
+          return leave;
+        },
         onRejected: (reason) => {
           countRejected(reason);
           if (reason !== 'handler') metrics.joins.inc({ kind: 'join', role: 'unknown', outcome: 'rejected' });

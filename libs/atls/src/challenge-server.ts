@@ -55,6 +55,14 @@ export interface ChallengeServerOptions {
   logger?: Logger;
   /** Called once per refused exchange, e.g. to count failures by reason. */
   onRejected?: (reason: ChallengeRejection, message: string) => void;
+  /**
+   * Called once a well-formed hello arrived (protocol version, accepted variant), before the
+   * expensive part: the identity check, the host's attestation and the quote. Returns what frees
+   * the resources it took, called when the exchange ends; throws a Refusal (or StatusError) to
+   * refuse the call, for example when the service is busy. A stream that never sends a hello
+   * therefore takes nothing.
+   */
+  admit?: () => () => void;
 }
 
 type Stream = grpc.ServerDuplexStream<ChallengeClientMessage, ChallengeServerMessage>;
@@ -85,6 +93,8 @@ class ChallengeSession {
   private activation: PendingActivation | undefined;
   private challengedAt = 0;
   private timer: NodeJS.Timeout | undefined;
+  /** Frees what `admit` took; called once the exchange ends, however it ends. */
+  private release: (() => void) | undefined;
 
   constructor(
     private readonly call: Stream,
@@ -104,6 +114,7 @@ class ChallengeSession {
       // The client went away; nothing to answer.
       this.state = 'done';
       clearTimeout(this.timer);
+      this.release?.();
     });
     this.call.on('end', () => {
       if (this.state !== 'done' && this.state !== 'working')
@@ -118,6 +129,7 @@ class ChallengeSession {
     if (this.state === 'done') return;
     this.state = 'done';
     clearTimeout(this.timer);
+    this.release?.();
     this.options.onRejected?.(reason, message);
     this.log.info('challenge refused', { reason, code: grpc.status[code], error: message });
     const status: Partial<grpc.StatusObject> = { code, details: message };
@@ -179,6 +191,16 @@ class ChallengeSession {
     if (hello.serviceNonce.length !== 0 && hello.serviceNonce.length !== 32) {
       this.finish(grpc.status.INVALID_ARGUMENT, 'service_nonce must be empty or 32 bytes', 'protocol');
       return;
+    }
+    if (options.admit !== undefined) {
+      try {
+        this.release = options.admit();
+      } catch (err) {
+        const status = statusErrorOf(err);
+        if (status === undefined) throw err;
+        this.finish(status.code, status.message, 'handler', status.metadata);
+        return;
+      }
     }
     // Who the node is comes first (the EK certificate path and a credential for its AK), and,
     // when asked, an attestation of this service's own host. Both are asynchronous, so the
@@ -371,5 +393,6 @@ class ChallengeSession {
     this.state = 'done';
     this.call.write({ step: { $case: 'sealed', value: { ...sealed, serviceActivationProof } } });
     this.call.end();
+    this.release?.();
   }
 }
