@@ -1,12 +1,13 @@
 import * as grpc from '@grpc/grpc-js';
 import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey } from '@constellation/keys';
-import { DiskBindings, deleteUnmintedBootstrapTokens } from '@constellation/kubeadm';
+import { DiskBindings, deleteUnmintedBootstrapTokens, removeNodeClientBootstrapGrants } from '@constellation/kubeadm';
 import type { Logger } from '@constellation/logger';
 import { InitStep, StatusError } from '@constellation/proto';
 import type { InitRequest } from '@constellation/proto';
 import { rekeyStateDisk } from './disk-activation.js';
 import {
   adminClient,
+  adminRbacClient,
   kubeadmInit,
   kubeadmRunner,
   publishClusterConfig,
@@ -110,6 +111,10 @@ export async function bootstrapKubernetes(
   // did not mint for an attested node.
   const removed = await deleteUnmintedBootstrapTokens(core);
   log.info('removed the bootstrap tokens kubeadm init made', { count: removed.length });
+  // Tickets carry the kubelet client certificate: no token needs the kubelet's TLS bootstrap, whose
+  // auto-approval would sign a client certificate for any node name (red-team finding).
+  const revoked = await removeNodeClientBootstrapGrants(adminRbacClient(context.paths.adminConf));
+  log.info("removed kubeadm's kubelet TLS bootstrap grants for bootstrap tokens", { bindings: revoked });
   report.done();
 
   report.begin(InitStep.INIT_STEP_PUBLISH_CLUSTER_CONFIG);

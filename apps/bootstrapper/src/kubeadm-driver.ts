@@ -1,6 +1,6 @@
 import { readFile, writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { clusterConfigMap, initConfiguration, joinConfiguration, runKubeadm } from '@constellation/kubeadm';
 import type { ClusterConfig, InitConfigInput, JoinConfigInput } from '@constellation/kubeadm';
 import type { Logger } from '@constellation/logger';
@@ -70,6 +70,13 @@ export async function adminClient(adminConf: string): Promise<CoreV1Api> {
   const kc = new KubeConfig();
   kc.loadFromFile(adminConf);
   return Promise.resolve(kc.makeApiClient(CoreV1Api));
+}
+
+/** An RBAC client for the new cluster, from the admin kubeconfig kubeadm wrote. */
+export function adminRbacClient(adminConf: string): RbacAuthorizationV1Api {
+  const kc = new KubeConfig();
+  kc.loadFromFile(adminConf);
+  return kc.makeApiClient(RbacAuthorizationV1Api);
 }
 
 /** Polls the API server until it answers, within `timeoutMs`. */

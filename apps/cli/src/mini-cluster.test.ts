@@ -91,6 +91,12 @@ describe('mini as a cluster kubectl can drive', () => {
       const minters = tokens.stdout.toString().trim().split('\n');
       expect(minters.length).toBeGreaterThanOrEqual(4);
       expect(new Set(minters)).toEqual(new Set(['joinservice']));
+      // kubeadm's kubelet TLS bootstrap grants are gone: a ticket token cannot get another
+      // node's client certificate (the tickets carry each node's own).
+      for (const binding of ['kubeadm:kubelet-bootstrap', 'kubeadm:node-autoapprove-bootstrap']) {
+        const lookup = await kubectl(admin, 'get', 'clusterrolebinding', binding);
+        expect(lookup.stderr).toContain(`clusterrolebindings.rbac.authorization.k8s.io "${binding}" not found`);
+      }
 
       // Strangers: no credentials → 401 (authentication.go); a worker's kubelet certificate → 403 (node authorizer + RBAC).
       const [first, , , worker] = state.nodes;

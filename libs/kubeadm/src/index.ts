@@ -17,3 +17,4 @@ export { runKubeadm } from './kubeadm-runner.js';
 export { DEFAULT_KUBERNETES_VERSION } from './kubernetes-version.js';
 
 export { DiskBindings } from './disk-binding.js';
+export { NODE_CLIENT_BOOTSTRAP_BINDINGS, removeNodeClientBootstrapGrants } from './node-bootstrap-grants.js';

@@ -43,7 +43,18 @@ const notFoundRoute = (): KubeApiError =>
 
 /** `/api/v1/...` and `/apis/<group>/<version>/...`, matched against the served types. */
 export function parseResourceRoute(path: string, types: readonly ResourceType[]): ResourceRoute {
-  const parts = path.split('/').filter((p) => p !== '');
+  // Percent-encoded segments (clients encode ':' in names such as kubeadm:kubelet-bootstrap) are
+  // decoded as the real server's request info resolver does; a malformed escape matches nothing.
+  const parts = path
+    .split('/')
+    .filter((p) => p !== '')
+    .map((p) => {
+      try {
+        return decodeURIComponent(p);
+      } catch {
+        throw notFoundRoute();
+      }
+    });
   let group: string;
   let version: string;
   let rest: string[];

@@ -1,6 +1,7 @@
 import { createServer as createHttpServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
+import { AUTHORIZATION_BINDINGS } from './kube-api/authorization-rules.js';
 import { KubeApiError, badRequest } from './kube-api-status.js';
 import { handleResourceRequest, parseResourceRoute } from './kube-api-resources.js';
 import { AccessControl, secretReader } from './kube-api/access-control.js';
@@ -23,6 +24,14 @@ const NAMESPACES: ResourceType = {
   namespaced: false,
 };
 
+const CLUSTER_ROLE_BINDINGS: ResourceType = {
+  group: 'rbac.authorization.k8s.io',
+  version: 'v1',
+  resource: 'clusterrolebindings',
+  kind: 'ClusterRoleBinding',
+  namespaced: false,
+};
+
 export const RESOURCE_TYPES: readonly ResourceType[] = [
   NAMESPACES,
   { group: '', version: 'v1', resource: 'nodes', kind: 'Node', namespaced: false },
@@ -36,6 +45,7 @@ export const RESOURCE_TYPES: readonly ResourceType[] = [
     kind: 'CertificateSigningRequest',
     namespaced: false,
   },
+  CLUSTER_ROLE_BINDINGS,
 ];
 
 export interface KubeApiServerOptions {
@@ -83,12 +93,21 @@ export class KubeApiServer {
     this.gitVersion = options.gitVersion ?? 'v1.32.9';
     this.scheme = options.tls === undefined ? 'http' : 'https';
     const secrets = RESOURCE_TYPES.find((t) => t.resource === 'secrets') ?? NAMESPACES;
+    const bindingExists = (name: string): boolean => {
+      try {
+        this.store.get(CLUSTER_ROLE_BINDINGS, undefined, name);
+        return true;
+      } catch {
+        return false;
+      }
+    };
     this.access =
       options.authentication === undefined
         ? undefined
         : new AccessControl(
             options.authentication,
             secretReader((namespace, name) => this.store.get(secrets, namespace, name)),
+            bindingExists,
           );
     const handler = (req: IncomingMessage, res: ServerResponse): void => {
       this.handle(req, res).catch((err: unknown) => {
@@ -108,7 +127,21 @@ export class KubeApiServer {
     for (const name of ['default', 'kube-system', 'kube-public', 'kube-node-lease']) {
       this.store.create(NAMESPACES, undefined, { metadata: { name } });
     }
-    this.controllers = startControllers(this.store, RESOURCE_TYPES, options.clusterCa);
+    // The ClusterRoleBindings whose rules the stand-in applies only while they exist, as kubeadm
+    // creates them; a cluster admin may delete them (Constellation does: see bootstrapper init).
+    for (const binding of AUTHORIZATION_BINDINGS) {
+      if (binding.clusterRoleBinding === undefined) continue;
+      this.store.create(CLUSTER_ROLE_BINDINGS, undefined, {
+        metadata: { name: binding.clusterRoleBinding.name },
+        roleRef: {
+          apiGroup: 'rbac.authorization.k8s.io',
+          kind: 'ClusterRole',
+          name: binding.clusterRoleBinding.clusterRole,
+        },
+        subjects: binding.subjects.map((subject) => ({ ...subject, apiGroup: 'rbac.authorization.k8s.io' })),
+      });
+    }
+    this.controllers = startControllers(this.store, RESOURCE_TYPES, options.clusterCa, bindingExists);
   }
 
   /** Starts the server on `host:port` (port 0 for any free port). */

@@ -73,6 +73,10 @@ export async function startNodeJoinService(options: {
   const running = await readNodeJoinService(node);
   if (running !== undefined && isRunning(running.pid)) return running;
   const files = workspaceFiles(workspace);
+  // Never the admin kubeconfig: the JoinService gets exactly its service account's rights.
+  const kubeconfig = state.joinServiceKubeconfig;
+  if (kubeconfig === undefined)
+    throw new Error(`no service-account credential for the JoinService in ${state.dir}: mini up did not finish`);
   const config = await joinConfig(workspace, state, node);
   const index = state.nodes.findIndex((n) => n.name === node.name);
   const namespaced = state.network.mode === 'namespaces';
@@ -87,7 +91,7 @@ export async function startNodeJoinService(options: {
     `--config-dir=${config}`,
     `--master-secret-file=${files.masterSecret}`,
     `--pki-dir=${join(node.dir, 'etc', 'kubernetes', 'pki')}`,
-    `--kubeconfig=${state.joinServiceKubeconfig ?? files.kubeconfig}`,
+    `--kubeconfig=${kubeconfig}`,
     `--api-server-endpoint=${options.apiServerEndpoint}`,
     '--attestation-variant=tpm2-ek',
     `--instance-registry-url=${state.metadataUrl}`,

@@ -1,6 +1,11 @@
 import type { IncomingMessage } from 'node:http';
 import { KubeApiError } from '../kube-api-status.js';
-import { ANONYMOUS_USER, AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP } from './authorization-rules.js';
+import {
+  ANONYMOUS_USER,
+  AUTHENTICATED_GROUP,
+  AUTHORIZATION_BINDINGS,
+  UNAUTHENTICATED_GROUP,
+} from './authorization-rules.js';
 import { authenticateBootstrapToken } from './bootstrap-token-authenticator.js';
 import type { SecretLike } from './bootstrap-token-authenticator.js';
 import { authenticateClientCertificate } from './client-certificate-authenticator.js';
@@ -41,6 +46,7 @@ export class AccessControl {
   constructor(
     private readonly options: KubeApiAuthentication,
     private readonly readSecret: (namespace: string, name: string) => SecretLike | undefined,
+    private readonly bindingExists: (name: string) => boolean = () => true,
   ) {}
 
   /** TLS server options that ask clients for a certificate chained to the client CA. */
@@ -88,7 +94,7 @@ export class AccessControl {
   /** Throws 403 (401 for anonymous) unless the Node authorizer or RBAC allows the request. */
   authorize(attributes: RequestAttributes): void {
     const node = authorizeNode(attributes);
-    if (node.allowed || rbacAllows(attributes)) return;
+    if (node.allowed || rbacAllows(attributes, AUTHORIZATION_BINDINGS, this.bindingExists)) return;
     if (attributes.user.name === ANONYMOUS_USER) throw unauthorized();
     const forbidden = new KubeApiError(403, 'Forbidden', forbiddenMessage(attributes, node.reason));
     if (attributes.resourceRequest) {

@@ -35,6 +35,11 @@ export interface AuthorizationBinding {
   namespace?: string;
   rules: readonly ResourceRule[];
   nonResourceRules?: readonly NonResourceRule[];
+  /**
+   * The ClusterRoleBinding object's name when the stand-in keeps it in the API: the binding then
+   * applies only while that object exists, so a cluster admin can delete it as on a real cluster.
+   */
+  clusterRoleBinding?: { name: string; clusterRole: string };
 }
 
 export const ANONYMOUS_USER = 'system:anonymous';
@@ -108,6 +113,7 @@ export const AUTHORIZATION_BINDINGS: readonly AuthorizationBinding[] = [
     // kubeadm phases/bootstraptoken/node: ClusterRoleBinding kubeadm:kubelet-bootstrap to ClusterRole
     // system:node-bootstrapper (bootstrappolicy): the kubelet's TLS bootstrap posts and reads its CSR.
     mirrors: 'ClusterRoleBinding kubeadm:kubelet-bootstrap',
+    clusterRoleBinding: { name: 'kubeadm:kubelet-bootstrap', clusterRole: 'system:node-bootstrapper' },
     subjects: [group(KUBEADM_NODE_TOKEN_GROUP)],
     rules: [
       {
@@ -121,6 +127,10 @@ export const AUTHORIZATION_BINDINGS: readonly AuthorizationBinding[] = [
     // kubeadm phases/bootstraptoken/node: ClusterRoleBinding kubeadm:node-autoapprove-bootstrap
     // (ClusterRole system:certificates.k8s.io:certificatesigningrequests:nodeclient), asked by csrapproving.
     mirrors: 'ClusterRoleBinding kubeadm:node-autoapprove-bootstrap',
+    clusterRoleBinding: {
+      name: 'kubeadm:node-autoapprove-bootstrap',
+      clusterRole: 'system:certificates.k8s.io:certificatesigningrequests:nodeclient',
+    },
     subjects: [group(KUBEADM_NODE_TOKEN_GROUP)],
     rules: [
       { apiGroups: ['certificates.k8s.io'], resources: ['certificatesigningrequests/nodeclient'], verbs: ['create'] },

@@ -11,8 +11,11 @@ import type { RequestAttributes, UserInfo } from './request-attributes.js';
 export function rbacAllows(
   attributes: RequestAttributes,
   bindings: readonly AuthorizationBinding[] = AUTHORIZATION_BINDINGS,
+  /** Whether a ClusterRoleBinding kept in the API still exists (all exist when not told). */
+  bindingExists: (name: string) => boolean = () => true,
 ): boolean {
   return bindings.some((binding) => {
+    if (binding.clusterRoleBinding !== undefined && !bindingExists(binding.clusterRoleBinding.name)) return false;
     if (!binding.subjects.some((subject) => applies(subject, attributes.user))) return false;
     if (!attributes.resourceRequest)
       return (binding.nonResourceRules ?? []).some((rule) => pathAllowed(rule, attributes));

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { constants as fsConstants } from 'node:fs';
+import { mkdir, open, readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { writeFileAtomic } from '@constellation/files';
 import { kubeconfig } from '../kubeadm-standin/kubeconfig.js';
 import { JOIN_SERVICE_ACCOUNT } from './authorization-rules.js';
 import { sameSecret } from './bootstrap-token-authenticator.js';
@@ -101,9 +103,21 @@ export async function mintServiceAccountCredential(spec: ServiceAccountCredentia
   const token = randomBytes(32).toString('base64url');
   const groups = user.groups.join(',');
   await mkdir(dirname(spec.tokenAuthFile), { recursive: true });
-  await appendFile(spec.tokenAuthFile, `${token},${user.name},${namespace}/${name},"${groups}"\n`, { mode: 0o600 });
+  // O_NOFOLLOW and an explicit fchmod: a planted symlink is refused and an existing file with a
+  // looser mode does not keep it (the mode option applies only to files it creates).
+  const tokens = await open(
+    spec.tokenAuthFile,
+    fsConstants.O_WRONLY | fsConstants.O_APPEND | fsConstants.O_CREAT | fsConstants.O_NOFOLLOW,
+    0o600,
+  );
+  try {
+    await tokens.chmod(0o600);
+    await tokens.appendFile(`${token},${user.name},${namespace}/${name},"${groups}"\n`);
+  } finally {
+    await tokens.close();
+  }
   await mkdir(dirname(spec.kubeconfigPath), { recursive: true });
-  await writeFile(
+  await writeFileAtomic(
     spec.kubeconfigPath,
     kubeconfig({ clusterName: 'kubernetes', server: spec.server, caPem: spec.caPem, userName: user.name, token }),
     { mode: 0o600 },
