@@ -6,8 +6,7 @@ import { InitStep, StatusError } from '@constellation/proto';
 import type { InitRequest } from '@constellation/proto';
 import { rekeyStateDisk } from './disk-activation.js';
 import {
-  adminClient,
-  adminRbacClient,
+  adminClients,
   kubeadmInit,
   kubeadmRunner,
   publishClusterConfig,
@@ -105,7 +104,7 @@ export async function bootstrapKubernetes(
   report.done();
 
   report.begin(InitStep.INIT_STEP_WAIT_FOR_API_SERVER);
-  const core = await adminClient(context.paths.adminConf);
+  const { core, rbac } = await adminClients(context.paths.adminConf);
   await waitForApiServer(core, 120_000);
   // kubeadm always makes a bootstrap token at init; none may outlive it that the JoinService
   // did not mint for an attested node.
@@ -113,7 +112,7 @@ export async function bootstrapKubernetes(
   log.info('removed the bootstrap tokens kubeadm init made', { count: removed.length });
   // Tickets carry the kubelet client certificate: no token needs the kubelet's TLS bootstrap, whose
   // auto-approval would sign a client certificate for any node name (red-team finding).
-  const revoked = await removeNodeClientBootstrapGrants(adminRbacClient(context.paths.adminConf));
+  const revoked = await removeNodeClientBootstrapGrants(rbac);
   log.info("removed kubeadm's kubelet TLS bootstrap grants for bootstrap tokens", { bindings: revoked });
   report.done();
 

@@ -1,6 +1,6 @@
 import { readFile, writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { CoreV1Api, KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import type { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { clusterConfigMap, initConfiguration, joinConfiguration, runKubeadm } from '@constellation/kubeadm';
 import type { ClusterConfig, InitConfigInput, JoinConfigInput } from '@constellation/kubeadm';
 import type { Logger } from '@constellation/logger';
@@ -63,20 +63,15 @@ export async function kubeadmJoin(runner: KubeadmRunner, input: JoinConfigInput)
   throw last;
 }
 
-/** A client for the new cluster, from the admin kubeconfig kubeadm wrote. */
-export async function adminClient(adminConf: string): Promise<CoreV1Api> {
-  // A static import on purpose: the bundle is one file, so a dynamic import saves no parsing, and
-  // it keeps esbuild from dropping the unused half of the client (the bundle doubled with it).
-  const kc = new KubeConfig();
-  kc.loadFromFile(adminConf);
-  return Promise.resolve(kc.makeApiClient(CoreV1Api));
-}
-
-/** An RBAC client for the new cluster, from the admin kubeconfig kubeadm wrote. */
-export function adminRbacClient(adminConf: string): RbacAuthorizationV1Api {
-  const kc = new KubeConfig();
-  kc.loadFromFile(adminConf);
-  return kc.makeApiClient(RbacAuthorizationV1Api);
+/**
+ * Clients for the new cluster, from the admin kubeconfig kubeadm wrote. The Kubernetes client is
+ * the costliest library to load (about half of the bootstrapper's start) and only the first
+ * control plane's init needs it: a dynamic import of a small local module keeps it from being
+ * evaluated at start, while its named imports stay tree-shaken in the one-file bundle.
+ */
+export async function adminClients(adminConf: string): Promise<{ core: CoreV1Api; rbac: RbacAuthorizationV1Api }> {
+  const { adminClients: load } = await import('./admin-clients.js');
+  return load(adminConf);
 }
 
 /** Polls the API server until it answers, within `timeoutMs`. */

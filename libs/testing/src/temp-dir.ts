@@ -8,10 +8,14 @@ export interface TempDir {
   remove(): Promise<void>;
 }
 
-/** A fresh directory under the OS temp dir; `remove` deletes it and everything in it. */
+/**
+ * A fresh directory under the OS temp dir; `remove` deletes it and everything in it. Removal
+ * retries (bounded) when a process that is still stopping writes one last file meanwhile, such as
+ * a bootstrapper recording its final join status: rm then fails with ENOTEMPTY.
+ */
 export async function createTempDir(prefix = 'constellation-test-'): Promise<TempDir> {
   const path = await mkdtemp(join(tmpdir(), prefix));
-  return { path, remove: () => rm(path, { recursive: true, force: true }) };
+  return { path, remove: () => rm(path, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 }) };
 }
 
 /** A temp directory that is removed when the current test finishes, pass or fail. */
