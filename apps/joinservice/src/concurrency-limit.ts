@@ -30,14 +30,4 @@ export class ConcurrencyLimit {
       this.inFlight--;
     };
   }
-
-  async run<T>(work: () => Promise<T>): Promise<T> {
-    const leave = this.tryEnter();
-    if (leave === undefined) throw this.busy();
-    try {
-      return await work();
-    } finally {
-      leave();
-    }
-  }
 }

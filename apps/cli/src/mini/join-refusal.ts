@@ -19,9 +19,3 @@ export async function readJoinStatus(nodeDir: string): Promise<NodeJoinStatus | 
     return undefined;
   }
 }
-
-/** The JoinService's latest refusal of this node, as the node recorded it, or undefined. */
-export async function lastJoinRefusal(nodeDir: string): Promise<string | undefined> {
-  const status = await readJoinStatus(nodeDir);
-  return status?.state === 'refused' ? status.message : undefined;
-}
