@@ -1,3 +1,4 @@
+import 'reflect-metadata';
 import { X509Certificate, createPrivateKey, generateKeyPairSync, webcrypto } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
@@ -8,7 +9,10 @@ import { caPublicKeyPin, isCaPin } from './ca-pin.js';
 import { CertificateAuthority } from './certificate-authority.js';
 import { CsrError } from './kubelet-csr-checks.js';
 import { createKubeletCsr } from './kubelet-csr.js';
-import { x509 } from './x509-provider.js';
+import * as x509 from '@peculiar/x509';
+
+// @peculiar/x509 reads and builds requests here as an independent second opinion on the CA's output.
+x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
 let ca: CertificateAuthority;
 let caPem: string;

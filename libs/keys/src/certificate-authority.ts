@@ -1,12 +1,33 @@
-import { createPrivateKey, randomBytes, webcrypto } from 'node:crypto';
-import type { KeyObject, webcrypto as WebCrypto } from 'node:crypto';
+import { X509Certificate, createHash, createPrivateKey, generateKeyPair } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
+import { promisify } from 'node:util';
+import { AsnParser } from '@peculiar/asn1-schema';
+import {
+  BasicConstraints,
+  Certificate,
+  ExtendedKeyUsage,
+  GeneralName,
+  KeyUsage,
+  KeyUsageFlags,
+  SubjectAlternativeName,
+  SubjectKeyIdentifier,
+  SubjectPublicKeyInfo,
+  id_ce_basicConstraints,
+  id_ce_extKeyUsage,
+  id_ce_keyUsage,
+  id_ce_subjectAltName,
+  id_ce_subjectKeyIdentifier,
+  id_kp_clientAuth,
+  id_kp_serverAuth,
+} from '@peculiar/asn1-x509';
+import type { Extension, Name } from '@peculiar/asn1-x509';
+import { certificatePem, distinguishedName, extension, signCertificate } from './certificate-builder.js';
 import { checkKubeletClientRequest, checkKubeletServingRequest } from './kubelet-csr-checks.js';
 import type {
   KubeletCertificateProfile,
   KubeletCertificateSubject,
   RegisteredNodeIdentity,
 } from './kubelet-csr-checks.js';
-import { x509 } from './x509-provider.js';
 
 export interface IssuedKubeletCertificate {
   certificatePem: string;
@@ -16,195 +37,6 @@ export interface IssuedKubeletCertificate {
   ips: string[];
   /** DNS SANs of the certificate. */
   dnsNames: string[];
-}
-
-const HOUR = 3600_000;
-
-/** The algorithm WebCrypto needs for a key, from Node's view of it. */
-function webAlgorithm(key: KeyObject): WebCrypto.EcKeyImportParams | WebCrypto.RsaHashedImportParams {
-  if (key.asymmetricKeyType === 'ec') return { name: 'ECDSA', namedCurve: 'P-256' };
-  if (key.asymmetricKeyType === 'rsa') return { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' };
-  throw new RangeError(`unsupported CA key type ${key.asymmetricKeyType ?? 'unknown'}`);
-}
-
-/** Digital signature, plus key encipherment for RSA keys only (an ECDSA key cannot encipher). */
-function keyUsages(rsa: boolean): x509.KeyUsagesExtension {
-  if (!rsa) return new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true);
-  return new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true);
-}
-
-function signingAlgorithm(key: KeyObject): WebCrypto.EcdsaParams | WebCrypto.Algorithm {
-  return key.asymmetricKeyType === 'ec' ? { name: 'ECDSA', hash: 'SHA-256' } : { name: 'RSASSA-PKCS1-v1_5' };
-}
-
-/**
- * The cluster CA (`/etc/kubernetes/pki/ca.{crt,key}`). Signs kubelet client and serving
- * certificates from node CSRs after checking them against the profile (kubelet-csr-checks.ts); the key may be EC (SEC1 or PKCS#8) or RSA.
- */
-export class CertificateAuthority {
-  readonly certificatePem: string;
-  private readonly certificate: x509.X509Certificate;
-  private readonly key: WebCrypto.CryptoKey;
-  private readonly algorithm: WebCrypto.EcdsaParams | WebCrypto.Algorithm;
-
-  private constructor(
-    certificatePem: string,
-    certificate: x509.X509Certificate,
-    key: WebCrypto.CryptoKey,
-    algorithm: WebCrypto.EcdsaParams | WebCrypto.Algorithm,
-  ) {
-    this.certificatePem = certificatePem;
-    this.certificate = certificate;
-    this.key = key;
-    this.algorithm = algorithm;
-  }
-
-  static async fromPem(certificatePem: string, keyPem: string): Promise<CertificateAuthority> {
-    const nodeKey = createPrivateKey(keyPem);
-    const key = await webcrypto.subtle.importKey(
-      'pkcs8',
-      nodeKey.export({ type: 'pkcs8', format: 'der' }),
-      webAlgorithm(nodeKey),
-      false,
-      ['sign'],
-    );
-    return new CertificateAuthority(
-      certificatePem,
-      new x509.X509Certificate(certificatePem),
-      key,
-      signingAlgorithm(nodeKey),
-    );
-  }
-
-  /** A new self-signed ECDSA P-256 CA (what kubeadm's stand-in and tests use). */
-  static async generate(
-    commonName: string,
-  ): Promise<{ ca: CertificateAuthority; certificatePem: string; keyPem: string }> {
-    const keys = await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify']);
-    const now = Date.now();
-    const cert = await x509.X509CertificateGenerator.createSelfSigned({
-      serialNumber: randomSerial(),
-      name: [{ CN: [commonName] }],
-      notBefore: new Date(now - HOUR),
-      notAfter: new Date(now + 10 * 365 * 24 * HOUR),
-      keys,
-      signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' },
-      extensions: [
-        new x509.BasicConstraintsExtension(true, undefined, true),
-        new x509.KeyUsagesExtension(
-          x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | x509.KeyUsageFlags.digitalSignature,
-          true,
-        ),
-        await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
-      ],
-    });
-    const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
-    const keyPem = createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' })
-      .export({ type: 'pkcs8', format: 'pem' })
-      .toString();
-    const certificatePem = cert.toString('pem');
-    return { ca: await CertificateAuthority.fromPem(certificatePem, keyPem), certificatePem, keyPem };
-  }
-
-  /** Issues a certificate for a key the CA is given directly (kubeadm-style PKI: API server, admin). */
-  async issueCertificate(spec: CertificateRequestSpec, now = new Date()): Promise<string> {
-    const publicKey = await webcrypto.subtle.importKey(
-      'spki',
-      spec.publicKey.export({ type: 'spki', format: 'der' }),
-      webAlgorithm(spec.publicKey),
-      true,
-      ['verify'],
-    );
-    const usages =
-      spec.usage === 'server'
-        ? [x509.ExtendedKeyUsage.serverAuth]
-        : spec.usage === 'client'
-          ? [x509.ExtendedKeyUsage.clientAuth]
-          : [x509.ExtendedKeyUsage.clientAuth, x509.ExtendedKeyUsage.serverAuth];
-    const names = [
-      ...(spec.ips ?? []).map((value) => ({ type: 'ip' as const, value })),
-      ...(spec.dnsNames ?? []).map((value) => ({ type: 'dns' as const, value })),
-    ];
-    const cert = await x509.X509CertificateGenerator.create({
-      serialNumber: randomSerial(),
-      subject: [...(spec.organisations ?? []).map((o) => ({ O: [o] })), { CN: [spec.commonName] }],
-      issuer: this.certificate.subjectName,
-      notBefore: new Date(now.getTime() - 2 * HOUR),
-      notAfter: new Date(now.getTime() + (spec.validDays ?? 365) * 24 * HOUR),
-      signingAlgorithm: this.algorithm,
-      publicKey,
-      signingKey: this.key,
-      extensions: [
-        new x509.BasicConstraintsExtension(false, undefined, true),
-        keyUsages(spec.publicKey.asymmetricKeyType === 'rsa'),
-        new x509.ExtendedKeyUsageExtension(usages),
-        ...(names.length > 0 ? [new x509.SubjectAlternativeNameExtension(names)] : []),
-      ],
-    });
-    return cert.toString('pem');
-  }
-
-  /**
-   * The kubelet's client certificate (signer kubernetes.io/kube-apiserver-client-kubelet): the
-   * node's credential towards the API server. Subject O=system:nodes, CN=system:node:<name>; client
-   * auth only; no subjectAltName. With `instance`, the request may name no other node.
-   */
-  async issueKubeletClientCertificate(
-    csrDer: Uint8Array,
-    instance?: RegisteredNodeIdentity,
-    now = new Date(),
-  ): Promise<IssuedKubeletCertificate> {
-    return this.issueKubelet('client', await checkKubeletClientRequest(csrDer, instance), now);
-  }
-
-  /**
-   * The kubelet's serving certificate (signer kubernetes.io/kubelet-serving): what the kubelet
-   * presents to the API server. Server auth only; DNS SAN the node name, IP SANs the registered
-   * IPs (with `instance`; without it, the IPs the request asks for).
-   */
-  async issueKubeletServingCertificate(
-    csrDer: Uint8Array,
-    instance?: RegisteredNodeIdentity,
-    now = new Date(),
-  ): Promise<IssuedKubeletCertificate> {
-    return this.issueKubelet('serving', await checkKubeletServingRequest(csrDer, instance), now);
-  }
-
-  /**
-   * Signs a checked request with its profile. The CA builds subject and extensions itself: nothing
-   * the request asked for beyond key, name and addresses (an extra OU, a CA flag, code signing)
-   * reaches the certificate. Valid from 2 h ago (clock skew) for 365 days.
-   */
-  private async issueKubelet(
-    profile: KubeletCertificateProfile,
-    subject: KubeletCertificateSubject,
-    now: Date,
-  ): Promise<IssuedKubeletCertificate> {
-    const { nodeName, ips, dnsNames } = subject;
-    const names = [
-      ...dnsNames.map((value) => ({ type: 'dns' as const, value })),
-      ...ips.map((value) => ({ type: 'ip' as const, value })),
-    ];
-    const cert = await x509.X509CertificateGenerator.create({
-      serialNumber: randomSerial(),
-      subject: new x509.Name([{ O: ['system:nodes'] }, { CN: [`system:node:${nodeName}`] }]),
-      issuer: this.certificate.subjectName,
-      notBefore: new Date(now.getTime() - 2 * HOUR),
-      notAfter: new Date(now.getTime() + 365 * 24 * HOUR),
-      signingAlgorithm: this.algorithm,
-      publicKey: subject.publicKey,
-      signingKey: this.key,
-      extensions: [
-        new x509.BasicConstraintsExtension(false, undefined, true),
-        keyUsages(subject.rsa),
-        new x509.ExtendedKeyUsageExtension([
-          profile === 'client' ? x509.ExtendedKeyUsage.clientAuth : x509.ExtendedKeyUsage.serverAuth,
-        ]),
-        ...(names.length > 0 ? [new x509.SubjectAlternativeNameExtension(names)] : []),
-      ],
-    });
-    return { certificatePem: cert.toString('pem'), nodeName, ips, dnsNames };
-  }
 }
 
 export interface CertificateRequestSpec {
@@ -218,9 +50,187 @@ export interface CertificateRequestSpec {
   validDays?: number;
 }
 
-/** A random positive serial below 2^128, as hex. */
-function randomSerial(): string {
-  const bytes = randomBytes(16);
-  bytes[0] = (bytes[0] ?? 0) & 0x7f;
-  return bytes.toString('hex');
+const HOUR = 3600_000;
+const DAY = 24 * HOUR;
+
+/** Digital signature, plus key encipherment for RSA keys only (an ECDSA key cannot encipher). */
+function leafKeyUsage(rsa: boolean): Extension {
+  const flags = KeyUsageFlags.digitalSignature | (rsa ? KeyUsageFlags.keyEncipherment : 0);
+  return extension(id_ce_keyUsage, true, new KeyUsage(flags));
+}
+
+/** The extensions of an end-entity certificate: not a CA, its usages, its names. */
+function leafExtensions(
+  rsa: boolean,
+  usages: readonly string[],
+  names: { dnsNames: readonly string[]; ips: readonly string[] },
+): Extension[] {
+  const altNames = [
+    ...names.dnsNames.map((dNSName) => new GeneralName({ dNSName })),
+    ...names.ips.map((iPAddress) => new GeneralName({ iPAddress })),
+  ];
+  return [
+    extension(id_ce_basicConstraints, true, new BasicConstraints({ cA: false })),
+    leafKeyUsage(rsa),
+    extension(id_ce_extKeyUsage, false, new ExtendedKeyUsage([...usages])),
+    ...(altNames.length > 0 ? [extension(id_ce_subjectAltName, false, new SubjectAlternativeName(altNames))] : []),
+  ];
+}
+
+function spkiOf(key: KeyObject): SubjectPublicKeyInfo {
+  return AsnParser.parse(key.export({ type: 'spki', format: 'der' }), SubjectPublicKeyInfo);
+}
+
+/** Hands a synchronous result or error over as a promise (this class's API is asynchronous). */
+function settled<T>(work: () => T): Promise<T> {
+  return new Promise<T>((resolve) => {
+    resolve(work());
+  });
+}
+
+/**
+ * The cluster CA (`/etc/kubernetes/pki/ca.{crt,key}`). Signs kubelet client and serving
+ * certificates from node CSRs after checking them against the profile (kubelet-csr-checks.ts);
+ * the key may be EC (SEC1 or PKCS#8) or RSA. Certificates are built with @peculiar/asn1-x509 and
+ * signed by Node's crypto: a join signs two, so this is on every join's path.
+ */
+export class CertificateAuthority {
+  readonly certificatePem: string;
+  private readonly subject: Name;
+  private readonly key: KeyObject;
+
+  private constructor(certificatePemText: string, subject: Name, key: KeyObject) {
+    this.certificatePem = certificatePemText;
+    this.subject = subject;
+    this.key = key;
+  }
+
+  static fromPem(certificatePemText: string, keyPem: string): Promise<CertificateAuthority> {
+    return settled(() => {
+      const key = createPrivateKey(keyPem);
+      if (key.asymmetricKeyType !== 'ec' && key.asymmetricKeyType !== 'rsa') {
+        throw new RangeError(`unsupported CA key type ${key.asymmetricKeyType ?? 'unknown'}`);
+      }
+      const certificate = AsnParser.parse(new X509Certificate(certificatePemText).raw, Certificate);
+      return new CertificateAuthority(certificatePemText, certificate.tbsCertificate.subject, key);
+    });
+  }
+
+  /** A new self-signed ECDSA P-256 CA (what kubeadm's stand-in and tests use). */
+  static async generate(
+    commonName: string,
+  ): Promise<{ ca: CertificateAuthority; certificatePem: string; keyPem: string }> {
+    const { publicKey, privateKey } = await promisify(generateKeyPair)('ec', { namedCurve: 'P-256' });
+    const now = Date.now();
+    const spki = spkiOf(publicKey);
+    const name = distinguishedName([['CN', commonName]]);
+    const der = signCertificate({
+      issuer: name,
+      subject: name,
+      subjectPublicKeyInfo: spki,
+      notBefore: new Date(now - HOUR),
+      notAfter: new Date(now + 10 * 365 * DAY),
+      extensions: [
+        extension(id_ce_basicConstraints, true, new BasicConstraints({ cA: true })),
+        extension(
+          id_ce_keyUsage,
+          true,
+          new KeyUsage(KeyUsageFlags.keyCertSign | KeyUsageFlags.cRLSign | KeyUsageFlags.digitalSignature),
+        ),
+        // RFC 5280 §4.2.1.2 method (1): SHA-1 of the subjectPublicKey bits.
+        extension(
+          id_ce_subjectKeyIdentifier,
+          false,
+          new SubjectKeyIdentifier(createHash('sha1').update(new Uint8Array(spki.subjectPublicKey)).digest()),
+        ),
+      ],
+      signingKey: privateKey,
+    });
+    const keyPem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    const pem = certificatePem(der);
+    return { ca: await CertificateAuthority.fromPem(pem, keyPem), certificatePem: pem, keyPem };
+  }
+
+  /** Issues a certificate for a key the CA is given directly (kubeadm-style PKI: API server, admin). */
+  issueCertificate(spec: CertificateRequestSpec, now = new Date()): Promise<string> {
+    return settled(() => {
+      const usages =
+        spec.usage === 'server'
+          ? [id_kp_serverAuth]
+          : spec.usage === 'client'
+            ? [id_kp_clientAuth]
+            : [id_kp_clientAuth, id_kp_serverAuth];
+      const der = signCertificate({
+        issuer: this.subject,
+        subject: distinguishedName([
+          ...(spec.organisations ?? []).map((o) => ['O', o] as const),
+          ['CN', spec.commonName] as const,
+        ]),
+        subjectPublicKeyInfo: spkiOf(spec.publicKey),
+        notBefore: new Date(now.getTime() - 2 * HOUR),
+        notAfter: new Date(now.getTime() + (spec.validDays ?? 365) * DAY),
+        extensions: leafExtensions(spec.publicKey.asymmetricKeyType === 'rsa', usages, {
+          ips: spec.ips ?? [],
+          dnsNames: spec.dnsNames ?? [],
+        }),
+        signingKey: this.key,
+      });
+      return certificatePem(der);
+    });
+  }
+
+  /**
+   * The kubelet's client certificate (signer kubernetes.io/kube-apiserver-client-kubelet): the
+   * node's credential towards the API server. Subject O=system:nodes, CN=system:node:<name>; client
+   * auth only; no subjectAltName. With `instance`, the request may name no other node.
+   */
+  issueKubeletClientCertificate(
+    csrDer: Uint8Array,
+    instance?: RegisteredNodeIdentity,
+    now = new Date(),
+  ): Promise<IssuedKubeletCertificate> {
+    return settled(() => this.issueKubelet('client', checkKubeletClientRequest(csrDer, instance), now));
+  }
+
+  /**
+   * The kubelet's serving certificate (signer kubernetes.io/kubelet-serving): what the kubelet
+   * presents to the API server. Server auth only; DNS SAN the node name, IP SANs the registered
+   * IPs (with `instance`; without it, the IPs the request asks for).
+   */
+  issueKubeletServingCertificate(
+    csrDer: Uint8Array,
+    instance?: RegisteredNodeIdentity,
+    now = new Date(),
+  ): Promise<IssuedKubeletCertificate> {
+    return settled(() => this.issueKubelet('serving', checkKubeletServingRequest(csrDer, instance), now));
+  }
+
+  /**
+   * Signs a checked request with its profile. The CA builds subject and extensions itself: nothing
+   * the request asked for beyond key, name and addresses (an extra OU, a CA flag, code signing)
+   * reaches the certificate. Valid from 2 h ago (clock skew) for 365 days.
+   */
+  private issueKubelet(
+    profile: KubeletCertificateProfile,
+    subject: KubeletCertificateSubject,
+    now: Date,
+  ): IssuedKubeletCertificate {
+    const { nodeName, ips, dnsNames } = subject;
+    const der = signCertificate({
+      issuer: this.subject,
+      subject: distinguishedName([
+        ['O', 'system:nodes'],
+        ['CN', `system:node:${nodeName}`],
+      ]),
+      subjectPublicKeyInfo: subject.publicKey,
+      notBefore: new Date(now.getTime() - 2 * HOUR),
+      notAfter: new Date(now.getTime() + 365 * DAY),
+      extensions: leafExtensions(subject.rsa, [profile === 'client' ? id_kp_clientAuth : id_kp_serverAuth], {
+        dnsNames,
+        ips,
+      }),
+      signingKey: this.key,
+    });
+    return { certificatePem: certificatePem(der), nodeName, ips, dnsNames };
+  }
 }

@@ -1,5 +1,7 @@
-import { createPublicKey } from 'node:crypto';
-import { x509 } from './x509-provider.js';
+import type { KeyObject } from 'node:crypto';
+import type { SubjectPublicKeyInfo } from '@peculiar/asn1-x509';
+import { CertificationRequestError, parseCertificationRequest } from './certification-request.js';
+import type { VerifiedCertificationRequest } from './certification-request.js';
 
 /*
  * The two kubelet certificate profiles of Kubernetes, checked on a node's PKCS#10 request. The rules
@@ -26,7 +28,7 @@ export interface RegisteredNodeIdentity {
 /** What a checked request contributes to a certificate. */
 export interface KubeletCertificateSubject {
   nodeName: string;
-  publicKey: x509.PublicKey;
+  publicKey: SubjectPublicKeyInfo;
   /** Whether the key is RSA: only RSA keys get key encipherment (kubeletServingRequiredUsagesNoRSA). */
   rsa: boolean;
   /** IP SANs of the certificate: none for the client profile. */
@@ -35,7 +37,6 @@ export interface KubeletCertificateSubject {
   dnsNames: string[];
 }
 
-const SUBJECT_ALT_NAME = '2.5.29.17';
 const NODE_PREFIX = 'system:node:';
 /** A DNS-1123 subdomain (the rule for node names, apimachinery IsDNS1123Subdomain). */
 const NODE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -45,7 +46,7 @@ const MIN_RSA_BITS = 2048;
 
 interface ParsedRequest {
   nodeName: string;
-  publicKey: x509.PublicKey;
+  publicKey: SubjectPublicKeyInfo;
   rsa: boolean;
   ips: string[];
   dnsNames: string[];
@@ -54,30 +55,24 @@ interface ParsedRequest {
 }
 
 /** Parses a DER PKCS#10 request and checks what both profiles require: signature, key, subject. */
-async function parseRequest(csrDer: Uint8Array): Promise<ParsedRequest> {
+function parseRequest(csrDer: Uint8Array): ParsedRequest {
   if (csrDer.length === 0 || csrDer.length > MAX_CSR_BYTES)
     throw new CsrError(`certificate request must be 1 to ${MAX_CSR_BYTES} bytes`);
-  let csr: x509.Pkcs10CertificateRequest;
+  let csr: VerifiedCertificationRequest;
   try {
-    csr = new x509.Pkcs10CertificateRequest(Buffer.from(csrDer));
-  } catch {
-    throw new CsrError('certificate request is not a DER PKCS#10 request');
+    csr = parseCertificationRequest(csrDer);
+  } catch (err) {
+    if (err instanceof CertificationRequestError) throw new CsrError(err.message);
+    throw err;
   }
-  let signed: boolean;
-  try {
-    signed = await csr.verify();
-  } catch {
-    signed = false;
-  }
-  if (!signed) throw new CsrError('certificate request signature does not verify');
   const rsa = checkKey(csr.publicKey);
-  const organisations = csr.subjectName.getField('O');
+  const organisations = csr.subject.get('O') ?? [];
   if (organisations.length !== 1 || organisations[0] !== 'system:nodes') {
     throw new CsrError(
       `subject organization is not system:nodes: the request must have exactly one organisation "system:nodes", has ${JSON.stringify(organisations)}`,
     );
   }
-  const commonNames = csr.subjectName.getField('CN');
+  const commonNames = csr.subject.get('CN') ?? [];
   const cn = commonNames[0] ?? '';
   if (commonNames.length !== 1 || !cn.startsWith(NODE_PREFIX)) {
     throw new CsrError(
@@ -87,11 +82,10 @@ async function parseRequest(csrDer: Uint8Array): Promise<ParsedRequest> {
   const nodeName = cn.slice(NODE_PREFIX.length);
   if (nodeName.length > 253 || !NODE_NAME.test(nodeName))
     throw new CsrError(`node name "${nodeName}" is not a valid Kubernetes node name`);
-  const extension = csr.extensions.find((ext) => ext.type === SUBJECT_ALT_NAME);
-  const names = extension === undefined ? [] : new x509.SubjectAlternativeNameExtension(extension.rawData).names.items;
+  const names = csr.subjectAltNames;
   return {
     nodeName,
-    publicKey: csr.publicKey,
+    publicKey: csr.subjectPublicKeyInfo,
     rsa,
     ips: names.filter((n) => n.type === 'ip').map((n) => n.value),
     dnsNames: names.filter((n) => n.type === 'dns').map((n) => n.value),
@@ -100,13 +94,7 @@ async function parseRequest(csrDer: Uint8Array): Promise<ParsedRequest> {
 }
 
 /** ECDSA P-256/P-384 or RSA of at least 2048 bits; returns whether it is RSA. */
-function checkKey(publicKey: x509.PublicKey): boolean {
-  let key;
-  try {
-    key = createPublicKey({ key: Buffer.from(publicKey.rawData), format: 'der', type: 'spki' });
-  } catch {
-    throw new CsrError('certificate request carries a public key this CA cannot read');
-  }
+function checkKey(key: KeyObject): boolean {
   if (key.asymmetricKeyType === 'ec' && EC_CURVES.has(key.asymmetricKeyDetails?.namedCurve ?? '')) return false;
   if (key.asymmetricKeyType === 'rsa' && (key.asymmetricKeyDetails?.modulusLength ?? 0) >= MIN_RSA_BITS) return true;
   const details = key.asymmetricKeyDetails?.namedCurve ?? `${key.asymmetricKeyDetails?.modulusLength ?? '?'} bits`;
@@ -127,11 +115,11 @@ function checkRegisteredName(nodeName: string, instance: RegisteredNodeIdentity 
  * The kubelet client profile (ValidateKubeletClientCSR): a node credential that names the node in
  * its subject and carries no subjectAltName of any kind.
  */
-export async function checkKubeletClientRequest(
+export function checkKubeletClientRequest(
   csrDer: Uint8Array,
   instance?: RegisteredNodeIdentity,
-): Promise<KubeletCertificateSubject> {
-  const request = await parseRequest(csrDer);
+): KubeletCertificateSubject {
+  const request = parseRequest(csrDer);
   checkRegisteredName(request.nodeName, instance);
   const sans = [
     ...request.dnsNames.map((n) => `dns:${n}`),
@@ -151,11 +139,11 @@ export async function checkKubeletClientRequest(
  * registered instance, the request may name no other node, DNS name or address, and the
  * certificate carries exactly the registered IPs; the DNS name is always the node name.
  */
-export async function checkKubeletServingRequest(
+export function checkKubeletServingRequest(
   csrDer: Uint8Array,
   instance?: RegisteredNodeIdentity,
-): Promise<KubeletCertificateSubject> {
-  const request = await parseRequest(csrDer);
+): KubeletCertificateSubject {
+  const request = parseRequest(csrDer);
   const { nodeName } = request;
   checkRegisteredName(nodeName, instance);
   if (request.otherNames.length > 0) {

@@ -1,5 +1,7 @@
-import { createPrivateKey, webcrypto } from 'node:crypto';
-import { x509 } from './x509-provider.js';
+import { generateKeyPair } from 'node:crypto';
+import { promisify } from 'node:util';
+import { distinguishedName } from './certificate-builder.js';
+import { createCertificationRequest } from './certification-request.js';
 
 export interface KubeletCsr {
   /** DER PKCS#10 request: O=system:nodes, CN=system:node:<name>, the given IP and DNS SANs. */
@@ -17,20 +19,14 @@ export async function createKubeletCsr(
   ips: readonly string[],
   dnsNames: readonly string[] = [],
 ): Promise<KubeletCsr> {
-  const names = [
-    ...dnsNames.map((value) => ({ type: 'dns' as const, value })),
-    ...ips.map((value) => ({ type: 'ip' as const, value })),
-  ];
-  const keys = await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify']);
-  const csr = await x509.Pkcs10CertificateRequestGenerator.create({
-    name: [{ O: ['system:nodes'] }, { CN: [`system:node:${nodeName}`] }],
-    keys,
-    signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' },
-    extensions: names.length > 0 ? [new x509.SubjectAlternativeNameExtension(names)] : [],
-  });
-  const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
-  const keyPem = createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' })
-    .export({ type: 'sec1', format: 'pem' })
-    .toString();
-  return { csrDer: Buffer.from(csr.rawData), keyPem };
+  const key = await promisify(generateKeyPair)('ec', { namedCurve: 'P-256' });
+  const csrDer = createCertificationRequest(
+    distinguishedName([
+      ['O', 'system:nodes'],
+      ['CN', `system:node:${nodeName}`],
+    ]),
+    key,
+    { dnsNames, ips },
+  );
+  return { csrDer, keyPem: key.privateKey.export({ type: 'sec1', format: 'pem' }).toString() };
 }
