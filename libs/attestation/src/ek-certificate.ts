@@ -1,10 +1,22 @@
 import 'reflect-metadata';
 import { X509Certificate as NodeX509Certificate, createHash, webcrypto } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
+import { AsnConvert, AsnParser } from '@peculiar/asn1-schema';
+import {
+  BasicConstraints,
+  Certificate,
+  ExtendedKeyUsage,
+  KeyUsage,
+  KeyUsageFlags,
+  SubjectAlternativeName,
+} from '@peculiar/asn1-x509';
+import type { Extension, Name } from '@peculiar/asn1-x509';
 import * as x509 from '@peculiar/x509';
 import { AttestationError } from './errors.js';
 
-// @peculiar/x509 needs a WebCrypto provider and a Reflect polyfill (as in @constellation/keys'
-// x509-provider, which that package does not export). The provider is global to the library.
+// @peculiar/x509 (names as text, PEM) needs a WebCrypto provider and a Reflect polyfill. The
+// provider is global to the library. Parsing and signature checks do not go through it: they
+// are on every join's path, and its WebCrypto layer was most of their cost (measured).
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
 export { x509 };
@@ -81,13 +93,18 @@ const KNOWN_CRITICAL = new Set<string>([
 type Role = 'EK certificate' | 'intermediate CA certificate' | 'pinned root certificate';
 
 interface Parsed {
-  readonly cert: x509.X509Certificate;
   readonly der: Buffer;
   readonly role: Role;
+  /** OpenSSL's view: the signature checks and the public key. */
+  readonly native: NodeX509Certificate;
   // Decoded on parse, so malformed content fails there with one message.
+  readonly subject: string;
+  readonly issuer: string;
+  readonly serialNumber: string;
   readonly notBefore: Date;
   readonly notAfter: Date;
-  readonly extensions: readonly x509.Extension[];
+  readonly spki: Buffer;
+  readonly extensions: readonly Extension[];
 }
 
 function fail(message: string): never {
@@ -95,9 +112,12 @@ function fail(message: string): never {
 }
 
 /** A certificate's subject for messages; EK certificates may have an empty one. */
-function label(cert: x509.X509Certificate): string {
+function label(cert: Parsed): string {
   return cert.subject === '' ? `(empty subject, serial ${cert.serialNumber})` : `"${cert.subject}"`;
 }
+
+/** A name as text ("CN=..., O=..."), as @peculiar/x509 writes it. */
+const nameText = (name: Name): string => new x509.Name(name).toString();
 
 /**
  * Parsed certificates and signature checks by SHA-256 of their DER: every join presents the same
@@ -118,7 +138,7 @@ class DerCache<T> {
   }
 }
 const parsedCertificates = new DerCache<Parsed>(256);
-const verifiedSignatures = new DerCache<Promise<boolean>>(256);
+const verifiedSignatures = new DerCache<boolean>(256);
 const digest = (der: Uint8Array): string => createHash('sha256').update(der).digest('hex');
 
 function parse(der: Uint8Array, role: Role, what: string): Parsed {
@@ -134,44 +154,56 @@ function parseUncached(der: Uint8Array, role: Role, what: string): Parsed {
   const bytes = Buffer.from(der);
   let parsed: Parsed;
   try {
-    const cert = new x509.X509Certificate(bytes);
-    if (cert.publicKey.rawData.byteLength === 0) throw new Error('empty subjectPublicKeyInfo');
+    const { tbsCertificate: tbs } = AsnParser.parse(bytes, Certificate);
+    const spki = Buffer.from(AsnConvert.serialize(tbs.subjectPublicKeyInfo));
+    if (tbs.subjectPublicKeyInfo.subjectPublicKey.byteLength === 0) throw new Error('empty subjectPublicKeyInfo');
     parsed = {
-      cert,
       der: bytes,
       role,
-      notBefore: cert.notBefore,
-      notAfter: cert.notAfter,
-      extensions: cert.extensions,
+      native: new NodeX509Certificate(bytes),
+      subject: nameText(tbs.subject),
+      issuer: nameText(tbs.issuer),
+      serialNumber: Buffer.from(tbs.serialNumber).toString('hex'),
+      notBefore: tbs.validity.notBefore.getTime(),
+      notAfter: tbs.validity.notAfter.getTime(),
+      spki,
+      extensions: tbs.extensions ?? [],
     };
   } catch (err) {
     fail(`${what} is not a well-formed DER X.509 certificate (${err instanceof Error ? err.message : String(err)})`);
   }
-  checkNoTrailingBytes(bytes, what);
+  checkNoTrailingBytes(parsed, what);
   return parsed;
 }
 
 /**
- * @peculiar/x509 ignores bytes after the certificate (NV indexes are often larger than the
+ * The DER parser ignores bytes after the certificate (NV indexes are often larger than the
  * certificate they hold). Refuse them, so exactly one encoding of the certificate is accepted:
  * OpenSSL's re-encoding is a prefix of the input exactly when the input has trailing bytes.
  */
-function checkNoTrailingBytes(bytes: Buffer, what: string): void {
-  let raw: Buffer;
-  try {
-    raw = new NodeX509Certificate(bytes).raw;
-  } catch {
-    return; // OpenSSL's view differs (non-DER quirks); @peculiar/x509 has accepted the certificate
-  }
-  if (raw.length < bytes.length && bytes.subarray(0, raw.length).equals(raw)) {
-    fail(`${what} is followed by ${bytes.length - raw.length} bytes that are not part of the certificate`);
+function checkNoTrailingBytes(cert: Parsed, what: string): void {
+  const { raw } = cert.native;
+  if (raw.length < cert.der.length && cert.der.subarray(0, raw.length).equals(raw)) {
+    fail(`${what} is followed by ${cert.der.length - raw.length} bytes that are not part of the certificate`);
   }
 }
 
-function signedBy(child: Parsed, issuer: Parsed): Promise<boolean> {
-  return verifiedSignatures.get(`${digest(child.der)}:${digest(issuer.der)}`, async () => {
+/** Issuers' keys, by certificate: intermediates and roots sign every join's EK certificate. */
+const issuerKeys = new WeakMap<Parsed, KeyObject>();
+
+function publicKeyOf(issuer: Parsed): KeyObject {
+  let key = issuerKeys.get(issuer);
+  if (key === undefined) {
+    key = issuer.native.publicKey;
+    issuerKeys.set(issuer, key);
+  }
+  return key;
+}
+
+function signedBy(child: Parsed, issuer: Parsed): boolean {
+  return verifiedSignatures.get(`${digest(child.der)}:${digest(issuer.der)}`, () => {
     try {
-      return await child.cert.verify({ publicKey: issuer.cert.publicKey, signatureOnly: true });
+      return child.native.verify(publicKeyOf(issuer));
     } catch {
       return false; // unsupported or mismatched algorithms: the signature does not verify
     }
@@ -182,7 +214,7 @@ function signedBy(child: Parsed, issuer: Parsed): Promise<boolean> {
  * Walks from the EK certificate to a pinned root. Issuers are found by name and accepted only
  * when the signature verifies with their key, so a root is matched by its key, not its name.
  */
-async function buildPath(leaf: Parsed, intermediates: Parsed[], roots: Parsed[], now: Date): Promise<Parsed[]> {
+function buildPath(leaf: Parsed, intermediates: Parsed[], roots: Parsed[], now: Date): Parsed[] {
   const validNow = (c: Parsed): boolean => c.notBefore <= now && now <= c.notAfter;
   const path = [leaf];
   // An individually pinned EK certificate is its own path.
@@ -190,14 +222,14 @@ async function buildPath(leaf: Parsed, intermediates: Parsed[], roots: Parsed[],
   const unused = [...intermediates];
   for (;;) {
     const current = path[path.length - 1] as Parsed;
-    const issuerName = current.cert.issuer;
+    const issuerName = current.issuer;
     // Roots first; then, of renewed issuers sharing name and key, one that is valid now.
     const byName = [...roots, ...unused.filter(validNow), ...unused.filter((c) => !validNow(c))].filter(
-      (c) => c.cert.subject === issuerName,
+      (c) => c.subject === issuerName,
     );
     let found: Parsed | undefined;
     for (const candidate of byName) {
-      if (await signedBy(current, candidate)) {
+      if (signedBy(current, candidate)) {
         found = candidate;
         break;
       }
@@ -205,10 +237,10 @@ async function buildPath(leaf: Parsed, intermediates: Parsed[], roots: Parsed[],
     if (found === undefined) {
       const first = byName[0];
       if (first !== undefined) {
-        fail(`signature of ${label(current.cert)} does not verify with ${first.role} ${label(first.cert)}`);
+        fail(`signature of ${label(current)} does not verify with ${first.role} ${label(first)}`);
       }
       fail(
-        `${current.role} ${label(current.cert)} does not chain to a pinned root (issuer "${issuerName}" is neither a pinned root nor a supplied intermediate)`,
+        `${current.role} ${label(current)} does not chain to a pinned root (issuer "${issuerName}" is neither a pinned root nor a supplied intermediate)`,
       );
     }
     if (found.role !== 'pinned root certificate' && path.length > MAX_EK_INTERMEDIATES) {
@@ -223,67 +255,78 @@ async function buildPath(leaf: Parsed, intermediates: Parsed[], roots: Parsed[],
 }
 
 function checkValidity(entry: Parsed, now: Date): void {
-  const { cert, role, notBefore, notAfter } = entry;
+  const { role, notBefore, notAfter } = entry;
   if (now.getTime() < notBefore.getTime()) {
-    fail(`${role} ${label(cert)} is not valid before ${notBefore.toISOString()} (now ${now.toISOString()})`);
+    fail(`${role} ${label(entry)} is not valid before ${notBefore.toISOString()} (now ${now.toISOString()})`);
   }
   if (now.getTime() > notAfter.getTime()) {
-    fail(`${role} ${label(cert)} expired on ${notAfter.toISOString()} (now ${now.toISOString()})`);
+    fail(`${role} ${label(entry)} expired on ${notAfter.toISOString()} (now ${now.toISOString()})`);
   }
 }
 
 function checkCriticalExtensions(entry: Parsed): void {
   for (const ext of entry.extensions) {
-    if (ext.critical && !KNOWN_CRITICAL.has(ext.type)) {
-      fail(`${entry.role} ${label(entry.cert)} has an unrecognised critical extension ${ext.type}`);
+    if (ext.critical && !KNOWN_CRITICAL.has(ext.extnID)) {
+      fail(`${entry.role} ${label(entry)} has an unrecognised critical extension ${ext.extnID}`);
     }
+  }
+}
+
+/** The value of the extension `oid`, decoded as `type`; undefined when the certificate has none. */
+function extensionValue<T>(entry: Parsed, oid: string, type: new () => T): T | undefined {
+  const ext = entry.extensions.find((candidate) => candidate.extnID === oid);
+  if (ext === undefined) return undefined;
+  try {
+    return AsnParser.parse(ext.extnValue, type);
+  } catch {
+    fail(`${entry.role} ${label(entry)} has a malformed extension ${oid}`);
   }
 }
 
 /** `issuer` signs `intermediatesBelow` CA certificates and then the EK certificate. */
 function checkIssuer(entry: Parsed, subject: Parsed, intermediatesBelow: number): void {
-  const { cert, role } = entry;
-  const bc = cert.getExtension(x509.BasicConstraintsExtension);
-  if (bc === null || !bc.ca) {
+  const { role } = entry;
+  const bc = extensionValue(entry, OID.basicConstraints, BasicConstraints);
+  if (bc === undefined || !bc.cA) {
     fail(
-      `${role} ${label(cert)} is not a CA (basicConstraints ${bc === null ? 'missing' : 'cA=false'}) but issued ${label(subject.cert)}`,
+      `${role} ${label(entry)} is not a CA (basicConstraints ${bc === undefined ? 'missing' : 'cA=false'}) but issued ${label(subject)}`,
     );
   }
-  if (bc.pathLength !== undefined && intermediatesBelow > bc.pathLength) {
+  if (bc.pathLenConstraint !== undefined && intermediatesBelow > bc.pathLenConstraint) {
     fail(
-      `${role} ${label(cert)} allows ${bc.pathLength} intermediate CA(s) below it (pathLenConstraint), the path has ${intermediatesBelow}`,
+      `${role} ${label(entry)} allows ${bc.pathLenConstraint} intermediate CA(s) below it (pathLenConstraint), the path has ${intermediatesBelow}`,
     );
   }
-  const ku = cert.getExtension(x509.KeyUsagesExtension);
-  if (ku !== null && (ku.usages & x509.KeyUsageFlags.keyCertSign) === 0) {
-    fail(`${role} ${label(cert)} keyUsage lacks keyCertSign but issued ${label(subject.cert)}`);
+  const ku = extensionValue(entry, OID.keyUsage, KeyUsage);
+  if (ku !== undefined && (ku.toNumber() & KeyUsageFlags.keyCertSign) === 0) {
+    fail(`${role} ${label(entry)} keyUsage lacks keyCertSign but issued ${label(subject)}`);
   }
 }
 
 /** EK certificates often have no EKU; when present it must allow the EK purpose. */
 function checkLeafUsage(entry: Parsed): void {
-  const eku = entry.cert.getExtension(x509.ExtendedKeyUsageExtension);
-  if (eku === null) return;
-  const usages = eku.usages.map(String);
+  const eku = extensionValue(entry, OID.extKeyUsage, ExtendedKeyUsage);
+  if (eku === undefined) return;
+  const usages = eku.map(String);
   if (!usages.includes(OID.ekCertificate) && !usages.includes(OID.anyExtendedKeyUsage)) {
     fail(
-      `EK certificate ${label(entry.cert)} extendedKeyUsage [${usages.join(', ')}] lacks the EK certificate purpose ${OID.ekCertificate}`,
+      `EK certificate ${label(entry)} extendedKeyUsage [${usages.join(', ')}] lacks the EK certificate purpose ${OID.ekCertificate}`,
     );
   }
 }
 
-function tpmIdentity(cert: x509.X509Certificate): EkTpmIdentity {
+function tpmIdentity(entry: Parsed): EkTpmIdentity {
   const identity: EkTpmIdentity = {};
-  const san = cert.getExtension(x509.SubjectAlternativeNameExtension);
-  for (const item of san?.names.items ?? []) {
-    if (item.type !== 'dn') continue;
-    const name = new x509.Name(item.value);
-    const [manufacturer] = name.getField(OID.tpmManufacturer);
-    const [model] = name.getField(OID.tpmModel);
-    const [version] = name.getField(OID.tpmVersion);
-    if (manufacturer !== undefined) identity.manufacturer = manufacturer;
-    if (model !== undefined) identity.model = model;
-    if (version !== undefined) identity.version = version;
+  const san = extensionValue(entry, OID.subjectAltName, SubjectAlternativeName);
+  for (const name of san ?? []) {
+    for (const rdn of name.directoryName ?? []) {
+      for (const attribute of rdn) {
+        const value = attribute.value.toString();
+        if (attribute.type === OID.tpmManufacturer) identity.manufacturer = value;
+        if (attribute.type === OID.tpmModel) identity.model = value;
+        if (attribute.type === OID.tpmVersion) identity.version = value;
+      }
+    }
   }
   return identity;
 }
@@ -295,7 +338,14 @@ function tpmIdentity(cert: x509.X509Certificate): EkTpmIdentity {
  * critical subjectAltName holding only a directoryName, keyUsage keyEncipherment only, no EKU.
  * Throws AttestationError('ek-certificate') naming the certificate and the reason.
  */
-export async function verifyEkCertificate(options: VerifyEkCertificateOptions): Promise<VerifiedEkCertificate> {
+export function verifyEkCertificate(options: VerifyEkCertificateOptions): Promise<VerifiedEkCertificate> {
+  // Synchronous work behind a promise: a refusal is a rejection, as callers expect.
+  return new Promise((resolve) => {
+    resolve(verifyPath(options));
+  });
+}
+
+function verifyPath(options: VerifyEkCertificateOptions): VerifiedEkCertificate {
   // Cheap refusals first: nothing is parsed or verified for them.
   if (options.roots.length === 0) fail('no pinned roots are configured for EK certificates');
   if (options.intermediates.length > MAX_EK_INTERMEDIATE_CANDIDATES) {
@@ -312,22 +362,21 @@ export async function verifyEkCertificate(options: VerifyEkCertificateOptions): 
     parse(der, 'pinned root certificate', `pinned root certificate ${i + 1}`),
   );
 
-  const path = await buildPath(leaf, intermediates, roots, now);
+  const path = buildPath(leaf, intermediates, roots, now);
   for (const entry of path) checkValidity(entry, now);
   for (const entry of path) checkCriticalExtensions(entry);
   for (let i = 1; i < path.length; i++) checkIssuer(path[i] as Parsed, path[i - 1] as Parsed, i - 1);
   checkLeafUsage(leaf);
 
-  const cert = leaf.cert;
   return {
-    subject: cert.subject,
-    issuer: cert.issuer,
-    serialNumber: cert.serialNumber,
+    subject: leaf.subject,
+    issuer: leaf.issuer,
+    serialNumber: leaf.serialNumber,
     notBefore: leaf.notBefore,
     notAfter: leaf.notAfter,
-    spki: Buffer.from(new Uint8Array(cert.publicKey.rawData)), // a copy, not a view into the parsed certificate
-    path: path.map((entry) => entry.cert.subject),
-    tpm: tpmIdentity(cert),
+    spki: Buffer.from(leaf.spki), // a copy: the parsed certificate is cached
+    path: path.map((entry) => entry.subject),
+    tpm: tpmIdentity(leaf),
   };
 }
 
