@@ -3,15 +3,19 @@
 // their TypeScript sources.
 //   node tools/build/bundle.mjs <entry.ts> <out.mjs>          ES module (the default)
 //   node tools/build/bundle.mjs --cjs <entry.ts> <out.cjs>    CommonJS, for a Node single executable
+//   node tools/build/bundle.mjs --split <entry.ts> <out.mjs>  ES module whose dynamically imported
+//       code goes into chunks/ next to it (loaded only when used); the directory is the program
 import { build } from 'esbuild';
 import { builtinModules } from 'node:module';
-import { chmod, readFile, writeFile } from 'node:fs/promises';
+import { chmod, readFile, rm, writeFile } from 'node:fs/promises';
+import { basename, dirname, extname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 const args = process.argv.slice(2);
-const cjs = args[0] === '--cjs';
-const [entry, outfile] = cjs ? args.slice(1) : args;
+const mode = args[0] === '--cjs' || args[0] === '--split' ? args[0] : undefined;
+const [entry, outfile] = mode === undefined ? args : args.slice(1);
 if (entry === undefined || outfile === undefined) {
-  process.stderr.write('usage: bundle.mjs [--cjs] <entry.ts> <out>\n');
+  process.stderr.write('usage: bundle.mjs [--cjs | --split] <entry.ts> <out>\n');
   process.exit(2);
 }
 
@@ -27,19 +31,71 @@ const common = {
   logLevel: 'warning',
 };
 
-if (cjs) {
+// Some dependencies are CommonJS and call require() for Node built-ins.
+const requireBanner =
+  "import { createRequire as __createRequire } from 'node:module';\nconst require = __createRequire(import.meta.url);";
+
+if (mode === '--cjs') {
   await buildCommonJs();
+} else if (mode === '--split') {
+  await buildSplit();
 } else {
-  await build({
-    ...common,
-    sourcemap: 'linked',
-    // Some dependencies are CommonJS and call require() for Node built-ins.
-    banner: {
-      js: "#!/usr/bin/env node\nimport { createRequire as __createRequire } from 'node:module';\nconst require = __createRequire(import.meta.url);",
-    },
-  });
+  await build({ ...common, sourcemap: 'linked', banner: { js: `#!/usr/bin/env node\n${requireBanner}` } });
 }
 await chmod(outfile, 0o755);
+
+/**
+ * V8 reads (pre-parses) all of a module file before running any of it, so code that only some runs
+ * need (the Kubernetes client for the first control plane's init, node preparation's OpenPGP)
+ * costs every start while it sits in the entry file. Split: each dynamic import() becomes a chunk
+ * in chunks/ next to the entry, read only when imported. Our workspace libraries' modules are
+ * declared free of import-time side effects (true of their sources), so a module whose exports
+ * nobody uses stays out even when its package's index re-exports it.
+ * Everything the program can load is the output directory: entry, chunks/ (emptied first, so no
+ * stale chunk remains to be measured or shipped) and source maps.
+ */
+async function buildSplit() {
+  const outdir = dirname(outfile);
+  const extension = extname(outfile);
+  await rm(join(outdir, 'chunks'), { recursive: true, force: true });
+  const { entryPoints, outfile: _single, ...options } = common;
+  await build({
+    ...options,
+    entryPoints: { [basename(outfile, extension)]: entry },
+    outdir,
+    splitting: true,
+    chunkNames: 'chunks/[name]-[hash]',
+    outExtension: { '.js': extension },
+    sourcemap: 'linked',
+    plugins: [workspaceLibrariesWithoutSideEffects()],
+    // The shebang belongs to the entry only; esbuild keeps one from the entry source, ours has none.
+    banner: { js: requireBanner },
+  });
+  const body = await readFile(outfile, 'utf8');
+  await writeFile(outfile, `#!/usr/bin/env node\n${body}`);
+}
+
+/** Marks modules under libs/ (our sources, not node_modules) as free of import-time side effects. */
+function workspaceLibrariesWithoutSideEffects() {
+  return {
+    name: 'workspace-libraries-without-side-effects',
+    setup(pluginBuild) {
+      const libs = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'libs') + '/';
+      pluginBuild.onResolve({ filter: /.*/ }, async (args) => {
+        if (args.pluginData === 'resolving') return undefined;
+        const resolved = await pluginBuild.resolve(args.path, {
+          kind: args.kind,
+          importer: args.importer,
+          resolveDir: args.resolveDir,
+          pluginData: 'resolving',
+        });
+        if (resolved.errors.length > 0 || !resolved.path.startsWith(libs) || resolved.path.includes('/node_modules/'))
+          return undefined;
+        return { path: resolved.path, namespace: resolved.namespace, sideEffects: false };
+      });
+    },
+  };
+}
 
 /**
  * A Node single executable runs one CommonJS script, and esbuild cannot write CommonJS from

@@ -8,6 +8,7 @@ import { bootChain } from './boot-chain.js';
 import { spawnDetached } from './detached.js';
 import { readMiniState, stopProcess, writeMiniState } from './mini-state.js';
 import { readNodeJoinService } from './node-joinservice.js';
+import { tamperedBootstrapper } from './start-node.js';
 
 /**
  * `constellation mini reboot <node>`: what a machine reboot does to a node. Its bootstrapper
@@ -39,7 +40,8 @@ export async function miniReboot(
   const tpm = new Tpm(new SocketTransport({ path: node.tpmSocket }));
   try {
     await tpm.startup();
-    const bundle = node.tampered ? join(node.dir, 'bin', 'bootstrapper.mjs') : (await findArtifacts()).bootstrapper;
+    const { bootstrapper } = await findArtifacts();
+    const bundle = node.tampered ? tamperedBootstrapper(node.dir, bootstrapper) : bootstrapper;
     await measureBoot(tpm, await bootChain(bundle));
   } finally {
     await tpm.close();

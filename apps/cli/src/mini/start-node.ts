@@ -1,11 +1,12 @@
-import { appendFile, copyFile, mkdir, readFile, truncate, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { componentDigest, measureBoot } from '@constellation/attestation';
+import { appendFile, copyFile, cp, mkdir, truncate, writeFile } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { measureBoot } from '@constellation/attestation';
 import type { BootComponent } from '@constellation/attestation';
 import { freePort, startSwtpmProcess } from '@constellation/swtpm';
 import type { EkCa } from '@constellation/swtpm';
 import { SocketTransport, Tpm } from '@constellation/tpm';
 import type { MiniArtifacts } from './artifacts.js';
+import { bootstrapperDigest, bootstrapperFiles } from './boot-chain.js';
 import { spawnDetached } from './detached.js';
 import type { MiniNode } from './mini-state.js';
 import { inNode } from './network.js';
@@ -66,13 +67,29 @@ async function measuredBoot(
     const chain = tampered
       ? [
           ...boot.filter((c) => c.pcr !== 9),
-          { pcr: 9, description: 'bootstrapper bundle', digest: componentDigest(await readFile(bundle)) },
+          { pcr: 9, description: 'bootstrapper bundle', digest: await bootstrapperDigest(bundle) },
         ]
       : boot;
     await measureBoot(tpm, chain);
   } finally {
     await tpm.close();
   }
+}
+
+/** Where a tampered node's modified copy of the bootstrapper's directory lives. */
+export function tamperedBootstrapper(nodeDir: string, bundle: string): string {
+  return join(nodeDir, 'bin', 'bootstrapper', basename(bundle));
+}
+
+/**
+ * A modified copy of the bootstrapper: one file changed after the image was measured, a chunk that
+ * is loaded later when there is one (the measurement covers every file, not just the entry).
+ */
+async function tamperWithBootstrapper(bundle: string, copy: string): Promise<void> {
+  await cp(dirname(bundle), dirname(copy), { recursive: true });
+  const files = await bootstrapperFiles(copy);
+  const chunk = files.find((file) => file.startsWith('chunks/') && file.endsWith('.mjs'));
+  await appendFile(join(dirname(copy), chunk ?? basename(copy)), '\n// modified after the image was measured\n');
 }
 
 /**
@@ -85,9 +102,8 @@ export async function startNode(options: StartNodeOptions): Promise<MiniNode> {
   await mkdir(join(nodeDir, 'bin'), { recursive: true });
   let bundle = artifacts.bootstrapper;
   if (tampered) {
-    bundle = join(nodeDir, 'bin', 'bootstrapper.mjs');
-    await copyFile(artifacts.bootstrapper, bundle);
-    await appendFile(bundle, '\n// modified after the image was measured\n');
+    bundle = tamperedBootstrapper(nodeDir, artifacts.bootstrapper);
+    await tamperWithBootstrapper(artifacts.bootstrapper, bundle);
   }
   // Unix sockets (mode 0600) in the node's own directory, never TCP: no other node can reset,
   // save or clone this TPM.
