@@ -4,7 +4,6 @@ import { verifyInitSecret } from '@constellation/keys';
 import { InitStep, StepState, statusErrorOf } from '@constellation/proto';
 import type { InitRequest, InitResponse, InitServiceServer } from '@constellation/proto';
 import { checkInitRequest } from './init-request.js';
-import { bootstrapKubernetes, takeNode } from './init-steps.js';
 import type { StepReporter } from './init-steps.js';
 import type { NodeContext } from './node-context.js';
 
@@ -83,6 +82,8 @@ export function initService(context: NodeContext, hooks: InitServiceHooks): Init
     };
     try {
       report.done();
+      // Loaded by the node that is initialised (kubeadm, the cluster's keys), not at every start.
+      const { bootstrapKubernetes, takeNode } = await import('./init-steps.js');
       const { clusterId, diskUuid } = await takeNode(context, call.request, report, () => {
         lock.committed = true;
         hooks.committed();

@@ -6,7 +6,6 @@ import { JoinTicketRequest } from '@constellation/proto';
 import type { JoinTicket } from '@constellation/proto';
 import { JoinServiceConnection, nextAttemptDelay } from './join-service-client.js';
 import { rekeyStateDisk } from './disk-activation.js';
-import { kubeadmJoin, kubeadmRunner } from './kubeadm-driver.js';
 import type { NodeContext } from './node-context.js';
 import { recordJoinStatus, joinStatusOf } from './join-status.js';
 import { writeNodeState } from './node-state.js';
@@ -153,6 +152,8 @@ export class JoinClient {
     await writeNodeState(context.paths.nodeState, { role, measurementSalt: ticket.measurementSalt, clusterId });
     const self = await context.metadata.self();
     if (context.prepareNode !== undefined) await context.prepareNode(ticket.kubernetesVersion);
+    // Loaded by a node that joins (kubeadm's configuration writer), not at every start.
+    const { kubeadmJoin, kubeadmRunner } = await import('./kubeadm-driver.js');
     await kubeadmJoin(kubeadmRunner(context), {
       nodeName: self.name,
       nodeIp: self.ip,

@@ -1,17 +1,20 @@
-import { z } from 'zod';
 import { errorMessage } from '@constellation/errors';
+import { httpGetText } from './http-get.js';
+import type { HttpAnswer } from './http-get.js';
+import * as z from 'zod/mini';
+import { firstIssue } from './zod-mini.js';
 
 const instance = z.object({
-  name: z.string().min(1),
+  name: z.string().check(z.minLength(1)),
   role: z.enum(['control-plane', 'worker']),
-  ip: z.string().min(1),
+  ip: z.string().check(z.minLength(1)),
 });
-const registered = instance.extend({ ekPublicKeyHash: z.string() });
+const registered = z.extend(instance, { ekPublicKeyHash: z.string() });
 const endpoint = z.object({
-  host: z.string().min(1),
-  apiServerPort: z.number().int(),
-  joinServicePort: z.number().int(),
-  initPort: z.number().int(),
+  host: z.string().check(z.minLength(1)),
+  apiServerPort: z.int(),
+  joinServicePort: z.int(),
+  initPort: z.int(),
 });
 
 export type Instance = z.infer<typeof instance>;
@@ -57,25 +60,31 @@ export class MetadataClient {
     return initSecretHash;
   }
 
-  private get<T>(path: string, schema: z.ZodType<T>): Promise<T>;
+  private get<T>(path: string, schema: z.ZodMiniType<T>): Promise<T>;
   /** With `notFound`, an HTTP 404 is an answer (undefined), not an error. */
-  private get<T>(path: string, schema: z.ZodType<T>, options: { notFound: true }): Promise<T | undefined>;
-  private async get<T>(path: string, schema: z.ZodType<T>, options?: { notFound: true }): Promise<T | undefined> {
+  private get<T>(path: string, schema: z.ZodMiniType<T>, options: { notFound: true }): Promise<T | undefined>;
+  private async get<T>(path: string, schema: z.ZodMiniType<T>, options?: { notFound: true }): Promise<T | undefined> {
     const headers: Record<string, string> =
       this.nodeName === undefined ? {} : { 'x-constellation-node': this.nodeName };
-    let response: Response;
+    let response: HttpAnswer;
     try {
-      response = await fetch(`${this.url}${path}`, { headers, signal: AbortSignal.timeout(this.timeoutMs) });
+      response = await httpGetText(`${this.url}${path}`, headers, this.timeoutMs);
     } catch (err) {
       throw new Error(`instance metadata ${path} unreachable at ${this.url}: ${errorMessage(err)}`, {
         cause: err,
       });
     }
     if (response.status === 404 && options?.notFound === true) return undefined;
-    if (!response.ok) throw new Error(`instance metadata ${path}: HTTP ${response.status}`);
-    const parsed = schema.safeParse(await response.json());
-    if (!parsed.success)
-      throw new Error(`instance metadata ${path}: unexpected answer: ${parsed.error.issues[0]?.message ?? ''}`);
+    if (response.status < 200 || response.status > 299)
+      throw new Error(`instance metadata ${path}: HTTP ${response.status}`);
+    let body: unknown;
+    try {
+      body = JSON.parse(response.body);
+    } catch {
+      throw new Error(`instance metadata ${path}: the answer is not JSON`);
+    }
+    const parsed = schema.safeParse(body);
+    if (!parsed.success) throw new Error(`instance metadata ${path}: unexpected answer: ${firstIssue(parsed.error)}`);
     return parsed.data;
   }
 }

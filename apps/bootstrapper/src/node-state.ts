@@ -1,11 +1,12 @@
 import { readFile } from 'node:fs/promises';
-import { z } from 'zod';
 import { writeFileAtomic } from './secure-files.js';
+import * as z from 'zod/mini';
+import { firstIssue } from './zod-mini.js';
 
 const schema = z.strictObject({
   role: z.enum(['control-plane', 'worker']),
-  measurementSalt: z.string().regex(/^[A-Za-z0-9+/]+=*$/),
-  clusterId: z.string().regex(/^[0-9a-f]{64}$/),
+  measurementSalt: z.string().check(z.regex(/^[A-Za-z0-9+/]+=*$/)),
+  clusterId: z.string().check(z.regex(/^[0-9a-f]{64}$/)),
 });
 
 /** What a node remembers about its cluster (no secrets: the salt and ID are public). */
@@ -23,7 +24,9 @@ export async function writeNodeState(path: string, state: NodeState): Promise<vo
 }
 
 export async function readNodeState(path: string): Promise<NodeState> {
-  const parsed = schema.parse(JSON.parse(await readFile(path, 'utf8')));
+  const result = schema.safeParse(JSON.parse(await readFile(path, 'utf8')));
+  if (!result.success) throw new Error(`node state ${path}: ${firstIssue(result.error)}`);
+  const parsed = result.data;
   return {
     role: parsed.role,
     measurementSalt: Buffer.from(parsed.measurementSalt, 'base64'),

@@ -4,14 +4,8 @@ export type { ClusterConfig } from './cluster-config.js';
 export { clusterConfigMap, readClusterConfig } from './cluster-config.js';
 export { deleteUnmintedBootstrapTokens } from './init-bootstrap-token.js';
 export type { InitConfigInput, JoinConfigInput } from './kubeadm-config.js';
-export {
-  CRI_SOCKET,
-  KUBELET_CERT_DIR,
-  KUBELET_SERVING_CERT_FILE,
-  KUBELET_SERVING_KEY_FILE,
-  initConfiguration,
-  joinConfiguration,
-} from './kubeadm-config.js';
+export { CRI_SOCKET, initConfiguration, joinConfiguration } from './kubeadm-config.js';
+export { KUBELET_CERT_DIR, KUBELET_SERVING_CERT_FILE, KUBELET_SERVING_KEY_FILE } from './kubelet-paths.js';
 
 export { runKubeadm } from './kubeadm-runner.js';
 export { DEFAULT_KUBERNETES_VERSION } from './kubernetes-version.js';

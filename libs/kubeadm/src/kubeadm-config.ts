@@ -1,5 +1,6 @@
 import { stringify } from 'yaml';
 import { initBootstrapTokens } from './init-bootstrap-token.js';
+import { KUBELET_SERVING_CERT_FILE, KUBELET_SERVING_KEY_FILE } from './kubelet-paths.js';
 
 /*
  * kubeadm configuration (API kubeadm.k8s.io/v1beta4) generated from typed input. v1beta4 writes
@@ -10,19 +11,6 @@ import { initBootstrapTokens } from './init-bootstrap-token.js';
 export const KUBEADM_API = 'kubeadm.k8s.io/v1beta4';
 export const KUBELET_API = 'kubelet.config.k8s.io/v1beta1';
 export const CRI_SOCKET = 'unix:///run/containerd/containerd.sock';
-/**
- * The kubelet's serving certificate and key (KubeletConfiguration tlsCertFile/tlsPrivateKeyFile),
- * profile of signer kubernetes.io/kubelet-serving. The bootstrapper writes them before kubeadm
- * starts the kubelet, on every node: with server certificate reload (default since 1.31) a kubelet
- * whose files are missing does not start.
- */
-export const KUBELET_SERVING_CERT_FILE = '/run/state/kubelet/pki/kubelet-serving.crt';
-export const KUBELET_SERVING_KEY_FILE = '/run/state/kubelet/pki/kubelet-serving.key';
-/**
- * The kubelet's --cert-dir (its default). Its client credential lives there as
- * kubelet-client-current.pem, a symlink to kubelet-client-<time>.pem (certificate and key).
- */
-export const KUBELET_CERT_DIR = '/var/lib/kubelet/pki';
 
 type Args = { name: string; value: string }[];
 const args = (record: Record<string, string>): Args => Object.entries(record).map(([name, value]) => ({ name, value }));
