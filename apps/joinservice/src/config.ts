@@ -25,6 +25,8 @@ export const JOINSERVICE_DEFAULTS = {
   tokenReuseFraction: 1 / 3,
   /** When a caller refused for load or an unreachable registry should come back. */
   busyRetryAfterMs: 500,
+  /** The longest a caller refused for load is told to wait, however long the queue of waiting nodes. */
+  busyMaxRetryAfterMs: 10_000,
   registryRetryAfterMs: 2_000,
   /** Every Kubernetes API call is aborted after this long: a silent API server means a retryable refusal. */
   apiTimeoutMs: 3_000,

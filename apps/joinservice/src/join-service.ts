@@ -115,7 +115,11 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
       },
       admit: admission(instanceRegistry(settings)),
       tickets: await createTicketService(settings, logger),
-      limit: new ConcurrencyLimit(settings.maxConcurrentTickets, JOINSERVICE_DEFAULTS.busyRetryAfterMs),
+      limit: new ConcurrencyLimit({
+        max: settings.maxConcurrentTickets,
+        minRetryAfterMs: JOINSERVICE_DEFAULTS.busyRetryAfterMs,
+        maxRetryAfterMs: JOINSERVICE_DEFAULTS.busyMaxRetryAfterMs,
+      }),
       metrics,
     }),
   );

@@ -109,7 +109,7 @@ console.log(
 );
 console.log(`load average at the start (other work on this machine shows here): ${loadavg()[0]?.toFixed(1) ?? '?'}`);
 console.log(
-  'each join: EK certificate path + credential activation (EK private key) + registry lookup + quote + 2 fresh kubelet CSRs, two certificates signed, token Secret and disk binding written to the API stand-in',
+  'each join: EK certificate path + credential activation (EK private key) + registry lookup + quote + 2 fresh kubelet CSRs (keys and CSRs made by each node before the storm, as on its own machine), two certificates signed, token Secret and disk binding written to the API stand-in',
 );
 
 // 1. Steady load: distinct nodes, 12 calls in flight at any time, next to raw mutual TLS.
@@ -132,7 +132,12 @@ console.log(`  failures                    ${steady.failed.length}`);
 // 2. Growth: N nodes at once.
 console.log('\nGrowth: N nodes start joining at the same instant (goal at 500: all join, 0 failures, p99 <= 2 s)');
 for (const n of GROWTH) {
-  const result = await withCluster(ekCa, identities.slice(0, n), (cluster) => cluster.storm({ processes: 2 }));
+  const result = await withCluster(
+    ekCa,
+    identities.slice(0, n),
+    (cluster) => cluster.storm({ processes: 2 }),
+    process.env['BENCH_CPU_PROF'],
+  );
   console.log(`  N=${String(n).padStart(3)}: ${summary(result)}`);
 }
 

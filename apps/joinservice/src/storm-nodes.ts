@@ -33,26 +33,44 @@ function nextDelay(attempt: number, err: unknown, initialMs: number, maxMs: numb
   return Math.max(backoff, asked + Math.floor(Math.random() * Math.min(asked / 10, 1_000)));
 }
 
-async function joinOnce(
-  identity: SoftwareTpmIdentity,
-  issuer: ReturnType<typeof softwareTpmIssuer>,
-  diskUuid: string,
-  ip: string,
-  orders: StormOrders,
-): Promise<{ ticket: JoinTicket; callMs: number }> {
+/**
+ * Each simulated node has its own connection (and TLS handshake), as separate machines do: grpc-js
+ * would otherwise share one connection between channels with the same credentials.
+ */
+const NODE_CHANNEL_OPTIONS = { ...SERVICE_CHANNEL_OPTIONS, 'grpc.use_local_subchannel_pool': 1 };
+
+/**
+ * What a node has ready before it calls: its TPM, its disk and its join request (two kubelet keys
+ * and CSRs). Made before the storm starts: on a real cluster each node does this on its own CPU,
+ * and here it would take the service's cores.
+ */
+interface PreparedNode {
+  identity: SoftwareTpmIdentity;
+  issuer: ReturnType<typeof softwareTpmIssuer>;
+  request: Uint8Array;
+}
+
+async function prepareNode(identity: SoftwareTpmIdentity, index: number): Promise<PreparedNode> {
   const [clientCsr, servingCsr] = await Promise.all([
     createKubeletCsr(identity.name, []),
-    createKubeletCsr(identity.name, [ip], [identity.name]),
+    createKubeletCsr(identity.name, [stormNodeIp(index)], [identity.name]),
   ]);
   const request = JoinTicketRequest.encode({
-    diskUuid,
+    diskUuid: randomUUID(),
     kubeletClientCertificateRequest: clientCsr.csrDer,
     kubeletServingCertificateRequest: servingCsr.csrDer,
     isControlPlane: false,
   }).finish();
-  // Timed from here: the call (connection, attestation, ticket), not the node's own key generation.
+  return { identity, issuer: softwareTpmIssuer(identity, expectedMeasurements(BOOT, MEASURED_PCRS)), request };
+}
+
+async function joinOnce(
+  { issuer, request }: PreparedNode,
+  orders: StormOrders,
+): Promise<{ ticket: JoinTicket; callMs: number }> {
+  // Timed from here: the call (connection, attestation, ticket).
   const started = performance.now();
-  const client = createClient(JoinServiceClient, orders.address, serviceChannelCredentials(), SERVICE_CHANNEL_OPTIONS);
+  const client = createClient(JoinServiceClient, orders.address, serviceChannelCredentials(), NODE_CHANNEL_OPTIONS);
   try {
     const ticket = JoinTicket.decode(
       await requestWithAttestation(
@@ -67,14 +85,12 @@ async function joinOnce(
   }
 }
 
-async function runNode(identity: SoftwareTpmIdentity, index: number, orders: StormOrders): Promise<NodeOutcome> {
-  const issuer = softwareTpmIssuer(identity, expectedMeasurements(BOOT, MEASURED_PCRS));
-  const diskUuid = randomUUID();
-  const outcome: NodeOutcome = { name: identity.name, joined: false, attempts: 0, failures: {} };
+async function runNode(node: PreparedNode, orders: StormOrders): Promise<NodeOutcome> {
+  const outcome: NodeOutcome = { name: node.identity.name, joined: false, attempts: 0, failures: {} };
   for (let attempt = 0; Date.now() < orders.giveUpAtMs; attempt++) {
     outcome.attempts++;
     try {
-      const { ticket, callMs } = await joinOnce(identity, issuer, diskUuid, stormNodeIp(index), orders);
+      const { ticket, callMs } = await joinOnce(node, orders);
       outcome.joined = true;
       outcome.callMs = callMs;
       outcome.joinedAfterMs = Date.now() - orders.startAtMs;
@@ -98,6 +114,7 @@ async function main(): Promise<void> {
   if (ordersPath === undefined) throw new Error('usage: storm-nodes <orders.json>');
   const orders = JSON.parse(await readFile(ordersPath, 'utf8')) as StormOrders;
   const identities = (await loadSoftwareTpms(orders.identitiesPath)).slice(orders.first, orders.end);
+  const nodes = await Promise.all(identities.map((identity, i) => prepareNode(identity, orders.first + i)));
   // Ready, then wait for the driver's go (the storm's start time) so every process starts at once.
   process.stdout.write(`${JSON.stringify({ ready: true })}\n`);
   const go = await new Promise<string>((resolve) =>
@@ -108,14 +125,14 @@ async function main(): Promise<void> {
   orders.startAtMs = (JSON.parse(go) as { startAtMs: number }).startAtMs;
   orders.giveUpAtMs = orders.startAtMs + orders.giveUpAfterMs;
   process.stdin.pause();
-  const limit = orders.concurrency > 0 ? orders.concurrency : identities.length;
+  const limit = orders.concurrency > 0 ? orders.concurrency : nodes.length;
   let next = 0;
   await Promise.all(
-    Array.from({ length: Math.min(limit, identities.length) }, async () => {
-      for (let i = next++; i < identities.length; i = next++) {
-        const identity = identities[i];
-        if (identity === undefined) continue;
-        process.stdout.write(`${JSON.stringify(await runNode(identity, orders.first + i, orders))}\n`);
+    Array.from({ length: Math.min(limit, nodes.length) }, async () => {
+      for (let i = next++; i < nodes.length; i = next++) {
+        const node = nodes[i];
+        if (node === undefined) continue;
+        process.stdout.write(`${JSON.stringify(await runNode(node, orders))}\n`);
       }
     }),
   );
