@@ -1,3 +1,5 @@
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { z } from 'zod';
 
 /** A machine as the platform registered it: what a ticket may grant comes from here, never from the node. */
@@ -23,6 +25,39 @@ const instanceSchema = z.object({
   ekPublicKeyHash: z.string().regex(/^[0-9a-f]{64}$/),
 });
 
+/** The most a registry answer may hold: one instance is a few hundred bytes. */
+const MAX_ANSWER_BYTES = 64 * 1024;
+
+/**
+ * GET `url` on a kept-alive connection: status and body. Every join asks the registry once, and
+ * node:http with a connection pool costs a fraction of fetch() per call (measured in a join storm).
+ * Bounded in time and size.
+ */
+function get(url: URL, agent: HttpAgent, timeoutMs: number): Promise<{ status: number; body: string }> {
+  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    const req = send(url, { agent, timeout: timeoutMs }, (res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > MAX_ANSWER_BYTES) {
+          req.destroy(new Error(`answer larger than ${MAX_ANSWER_BYTES} bytes`));
+          return;
+        }
+        chunks.push(chunk);
+      });
+      res.on('end', () => {
+        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') });
+      });
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 /**
  * The instance registry of a cloud API, reached over HTTP: `GET <url>/instances?ek=<hash>`
  * (mini's metadata service answers it). Calls are bounded; a registry that does not answer is an
@@ -32,20 +67,38 @@ export class HttpInstanceRegistry implements InstanceRegistry {
   readonly description: string;
   private readonly url: string;
   private readonly timeoutMs: number;
+  private readonly agent: HttpAgent;
 
   constructor(url: string, timeoutMs = 5_000) {
     this.url = url.replace(/\/$/, '');
     this.timeoutMs = timeoutMs;
     this.description = `instance registry ${this.url}`;
+    const options = { keepAlive: true, maxSockets: 32 };
+    this.agent = this.url.startsWith('https:') ? new HttpsAgent(options) : new HttpAgent(options);
   }
 
   async byEndorsementKey(ekPublicKeyHash: string): Promise<RegisteredInstance | undefined> {
-    const response = await fetch(`${this.url}/instances?ek=${encodeURIComponent(ekPublicKeyHash)}`, {
-      signal: AbortSignal.timeout(this.timeoutMs),
-    });
+    let response;
+    try {
+      response = await get(
+        new URL(`${this.url}/instances?ek=${encodeURIComponent(ekPublicKeyHash)}`),
+        this.agent,
+        this.timeoutMs,
+      );
+    } catch (err) {
+      throw new Error(`${this.description} did not answer: ${err instanceof Error ? err.message : String(err)}`, {
+        cause: err,
+      });
+    }
     if (response.status === 404) return undefined;
-    if (!response.ok) throw new Error(`${this.description} answered HTTP ${response.status}`);
-    const body = await response.json();
+    if (response.status < 200 || response.status > 299)
+      throw new Error(`${this.description} answered HTTP ${response.status}`);
+    let body: unknown;
+    try {
+      body = JSON.parse(response.body);
+    } catch {
+      throw new Error(`${this.description} sent an answer that is not JSON`);
+    }
     const parsed = instanceSchema.safeParse(body);
     if (!parsed.success) throw new Error(`${this.description} sent a malformed instance: ${parsed.error.message}`);
     if (parsed.data.ekPublicKeyHash !== ekPublicKeyHash)

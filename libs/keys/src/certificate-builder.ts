@@ -5,7 +5,6 @@ import type { SubjectPublicKeyInfo } from '@peculiar/asn1-x509';
 import {
   AttributeTypeAndValue,
   AttributeValue,
-  Certificate,
   Extension,
   Extensions,
   Name,
@@ -69,13 +68,22 @@ export function signCertificate(spec: CertificateSpec): Buffer {
     subjectPublicKeyInfo: spec.subjectPublicKeyInfo,
     ...(spec.extensions.length > 0 ? { extensions: new Extensions([...spec.extensions]) } : {}),
   });
-  const signed = signWith(signature, new Uint8Array(AsnConvert.serialize(tbsCertificate)), spec.signingKey);
-  const certificate = new Certificate({
-    tbsCertificate,
-    signatureAlgorithm: signature,
-    signatureValue: new Uint8Array(signed).buffer,
-  });
-  return Buffer.from(AsnConvert.serialize(certificate));
+  const tbs = Buffer.from(AsnConvert.serialize(tbsCertificate));
+  const signed = signWith(signature, tbs, spec.signingKey);
+  // Certificate ::= SEQUENCE { tbsCertificate, signatureAlgorithm, signatureValue BIT STRING }:
+  // joined from parts, so the TBS is not encoded a second time.
+  const algorithm = Buffer.from(AsnConvert.serialize(signature));
+  const bitString = Buffer.concat([Buffer.from([0x03]), derLength(signed.length + 1), Buffer.from([0]), signed]);
+  const body = Buffer.concat([tbs, algorithm, bitString]);
+  return Buffer.concat([Buffer.from([0x30]), derLength(body.length), body]);
+}
+
+/** A DER length: short form below 128, else the long form's big-endian bytes. */
+function derLength(length: number): Buffer {
+  if (length < 0x80) return Buffer.from([length]);
+  const bytes: number[] = [];
+  for (let rest = length; rest > 0; rest = Math.floor(rest / 256)) bytes.unshift(rest % 256);
+  return Buffer.from([0x80 | bytes.length, ...bytes]);
 }
 
 /** PEM "CERTIFICATE" of a DER certificate, 64 columns, no final newline (as @peculiar/x509 writes it). */
