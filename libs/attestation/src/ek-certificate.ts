@@ -1,5 +1,4 @@
-import 'reflect-metadata';
-import { X509Certificate as NodeX509Certificate, createHash, webcrypto } from 'node:crypto';
+import { X509Certificate as NodeX509Certificate, createHash } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { AsnConvert, AsnParser } from '@peculiar/asn1-schema';
 import {
@@ -10,16 +9,10 @@ import {
   KeyUsageFlags,
   SubjectAlternativeName,
 } from '@peculiar/asn1-x509';
-import type { Extension, Name } from '@peculiar/asn1-x509';
-import * as x509 from '@peculiar/x509';
+import type { Extension } from '@peculiar/asn1-x509';
 import { AttestationError } from './errors.js';
-
-// @peculiar/x509 (names as text, PEM) needs a WebCrypto provider and a Reflect polyfill. The
-// provider is global to the library. Parsing and signature checks do not go through it: they
-// are on every join's path, and its WebCrypto layer was most of their cost (measured).
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
-
-export { x509 };
+import { nameText } from './name-text.js';
+import { pemBlocks } from './pem.js';
 
 /** EK certificates and CA certificates are a few KiB at most; anything bigger is refused unparsed. */
 export const MAX_EK_CERTIFICATE_BYTES = 8 * 1024;
@@ -115,9 +108,6 @@ function fail(message: string): never {
 function label(cert: Parsed): string {
   return cert.subject === '' ? `(empty subject, serial ${cert.serialNumber})` : `"${cert.subject}"`;
 }
-
-/** A name as text ("CN=..., O=..."), as @peculiar/x509 writes it. */
-const nameText = (name: Name): string => new x509.Name(name).toString();
 
 /**
  * Parsed certificates and signature checks by SHA-256 of their DER: every join presents the same
@@ -382,9 +372,9 @@ function verifyPath(options: VerifyEkCertificateOptions): VerifiedEkCertificate 
 
 /** The DER of every CERTIFICATE block in a PEM bundle (other block types are refused). */
 export function pemCertificatesToDer(pem: string): Buffer[] {
-  let blocks: x509.PemStruct[];
+  let blocks;
   try {
-    blocks = x509.PemConverter.decodeWithHeaders(pem);
+    blocks = pemBlocks(pem);
   } catch (err) {
     throw new AttestationError(
       'ek-certificate',
@@ -393,7 +383,7 @@ export function pemCertificatesToDer(pem: string): Buffer[] {
   }
   if (blocks.length === 0) fail('PEM bundle holds no certificates');
   return blocks.map((block, i) => {
-    if (block.type !== 'CERTIFICATE') fail(`PEM block ${i + 1} is "${block.type}", expected "CERTIFICATE"`);
-    return Buffer.from(block.rawData);
+    if (block.label !== 'CERTIFICATE') fail(`PEM block ${i + 1} is "${block.label}", expected "CERTIFICATE"`);
+    return block.der;
   });
 }
