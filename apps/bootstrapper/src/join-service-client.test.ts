@@ -14,14 +14,18 @@ import { errorMessage } from '@constellation/errors';
 let server: grpc.Server;
 let metadata: MetadataServer;
 let connection: JoinServiceConnection;
+/** How the fake service refuses, and the client address each call came from (its connection). */
+let refusal: grpc.status = grpc.status.UNAVAILABLE;
+const peers: string[] = [];
 
 beforeAll(async () => {
   server = new grpc.Server();
   const busy = (call: grpc.ServerDuplexStream<unknown, unknown>): void => {
+    peers.push(call.getPeer());
     const trailer = new grpc.Metadata();
     trailer.set('retry-after-ms', '4000');
     call.emit('error', {
-      code: grpc.status.UNAVAILABLE,
+      code: refusal,
       details: 'another control-plane node is joining',
       metadata: trailer,
     });
@@ -61,6 +65,38 @@ describe('the JoinService client honours retry-after-ms', () => {
         expect(delay).toBeGreaterThanOrEqual(4000);
         expect(delay).toBeLessThan(4400);
       }
+    }
+  });
+
+  it('follows the service when it says when to come back, instead of backing off further (gRPC retry pushback, gRFC A6)', () => {
+    const trailer = new grpc.Metadata();
+    trailer.set('retry-after-ms', '500');
+    const busy = { code: grpc.status.RESOURCE_EXHAUSTED, metadata: trailer };
+    // Attempt 6 would back off for up to 6.4 s; the service's turn for this node is in 500 ms.
+    expect(nextAttemptDelay(6, busy, 100, 30_000, () => 0.999)).toBe(549);
+    expect(nextAttemptDelay(6, busy, 100, 30_000, () => 0)).toBe(500);
+    // A service (or an impostor) asking for no wait at all still gets a floor: no busy loop.
+    trailer.set('retry-after-ms', '0');
+    expect(nextAttemptDelay(6, busy, 100, 30_000, () => 0)).toBe(100);
+  });
+
+  it('comes back on the same connection after a refusal for load, and on a new one after any other failure', async () => {
+    const join = (): Promise<unknown> => connection.join(Buffer.from('r')).catch((e: unknown) => e);
+    try {
+      refusal = grpc.status.RESOURCE_EXHAUSTED;
+      peers.length = 0;
+      await join();
+      await join();
+      await join();
+      // One connection (client address and port) for the three attempts: no TLS handshake per retry.
+      expect(new Set(peers).size).toBe(1);
+      refusal = grpc.status.UNAVAILABLE;
+      await join(); // still on the kept connection, which this failure closes
+      await join();
+      expect(peers[3]).toBe(peers[0]);
+      expect(peers[4]).not.toBe(peers[0]);
+    } finally {
+      refusal = grpc.status.UNAVAILABLE;
     }
   });
 

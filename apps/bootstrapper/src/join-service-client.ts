@@ -7,6 +7,8 @@ import { errorMessage } from '@constellation/errors';
 
 /** Longest wait a service may ask for with `retry-after-ms`; a larger value is capped, not obeyed. */
 const MAX_RETRY_AFTER_MS = 5 * 60_000;
+/** Shortest wait between attempts whatever a service asks: a fake JoinService cannot make a node spin. */
+const MIN_RETRY_AFTER_MS = 100;
 
 /** Every JoinService endpoint refused or failed; says why for each, and how long the service asked to wait. */
 export class JoinServiceUnavailableError extends Error {
@@ -34,6 +36,12 @@ export class JoinServiceUnavailableError extends Error {
 export class JoinServiceConnection {
   private readonly context: NodeContext;
   private readonly requestTimeoutMs: number;
+  /**
+   * Connections to endpoints that refused for load, kept for the next attempt: the service is up,
+   * and coming back on the same connection spares it a TLS handshake per node and retry, which in
+   * a 500-node storm was a large share of its work (measured). Any other failure closes it.
+   */
+  private readonly warm = new Map<string, JoinServiceClient>();
 
   constructor(context: NodeContext, requestTimeoutMs: number) {
     this.context = context;
@@ -82,26 +90,42 @@ export class JoinServiceConnection {
     let code: grpc.status | undefined;
     let details: string | undefined;
     for (const address of await this.endpoints()) {
-      if (stopped()) return undefined;
-      const client = createClient(JoinServiceClient, address, serviceChannelCredentials(), SERVICE_CHANNEL_OPTIONS);
+      if (stopped()) {
+        this.closeWarm();
+        return undefined;
+      }
+      const client =
+        this.warm.get(address) ??
+        createClient(JoinServiceClient, address, serviceChannelCredentials(), SERVICE_CHANNEL_OPTIONS);
+      this.warm.delete(address);
+      let busy = false;
       try {
-        return await requestWithAttestation(
+        const answer = await requestWithAttestation(
           open(client),
           this.context.issuer,
           request,
           checkService ? this.context.joinServiceCheck : undefined,
         );
+        this.closeWarm();
+        return answer;
       } catch (err) {
         failures.push(`${address}: ${errorMessage(err)}`);
         const asked = retryAfter(err);
         if (asked !== undefined) retryAfterMs = Math.max(retryAfterMs ?? 0, asked);
         code = (err as Partial<grpc.ServiceError>).code;
         details = (err as Partial<grpc.ServiceError>).details;
+        busy = code === grpc.status.RESOURCE_EXHAUSTED;
       } finally {
-        client.close();
+        if (busy) this.warm.set(address, client);
+        else client.close();
       }
     }
     throw new JoinServiceUnavailableError(failures.join('; '), retryAfterMs, code, details);
+  }
+
+  private closeWarm(): void {
+    for (const client of this.warm.values()) client.close();
+    this.warm.clear();
   }
 }
 
@@ -116,9 +140,11 @@ export function retryAfter(err: unknown): number | undefined {
 }
 
 /**
- * How long to wait before the next attempt: exponential backoff with full jitter, but never less
- * than the service asked for (`retry-after-ms`), plus a little jitter so nodes told the same time
- * do not all come back at once.
+ * How long to wait before the next attempt. A service that said when to come back
+ * (`retry-after-ms`) is followed, plus a little jitter so nodes told the same time do not all come
+ * back at once, like gRPC's retry pushback (gRFC A6: a pushback replaces the backoff delay); it
+ * knows its queue, and exponential backoff on top kept nodes of a storm away long after their
+ * turn. Without one: exponential backoff with full jitter.
  */
 export function nextAttemptDelay(
   attempt: number,
@@ -130,5 +156,6 @@ export function nextAttemptDelay(
   const backoff = backoffDelay(attempt, initialMs, maxMs, random);
   const asked = err instanceof JoinServiceUnavailableError ? err.retryAfterMs : retryAfter(err);
   if (asked === undefined) return backoff;
-  return Math.max(backoff, asked + Math.floor(random() * Math.min(asked / 10, 1_000)));
+  const wait = Math.max(asked, MIN_RETRY_AFTER_MS);
+  return wait + Math.floor(random() * Math.min(wait / 10, 1_000));
 }

@@ -34,10 +34,11 @@ describe('ConcurrencyLimit', () => {
 
   it('spreads a storm of refused callers over the time the backlog needs, instead of one retry-after for all', () => {
     const { limit, clock } = limitWithClock(1);
-    // 20 pieces of work completed in the last 2 s: 10 per second.
+    // Work holds the one slot for 100 ms: 10 per second.
     for (let i = 0; i < 20; i++) {
-      limit.tryEnter()?.();
+      const leave = limit.tryEnter();
       clock.ms += 100;
+      leave?.();
     }
     limit.tryEnter();
     const waits = Array.from({ length: 100 }, () => limit.busy().retryAfterMs ?? 0);
@@ -51,18 +52,43 @@ describe('ConcurrencyLimit', () => {
 
   it('forgets waiting callers as their time passes, and caps the wait', () => {
     const { limit, clock } = limitWithClock(1);
-    for (let i = 0; i < 10; i++) {
-      limit.tryEnter()?.();
+    const hold = (): void => {
+      const leave = limit.tryEnter();
       clock.ms += 100;
-    }
+      leave?.();
+    };
+    for (let i = 0; i < 10; i++) hold();
     limit.tryEnter();
     for (let i = 0; i < 1_000; i++) limit.busy();
     expect(limit.busy().retryAfterMs).toBe(30_000);
-    // Work keeps completing at 10/s; after 100 s the callers told to wait have all had their turn.
-    for (let i = 0; i < 1_000; i++) {
-      clock.ms += 100;
-      limit.tryEnter()?.();
-    }
+    // The slot keeps serving at 10/s; after 100 s the callers told to wait have all had their turn.
+    clock.ms += 100_000;
     expect(limit.busy().retryAfterMs).toBe(500);
+  });
+
+  it('serves faster callers sooner: the rate follows how long work takes now', () => {
+    const { limit, clock } = limitWithClock(2);
+    const hold = (ms: number): void => {
+      const leave = limit.tryEnter();
+      clock.ms += ms;
+      leave?.();
+    };
+    for (let i = 0; i < 20; i++) hold(1_000);
+    const a = limit.tryEnter();
+    const b = limit.tryEnter();
+    for (let i = 0; i < 10; i++) limit.busy();
+    // 2 slots at 1 s each: 2/s, so the 11th waiting caller comes back after about 5 s.
+    expect(limit.busy().retryAfterMs).toBe(5_000);
+    a?.();
+    b?.();
+    clock.ms += 5_500;
+    for (let i = 0; i < 20; i++) hold(100);
+    const c = limit.tryEnter();
+    const d = limit.tryEnter();
+    for (let i = 0; i < 10; i++) limit.busy();
+    // Work now takes about 100 ms: 20/s, so the 11th waiting caller comes back after about 0.5 s.
+    expect(limit.busy().retryAfterMs).toBeLessThan(700);
+    c?.();
+    d?.();
   });
 });

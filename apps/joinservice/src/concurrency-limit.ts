@@ -11,22 +11,24 @@ export interface ConcurrencyLimitOptions {
   now?: () => number;
 }
 
-/** How far back completions count towards the service rate. */
-const RATE_WINDOW_MS = 5_000;
+/** Weight of the newest piece of work in the average time a slot is held. */
+const HOLD_AVERAGE_WEIGHT = 0.2;
 
 /**
  * At most `max` pieces of work at once; one more is refused as retryable instead of queued, so a
  * burst of joins turns into backoff on the nodes rather than memory and latency here.
  *
- * Each refused caller is given its own time to come back: the callers already told to wait, at
- * the rate work has been completing, spread them over the time the backlog needs. A fixed
- * retry-after sent a storm's hundreds of refused nodes back together, round after round, and
- * each round cost a TLS handshake and a hello per node for nothing (measured with 500 nodes).
+ * Each refused caller is given its own time to come back: the callers already told to wait are
+ * spread over the time the backlog needs at the rate the slots can serve (max slots / the average
+ * time a slot is held, Little's law). A fixed retry-after sent a storm's hundreds of refused nodes
+ * back together, round after round (measured with 500 nodes). The rate comes from how long work
+ * takes, not from how much completed: when fewer callers come back than could be served, the
+ * completion rate measures them, and spreading by it kept a 500-node storm waiting (measured).
  */
 export class ConcurrencyLimit {
   private inFlight = 0;
-  /** Completion times within the rate window, oldest first. */
-  private readonly completions: number[] = [];
+  /** Average ms a slot is held, over recent work; undefined before any completed. */
+  private holdMs: number | undefined;
   /** Callers told to come back whose time has not come yet, as of `bookedAt`. */
   private booked = 0;
   private bookedAt = 0;
@@ -36,18 +38,16 @@ export class ConcurrencyLimit {
     this.now = options.now ?? Date.now;
   }
 
-  /** Work completed per second over the last few seconds; undefined before any completed. */
-  private rate(at: number): number | undefined {
-    while (this.completions.length > 0 && (this.completions[0] ?? at) < at - RATE_WINDOW_MS) this.completions.shift();
-    const first = this.completions[0];
-    if (first === undefined) return undefined;
-    return this.completions.length / (Math.max(at - first, 1_000) / 1000);
+  /** Work the slots can complete per second; undefined before any completed. */
+  private rate(): number | undefined {
+    if (this.holdMs === undefined) return undefined;
+    return this.options.max / (Math.max(this.holdMs, 1) / 1000);
   }
 
   /** The refusal for one too many: retryable, with this caller's time to come back. */
   busy(): Refusal {
     const at = this.now();
-    const rate = this.rate(at);
+    const rate = this.rate();
     let retryAfterMs = this.options.minRetryAfterMs;
     // Until work has completed, the rate is unknown: callers come back soon, and none is booked.
     if (rate !== undefined) {
@@ -72,13 +72,15 @@ export class ConcurrencyLimit {
   tryEnter(): (() => void) | undefined {
     if (this.inFlight >= this.options.max) return undefined;
     this.inFlight++;
+    const entered = this.now();
     let freed = false;
     return () => {
       if (freed) return;
       freed = true;
       this.inFlight--;
-      this.completions.push(this.now());
-      if (this.completions.length > 10_000) this.completions.shift();
+      const held = this.now() - entered;
+      this.holdMs =
+        this.holdMs === undefined ? held : this.holdMs * (1 - HOLD_AVERAGE_WEIGHT) + held * HOLD_AVERAGE_WEIGHT;
     };
   }
 }

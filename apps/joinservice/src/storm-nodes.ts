@@ -30,7 +30,8 @@ function nextDelay(attempt: number, err: unknown, initialMs: number, maxMs: numb
   const backoff = Math.floor(Math.random() * Math.min(maxMs, initialMs * 2 ** Math.min(attempt, 30)));
   const asked = retryAfter(err);
   if (asked === undefined) return backoff;
-  return Math.max(backoff, asked + Math.floor(Math.random() * Math.min(asked / 10, 1_000)));
+  const wait = Math.max(asked, 100);
+  return wait + Math.floor(Math.random() * Math.min(wait / 10, 1_000));
 }
 
 /**
@@ -64,13 +65,23 @@ async function prepareNode(identity: SoftwareTpmIdentity, index: number): Promis
   return { identity, issuer: softwareTpmIssuer(identity, expectedMeasurements(BOOT, MEASURED_PCRS)), request };
 }
 
+/** A node's connection: kept after a refusal for load, as the bootstrapper keeps it; else new per attempt. */
+interface NodeConnection {
+  client?: JoinServiceClient | undefined;
+}
+
 async function joinOnce(
   { issuer, request }: PreparedNode,
+  connection: NodeConnection,
   orders: StormOrders,
 ): Promise<{ ticket: JoinTicket; callMs: number }> {
   // Timed from here: the call (connection, attestation, ticket).
   const started = performance.now();
-  const client = createClient(JoinServiceClient, orders.address, serviceChannelCredentials(), NODE_CHANNEL_OPTIONS);
+  const client =
+    connection.client ??
+    createClient(JoinServiceClient, orders.address, serviceChannelCredentials(), NODE_CHANNEL_OPTIONS);
+  connection.client = undefined;
+  let busy = false;
   try {
     const ticket = JoinTicket.decode(
       await requestWithAttestation(
@@ -80,33 +91,44 @@ async function joinOnce(
       ),
     );
     return { ticket, callMs: performance.now() - started };
+  } catch (err) {
+    busy = (err as { code?: number }).code === grpc.status.RESOURCE_EXHAUSTED;
+    throw err;
   } finally {
-    client.close();
+    if (busy) connection.client = client;
+    else client.close();
   }
 }
 
 async function runNode(node: PreparedNode, orders: StormOrders): Promise<NodeOutcome> {
   const outcome: NodeOutcome = { name: node.identity.name, joined: false, attempts: 0, failures: {} };
-  for (let attempt = 0; Date.now() < orders.giveUpAtMs; attempt++) {
-    outcome.attempts++;
-    try {
-      const { ticket, callMs } = await joinOnce(node, orders);
-      outcome.joined = true;
-      outcome.callMs = callMs;
-      outcome.joinedAfterMs = Date.now() - orders.startAtMs;
-      outcome.tokenId = ticket.token.split('.')[0] ?? '';
-      outcome.tokenExpiresMs = Number(ticket.tokenExpiresUnixSeconds) * 1000;
-      return outcome;
-    } catch (err) {
-      const code = (err as { code?: number }).code;
-      const name = code === undefined ? 'other' : (grpc.status[code] ?? String(code));
-      outcome.failures[name] = (outcome.failures[name] ?? 0) + 1;
-      outcome.lastError = errorMessage(err);
-      const delay = nextDelay(attempt, err, orders.initialBackoffMs, orders.maxBackoffMs);
-      await new Promise((resolve) => setTimeout(resolve, Math.min(delay, Math.max(0, orders.giveUpAtMs - Date.now()))));
+  const connection: NodeConnection = {};
+  try {
+    for (let attempt = 0; Date.now() < orders.giveUpAtMs; attempt++) {
+      outcome.attempts++;
+      try {
+        const { ticket, callMs } = await joinOnce(node, connection, orders);
+        outcome.joined = true;
+        outcome.callMs = callMs;
+        outcome.joinedAfterMs = Date.now() - orders.startAtMs;
+        outcome.tokenId = ticket.token.split('.')[0] ?? '';
+        outcome.tokenExpiresMs = Number(ticket.tokenExpiresUnixSeconds) * 1000;
+        return outcome;
+      } catch (err) {
+        const code = (err as { code?: number }).code;
+        const name = code === undefined ? 'other' : (grpc.status[code] ?? String(code));
+        outcome.failures[name] = (outcome.failures[name] ?? 0) + 1;
+        outcome.lastError = errorMessage(err);
+        const delay = nextDelay(attempt, err, orders.initialBackoffMs, orders.maxBackoffMs);
+        await new Promise((resolve) =>
+          setTimeout(resolve, Math.min(delay, Math.max(0, orders.giveUpAtMs - Date.now()))),
+        );
+      }
     }
+    return outcome;
+  } finally {
+    connection.client?.close();
   }
-  return outcome;
 }
 
 async function main(): Promise<void> {
