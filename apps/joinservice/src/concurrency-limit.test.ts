@@ -47,7 +47,9 @@ describe('ConcurrencyLimit', () => {
     expect(waits[50]).toBe(5_000);
     expect(waits[99]).toBe(9_900);
     expect(new Set(waits).size).toBeGreaterThan(90);
-    expect(limit.busy().message).toMatch(/1 joins are being served and about 101 nodes are waiting; retry in 10000 ms/);
+    expect(limit.busy().message).toMatch(
+      /1 joins are being served, 0 are in line and about 101 nodes are waiting to come back; retry in 10000 ms/,
+    );
   });
 
   it('forgets waiting callers as their time passes, and caps the wait', () => {
@@ -90,5 +92,49 @@ describe('ConcurrencyLimit', () => {
     expect(limit.busy().retryAfterMs).toBeLessThan(700);
     c?.();
     d?.();
+  });
+});
+
+describe('ConcurrencyLimit line', () => {
+  const limit = (maxWaitMs = 10_000): ConcurrencyLimit =>
+    new ConcurrencyLimit({ max: 1, maxWaiting: 2, maxWaitMs, minRetryAfterMs: 500, maxRetryAfterMs: 30_000 });
+
+  it('hands a freed slot to the first caller in line, and lets nobody pass the line', async () => {
+    const l = limit();
+    const a = l.tryEnter();
+    const b = l.enqueue();
+    const c = l.enqueue();
+    // The line is full: one more is told to come back, saying why.
+    expect(() => l.enqueue()).toThrow(/1 joins are being served, 2 are in line/);
+    a?.();
+    const releaseB = await b.admitted;
+    // A slot freed while others wait goes to the line, not to a newcomer.
+    expect(l.tryEnter()).toBeUndefined();
+    releaseB();
+    const releaseC = await c.admitted;
+    releaseC();
+    expect(l.tryEnter()).toBeDefined();
+  });
+
+  it('refuses a caller that waited too long, as retryable', async () => {
+    const l = limit(30);
+    l.tryEnter();
+    await expect(l.enqueue().admitted).rejects.toMatchObject({ reason: 'busy', retryable: true, retryAfterMs: 500 });
+    // It left the line: the next caller is first.
+    const next = l.enqueue();
+    next.cancel();
+    await expect(next.admitted).rejects.toThrow(/went away/);
+  });
+
+  it('forgets a caller that went away, so the slot goes to the next one', async () => {
+    const l = limit();
+    const a = l.tryEnter();
+    const gone = l.enqueue();
+    const next = l.enqueue();
+    gone.cancel();
+    a?.();
+    const release = await next.admitted;
+    release();
+    expect(l.tryEnter()).toBeDefined();
   });
 });

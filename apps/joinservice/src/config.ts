@@ -17,6 +17,13 @@ export const JOINSERVICE_DEFAULTS = {
   challengeTtlMs: 10_000,
   /** Join calls served at once (attestation included); more get RESOURCE_EXHAUSTED with retry-after-ms. */
   maxConcurrentTickets: 16,
+  /**
+   * Join calls that may wait in line for a slot, per slot, and for how long: a storm keeps every
+   * slot busy without its nodes coming back and forth, and a wait stays short (4 x 16 calls at
+   * tens of joins per second is about a second). Beyond, callers are told when to come back.
+   */
+  waitingCallsPerSlot: 4,
+  maxWaitForSlotMs: 5_000,
   /** How often the mounted measurements file is checked for a new version. */
   measurementsPollMs: 5_000,
   /** A join seldom needs more than one ticket: five in a row, then one a minute. */

@@ -35,7 +35,10 @@ describe('HttpInstanceRegistry', () => {
   it('finds a registered machine by its EK hash, over one kept-alive connection', async () => {
     const { registry: r, connections } = await registry((req, res) => {
       const ek = new URL(req.url ?? '/', 'http://x').searchParams.get('ek');
-      if (ek !== EK) return json(res, 404, {});
+      if (ek !== EK) {
+        json(res, 404, {});
+        return;
+      }
       json(res, 200, { name: 'worker-1', role: 'worker', ip: '10.0.0.1', ekPublicKeyHash: EK });
     });
     for (let i = 0; i < 3; i++) {
@@ -55,13 +58,19 @@ describe('HttpInstanceRegistry', () => {
     const { registry: r } = await registry((_req, res) => {
       answer(res);
     });
-    answer = (res) => json(res, 503, {});
+    answer = (res) => {
+      json(res, 503, {});
+    };
     await expect(r.byEndorsementKey(EK)).rejects.toThrow(/answered HTTP 503/);
     answer = (res) => res.writeHead(200).end('not json');
     await expect(r.byEndorsementKey(EK)).rejects.toThrow(/an answer that is not JSON/);
-    answer = (res) => json(res, 200, { name: 'worker-1', role: 'worker', ip: '10.0.0.1', ekPublicKeyHash: OTHER_EK });
+    answer = (res) => {
+      json(res, 200, { name: 'worker-1', role: 'worker', ip: '10.0.0.1', ekPublicKeyHash: OTHER_EK });
+    };
     await expect(r.byEndorsementKey(EK)).rejects.toThrow(/answered for another endorsement key/);
-    answer = (res) => json(res, 200, { name: 'worker-1', role: 'root', ip: '10.0.0.1', ekPublicKeyHash: EK });
+    answer = (res) => {
+      json(res, 200, { name: 'worker-1', role: 'root', ip: '10.0.0.1', ekPublicKeyHash: EK });
+    };
     await expect(r.byEndorsementKey(EK)).rejects.toThrow(/malformed instance/);
     answer = (res) => res.writeHead(200).end('x'.repeat(100 * 1024));
     await expect(r.byEndorsementKey(EK)).rejects.toThrow(/did not answer: answer larger than 65536 bytes/);

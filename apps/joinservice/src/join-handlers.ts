@@ -59,20 +59,34 @@ export function joinHandlers(parts: JoinHandlerParts): JoinServiceServer {
         ...challenge,
         // Shed load before the expensive part, but only for calls that sent a well-formed hello:
         // the attestation (EK path, credential, quote) and the ticket run only for calls that got
-        // a slot, so under a storm every admitted call stays fast and the rest come back after
-        // retry-after-ms; a stranger's silent streams take no slot (red-team finding).
+        // a slot, so under a storm every admitted call stays fast; a few more wait in line for a
+        // slot, and the rest come back after retry-after-ms; a stranger's silent streams take no
+        // slot and no place in line (red-team finding).
         admit: () => {
-          const leave = limit.tryEnter();
-          if (leave === undefined) {
-            const busy = limit.busy();
-            metrics.refusals.inc({ kind: 'join', reason: busy.reason });
+          const settle = (leave: () => void): (() => void) => {
+            for (const event of ['finish', 'close', 'error', 'cancelled']) call.once(event, leave);
+            // A stream that never settles must not keep its slot: the challenge has its own timeouts.
+            setTimeout(leave, SLOT_FALLBACK_MS).unref();
+            return leave;
+          };
+          const shed = (busy: unknown): never => {
+            metrics.refusals.inc({ kind: 'join', reason: 'busy' });
             metrics.joins.inc({ kind: 'join', role: 'unknown', outcome: 'retry' });
             throw busy;
+          };
+          const leave = limit.tryEnter();
+          if (leave !== undefined) return settle(leave);
+          let waiting;
+          try {
+            waiting = limit.enqueue();
+          } catch (busy) {
+            return shed(busy);
           }
-          for (const event of ['finish', 'close', 'error', 'cancelled']) call.once(event, leave);
-          // A stream that never settles must not keep its slot: the challenge has its own timeouts.
-          setTimeout(leave, SLOT_FALLBACK_MS).unref();
-          return leave;
+          for (const event of ['close', 'error', 'cancelled']) call.once(event, waiting.cancel);
+          return waiting.admitted.then(settle, (err: unknown) => {
+            if (call.cancelled) throw err; // it went away: not a refusal to count
+            return shed(err);
+          });
         },
         onRejected: (reason) => {
           countRejected(reason);

@@ -117,6 +117,8 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
       tickets: await createTicketService(settings, logger),
       limit: new ConcurrencyLimit({
         max: settings.maxConcurrentTickets,
+        maxWaiting: settings.maxConcurrentTickets * JOINSERVICE_DEFAULTS.waitingCallsPerSlot,
+        maxWaitMs: JOINSERVICE_DEFAULTS.maxWaitForSlotMs,
         minRetryAfterMs: JOINSERVICE_DEFAULTS.busyRetryAfterMs,
         maxRetryAfterMs: JOINSERVICE_DEFAULTS.busyMaxRetryAfterMs,
       }),

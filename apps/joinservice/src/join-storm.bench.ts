@@ -73,7 +73,11 @@ function summary(result: StormResult): string {
   const retries = Object.entries(result.retries)
     .map(([code, n]) => `${code} ${n}`)
     .join(', ');
-  return `${String(result.joined.length).padStart(4)} joined, ${result.failed.length} failed; ${result.joinsPerSecond.toFixed(1).padStart(6)} joins/s; call p50/p95/p99 ${ms(result.callMs(0.5))} ${ms(result.callMs(0.95))} ${ms(result.callMs(0.99))} ms; joined after p50/p99 ${ms(result.joinedAfterMs(0.5))} ${ms(result.joinedAfterMs(0.99))} ms; retried calls: ${retries || 'none'}${result.failed[0] === undefined ? '' : `; first failure: ${result.failed[0].lastError ?? ''}`}`;
+  const serviceCpu =
+    result.cpu.service === undefined
+      ? ''
+      : `; service CPU ${(result.cpu.service / result.joined.length).toFixed(1)} ms/join`;
+  return `${String(result.joined.length).padStart(4)} joined, ${result.failed.length} failed; ${result.joinsPerSecond.toFixed(1).padStart(6)} joins/s${serviceCpu}; call p50/p95/p99 ${ms(result.callMs(0.5))} ${ms(result.callMs(0.95))} ${ms(result.callMs(0.99))} ms; joined after p50/p99 ${ms(result.joinedAfterMs(0.5))} ${ms(result.joinedAfterMs(0.99))} ms; retried calls: ${retries || 'none'}${result.failed[0] === undefined ? '' : `; first failure: ${result.failed[0].lastError ?? ''}`}`;
 }
 
 /** A fresh cluster (API stand-in, registry, JoinService process) for `identities`; removed afterwards. */
@@ -119,7 +123,10 @@ const steady = await withCluster(
   (cluster) => cluster.storm({ processes: 2, concurrency: CONCURRENT / 2 }),
   process.env['BENCH_CPU_PROF'],
 );
+const tlsCpuAtStart = process.cpuUsage();
 const tls = await mutualTlsRate(HANDSHAKES, CONCURRENT);
+const tlsCpu = process.cpuUsage(tlsCpuAtStart);
+const tlsCpuMs = (tlsCpu.user + tlsCpu.system) / 1000 / HANDSHAKES;
 console.log(`\n${STEADY_NODES} distinct nodes, ${CONCURRENT} concurrent:`);
 console.log(`  joins per second            ${steady.joinsPerSecond.toFixed(1)}`);
 console.log(`  raw mutual-TLS handshakes   ${tls.toFixed(1)} /s (same run, ${CONCURRENT} concurrent, node:tls)`);
@@ -128,6 +135,16 @@ console.log(
   `  latency p50 / p95 / p99     ${steady.callMs(0.5).toFixed(0)} / ${steady.callMs(0.95).toFixed(0)} / ${steady.callMs(0.99).toFixed(0)} ms (goal p99 <= 250 ms)`,
 );
 console.log(`  failures                    ${steady.failed.length}`);
+const perJoin = (ms: number | undefined): string =>
+  ms === undefined ? 'n/a' : `${(ms / steady.joined.length).toFixed(1)} ms`;
+const cpu = steady.cpu;
+const totalCpu = (cpu.service ?? 0) + cpu.nodes + cpu.driver;
+console.log(
+  `  CPU per join                JoinService ${perJoin(cpu.service)}, nodes ${perJoin(cpu.nodes)}, API stand-in + registry + driver ${perJoin(cpu.driver)}; total ${perJoin(totalCpu)}`,
+);
+console.log(
+  `  CPU per raw handshake       ${tlsCpuMs.toFixed(1)} ms (both ends): a join costs ${(totalCpu / steady.joined.length / tlsCpuMs).toFixed(1)} handshakes of CPU on these 2 shared cores`,
+);
 
 // 2. Growth: N nodes at once.
 console.log('\nGrowth: N nodes start joining at the same instant (goal at 500: all join, 0 failures, p99 <= 2 s)');

@@ -5,7 +5,7 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { copyFile, mkdir, writeFile } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { clusterConfigMap } from '@constellation/kubeadm';
@@ -18,7 +18,10 @@ import { PausableProxy } from './pausable-proxy.fixture.js';
 import { loadSoftwareTpms, manufactureSoftwareTpms, saveSoftwareTpms } from './software-tpm.fixture.js';
 import type { SoftwareTpmIdentity } from './software-tpm.fixture.js';
 import { stormNodeIp } from './storm-orders.js';
-import type { NodeOutcome, StormOrders } from './storm-orders.js';
+import type { NodeOutcome, NodeProcessCpu, StormOrders } from './storm-orders.js';
+
+/** /proc reports CPU in clock ticks of USER_HZ, 100 per second on Linux (proc(5)). */
+const CLOCK_TICK_MS = 10;
 
 const SRC = new URL('.', import.meta.url).pathname;
 const BUNDLE = new URL('../dist/joinservice.mjs', import.meta.url).pathname;
@@ -268,12 +271,39 @@ export class StormCluster {
         return startNodeProcess(ordersPath);
       }),
     );
+    const serviceCpuAtGo = this.serviceCpuMs();
+    const driverCpuAtGo = process.cpuUsage();
     const startedAtMs = Date.now();
     for (const child of children) child.go(startedAtMs);
     const fault = options.during?.(startedAtMs);
-    const outcomes = (await Promise.all(children.map((c) => c.done))).flat();
+    const reports = await Promise.all(children.map((c) => c.done));
     await fault;
-    return new StormResult(outcomes, Date.now() - startedAtMs);
+    const serviceCpuAtEnd = this.serviceCpuMs();
+    const driver = process.cpuUsage(driverCpuAtGo);
+    return new StormResult(reports.map((r) => r.outcomes).flat(), Date.now() - startedAtMs, {
+      // Across a restart the process is another: its CPU is not comparable, so none is reported.
+      service:
+        serviceCpuAtGo === undefined || serviceCpuAtEnd === undefined || serviceCpuAtEnd.pid !== serviceCpuAtGo.pid
+          ? undefined
+          : serviceCpuAtEnd.ms - serviceCpuAtGo.ms,
+      nodes: reports.reduce((sum, r) => sum + r.cpuMs, 0),
+      driver: (driver.user + driver.system) / 1000,
+    });
+  }
+
+  /** CPU the JoinService process has used so far (Linux /proc), with its pid; undefined elsewhere. */
+  private serviceCpuMs(): { pid: number; ms: number } | undefined {
+    const pid = this.service?.pid;
+    if (pid === undefined) return undefined;
+    try {
+      // Fields after the command name: state is 3rd, utime 14th and stime 15th of the whole line.
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const ticks = Number(fields[11]) + Number(fields[12]);
+      return Number.isFinite(ticks) ? { pid, ms: ticks * CLOCK_TICK_MS } : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   async close(): Promise<void> {
@@ -287,7 +317,7 @@ export class StormCluster {
 /** One node process: ready once it loaded its identities; `go` starts its nodes; `done` has their outcomes. */
 async function startNodeProcess(
   ordersPath: string,
-): Promise<{ go: (startAtMs: number) => void; done: Promise<NodeOutcome[]> }> {
+): Promise<{ go: (startAtMs: number) => void; done: Promise<{ outcomes: NodeOutcome[]; cpuMs: number }> }> {
   // STORM_NODES_CPU_PROF_DIR: profile the node processes too, to see what the load generator costs.
   const profileDir = process.env['STORM_NODES_CPU_PROF_DIR'];
   const profile = profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`];
@@ -295,6 +325,7 @@ async function startNodeProcess(
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   const outcomes: NodeOutcome[] = [];
+  let cpuMs = 0;
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4_000);
@@ -304,13 +335,14 @@ async function startNodeProcess(
     ready = resolve;
   });
   createInterface({ input: child.stdout }).on('line', (line) => {
-    const parsed = JSON.parse(line) as NodeOutcome | { ready: true };
+    const parsed = JSON.parse(line) as NodeOutcome | NodeProcessCpu | { ready: true };
     if ('ready' in parsed) ready();
+    else if ('cpuMs' in parsed) cpuMs = parsed.cpuMs;
     else outcomes.push(parsed);
   });
-  const done = new Promise<NodeOutcome[]>((resolve, reject) => {
+  const done = new Promise<{ outcomes: NodeOutcome[]; cpuMs: number }>((resolve, reject) => {
     child.once('exit', (code) => {
-      if (code === 0) resolve(outcomes);
+      if (code === 0) resolve({ outcomes, cpuMs });
       else reject(new Error(`storm node process exited with ${code ?? 'a signal'}: ${stderr}`));
     });
   });
@@ -323,11 +355,20 @@ async function startNodeProcess(
   };
 }
 
+/** CPU used during a storm, ms: the JoinService process, all node processes, and this driver process. */
+export interface StormCpu {
+  service: number | undefined;
+  nodes: number;
+  /** The API stand-in, the registry and the bench's own bookkeeping (they share this process). */
+  driver: number;
+}
+
 /** What a storm's nodes reported. */
 export class StormResult {
   constructor(
     readonly outcomes: readonly NodeOutcome[],
     readonly wallMs: number,
+    readonly cpu: StormCpu,
   ) {}
 
   get joined(): NodeOutcome[] {

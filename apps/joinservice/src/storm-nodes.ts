@@ -14,7 +14,7 @@ import { BOOT, MEASURED_PCRS } from './join-service.fixture.js';
 import { loadSoftwareTpms, softwareTpmIssuer } from './software-tpm.fixture.js';
 import type { SoftwareTpmIdentity } from './software-tpm.fixture.js';
 import { stormNodeIp } from './storm-orders.js';
-import type { NodeOutcome, StormOrders } from './storm-orders.js';
+import type { NodeOutcome, NodeProcessCpu, StormOrders } from './storm-orders.js';
 
 /** The retry-after-ms trailer of a failed call, as the node's join client reads it. */
 function retryAfter(err: unknown): number | undefined {
@@ -147,6 +147,7 @@ async function main(): Promise<void> {
   orders.startAtMs = (JSON.parse(go) as { startAtMs: number }).startAtMs;
   orders.giveUpAtMs = orders.startAtMs + orders.giveUpAfterMs;
   process.stdin.pause();
+  const cpuAtGo = process.cpuUsage();
   const limit = orders.concurrency > 0 ? orders.concurrency : nodes.length;
   let next = 0;
   await Promise.all(
@@ -158,6 +159,9 @@ async function main(): Promise<void> {
       }
     }),
   );
+  const { user, system } = process.cpuUsage(cpuAtGo);
+  const cpu: NodeProcessCpu = { cpuMs: (user + system) / 1000 };
+  process.stdout.write(`${JSON.stringify(cpu)}\n`);
 }
 
 main().then(

@@ -16,7 +16,7 @@ export interface StormOrders {
   /** startAtMs + giveUpAfterMs. */
   giveUpAtMs: number;
   requestTimeoutMs: number;
-  /** The bootstrapper's join backoff: exponential with full jitter, at least what the service asked. */
+  /** The bootstrapper's join backoff: exponential with full jitter, or what the service asked. */
   initialBackoffMs: number;
   maxBackoffMs: number;
 }
@@ -34,6 +34,11 @@ export interface NodeOutcome {
   /** Failed attempts by gRPC status name. */
   failures: Record<string, number>;
   lastError?: string;
+}
+
+/** A node process's last line: the CPU it used from the go to its last node's outcome. */
+export interface NodeProcessCpu {
+  cpuMs: number;
 }
 
 /** The address node `index` of a storm is registered with (and puts in its serving CSR). */

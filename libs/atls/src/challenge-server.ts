@@ -60,9 +60,10 @@ export interface ChallengeServerOptions {
    * expensive part: the identity check, the host's attestation and the quote. Returns what frees
    * the resources it took, called when the exchange ends; throws a Refusal (or StatusError) to
    * refuse the call, for example when the service is busy. A stream that never sends a hello
-   * therefore takes nothing.
+   * therefore takes nothing. A promise makes the call wait (for a slot, say) before the
+   * challenge; the hello's time bound stops while it waits, and starts again once admitted.
    */
-  admit?: () => () => void;
+  admit?: () => (() => void) | Promise<() => void>;
 }
 
 type Stream = grpc.ServerDuplexStream<ChallengeClientMessage, ChallengeServerMessage>;
@@ -86,7 +87,7 @@ class ChallengeSession {
   private readonly log: Logger;
   private readonly ttl: number;
   private readonly maxRequest: number;
-  private state: 'hello' | 'preparing' | 'answer' | 'working' | 'done' = 'hello';
+  private state: 'hello' | 'waiting' | 'preparing' | 'answer' | 'working' | 'done' = 'hello';
   private service: { nonce: Buffer; key: ReturnType<typeof ephemeralKey> } | undefined;
   private nonce: Buffer | undefined;
   private validator: Validator | undefined;
@@ -105,11 +106,16 @@ class ChallengeSession {
     this.maxRequest = options.maxRequestBytes ?? 64 * 1024;
   }
 
-  start(): void {
+  /** The hello's time bound (and the preparation's, which follows it). */
+  private startTimer(): void {
     const helloTimeoutMs = this.options.helloTimeoutMs ?? 10_000;
     this.timer = setTimeout(() => {
       this.finish(grpc.status.DEADLINE_EXCEEDED, `no hello within ${helloTimeoutMs} ms`, 'expired');
     }, helloTimeoutMs);
+  }
+
+  start(): void {
+    this.startTimer();
     this.call.on('error', () => {
       // The client went away; nothing to answer.
       this.state = 'done';
@@ -151,7 +157,7 @@ class ChallengeSession {
       this.onHello(step.value);
       return;
     }
-    if (this.state === 'preparing') {
+    if (this.state === 'waiting' || this.state === 'preparing') {
       this.finish(grpc.status.INVALID_ARGUMENT, 'unexpected message: the challenge has not been sent yet', 'protocol');
       return;
     }
@@ -192,19 +198,54 @@ class ChallengeSession {
       this.finish(grpc.status.INVALID_ARGUMENT, 'service_nonce must be empty or 32 bytes', 'protocol');
       return;
     }
-    if (options.admit !== undefined) {
-      try {
-        this.release = options.admit();
-      } catch (err) {
-        const status = statusErrorOf(err);
-        if (status === undefined) throw err;
-        this.finish(status.code, status.message, 'handler', status.metadata);
-        return;
-      }
+    if (options.admit === undefined) {
+      this.begin(hello, validator);
+      return;
     }
-    // Who the node is comes first (the EK certificate path and a credential for its AK), and,
-    // when asked, an attestation of this service's own host. Both are asynchronous, so the
-    // stream waits in 'preparing' meanwhile.
+    let admitted: (() => void) | Promise<() => void>;
+    try {
+      admitted = options.admit();
+    } catch (err) {
+      this.refuseAdmission(err);
+      return;
+    }
+    if (typeof admitted === 'function') {
+      this.release = admitted;
+      this.begin(hello, validator);
+      return;
+    }
+    // In line for a slot: the wait has its own bound (the admitter's), not the hello's.
+    this.state = 'waiting';
+    clearTimeout(this.timer);
+    admitted.then(
+      (release) => {
+        if (this.state !== 'waiting') {
+          release(); // the caller went away while waiting
+          return;
+        }
+        this.release = release;
+        this.startTimer();
+        this.begin(hello, validator);
+      },
+      (err: unknown) => {
+        if (this.state === 'waiting') this.refuseAdmission(err);
+      },
+    );
+  }
+
+  /** An admission refusal (a Refusal or StatusError) becomes the call's status. */
+  private refuseAdmission(err: unknown): void {
+    const status = statusErrorOf(err);
+    if (status === undefined) throw err;
+    this.finish(status.code, status.message, 'handler', status.metadata);
+  }
+
+  /**
+   * Prepares the challenge: who the node is (the EK certificate path and a credential for its AK),
+   * and, when asked, an attestation of this service's own host. Both are asynchronous, so the
+   * stream waits in 'preparing' meanwhile.
+   */
+  private begin(hello: Hello, validator: Validator): void {
     this.state = 'preparing';
     const serviceKey = ephemeralKey();
     this.prepare(hello, validator, serviceKey).then(
