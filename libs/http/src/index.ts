@@ -1,0 +1,2 @@
+export type { HttpAnswer, HttpGetOptions } from './http-get.js';
+export { httpGetText } from './http-get.js';
