@@ -1,0 +1,137 @@
+import * as grpc from '@grpc/grpc-js';
+import { MemoryLogger } from '@constellation/logger/testing';
+import type { IssueJoinTicketRequest, IssueJoinTicketResponse } from '@constellation/proto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startJoinFixture } from './join-service.fixture.js';
+import type { JoinFixture, SimulatedNode } from './join-service.fixture.js';
+
+/*
+ * The join line under a stranger without a TPM (attackers 1 and 3): it replays a genuine node's
+ * hello (the EK certificate and AK are public), so its calls are well-formed, take the one slot and
+ * fill the line, and then it leaves them every way a stream can end while waiting.
+ */
+
+type Stream = grpc.ClientDuplexStream<IssueJoinTicketRequest, IssueJoinTicketResponse>;
+type Hello = Extract<NonNullable<IssueJoinTicketRequest['step']>, { $case: 'hello' }>;
+
+let fixture: JoinFixture;
+let victim: SimulatedNode;
+let genuine: SimulatedNode;
+let replayed: Hello;
+
+beforeAll(async () => {
+  fixture = await startJoinFixture(new MemoryLogger(), { maxConcurrentTickets: 1 });
+  victim = await fixture.node('worker-21', '10.42.0.21');
+  genuine = await fixture.node('worker-22', '10.42.0.22');
+  const rooted = victim.issuer.rooted;
+  if (rooted === undefined) throw new Error('the fixture node must attest with an EK certificate');
+  replayed = {
+    $case: 'hello',
+    value: {
+      attestationVariant: victim.issuer.variant.name,
+      protocolVersion: 1,
+      akPublic: rooted.akPublic,
+      serviceNonce: Buffer.alloc(0),
+      identity: rooted.identity,
+    },
+  };
+});
+
+afterAll(async () => {
+  await victim.stop();
+  await genuine.stop();
+  await fixture.close();
+});
+
+interface StrangerCall {
+  stream: Stream;
+  /** Settles with the first thing the service says: a challenge, or the call's error. */
+  first: Promise<'challenge' | grpc.ServiceError>;
+  error: Promise<grpc.ServiceError>;
+}
+
+function strangerCall(): StrangerCall {
+  const stream: Stream = fixture.client.issueJoinTicket({ deadline: Date.now() + 30_000 });
+  const error = new Promise<grpc.ServiceError>((resolve) => stream.on('error', resolve));
+  const first = Promise.race([
+    new Promise<'challenge'>((resolve) => stream.once('data', () => resolve('challenge'))),
+    error,
+  ]);
+  stream.write({ step: replayed });
+  return { stream, first, error };
+}
+
+const settledWithin = <T>(promise: Promise<T>, ms: number): Promise<T | 'pending'> =>
+  Promise.race([promise, new Promise<'pending'>((resolve) => setTimeout(() => resolve('pending'), ms))]);
+
+async function joinRefusal(node: SimulatedNode): Promise<grpc.ServiceError> {
+  try {
+    await node.requestJoin(fixture.client);
+  } catch (err) {
+    return err as grpc.ServiceError;
+  }
+  throw new Error('the join was expected to be refused');
+}
+
+describe('JoinService join line against replayed hellos (attackers 1 and 3)', () => {
+  it('a full line refuses a genuine node at once, retryable, and a line left every way frees every slot', async () => {
+    const holder = strangerCall();
+    expect(await settledWithin(holder.first, 5_000)).toBe('challenge');
+    const waiting = Array.from({ length: 4 }, () => strangerCall());
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    for (const call of waiting) expect(await settledWithin(call.first, 0)).toBe('pending');
+
+    // Line full: a genuine node is told to come back, clearly and without waiting for the line.
+    const started = Date.now();
+    const refusal = await joinRefusal(genuine);
+    expect(Date.now() - started).toBeLessThan(3_000);
+    expect(refusal.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    expect(refusal.details).toMatch(/joins are being served, 4 are in line/);
+    const retryAfter = Number(refusal.metadata.get('retry-after-ms')[0]);
+    expect(retryAfter).toBeGreaterThanOrEqual(500);
+    expect(retryAfter).toBeLessThanOrEqual(10_000);
+
+    // The stranger leaves: cancelled, half-closed, a message out of turn, and a plain cancel.
+    const [cancelled, halfClosed, chatty, dropped] = waiting as [
+      StrangerCall,
+      StrangerCall,
+      StrangerCall,
+      StrangerCall,
+    ];
+    cancelled.stream.cancel();
+    halfClosed.stream.end();
+    chatty.stream.write({ step: replayed });
+    const chattyError = await settledWithin(chatty.error, 3_000);
+    expect(chattyError).not.toBe('pending');
+    expect((chattyError as grpc.ServiceError).code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect((chattyError as grpc.ServiceError).details).toMatch(/challenge has not been sent yet/);
+    const halfClosedError = await settledWithin(halfClosed.error, 3_000);
+    expect((halfClosedError as grpc.ServiceError).details).toMatch(/stream ended before the exchange finished/);
+    dropped.stream.cancel();
+    holder.stream.cancel();
+
+    // Every slot is free again: the genuine node joins well before the abandoned challenge's TTL.
+    const rejoinStarted = Date.now();
+    const { ticket } = await genuine.requestJoin(fixture.client);
+    expect(ticket.kubeletClientCert.length).toBeGreaterThan(0);
+    expect(Date.now() - rejoinStarted).toBeLessThan(4_000);
+    // And the slot is handed back after it: a new caller is challenged at once, not put in line.
+    const probe = strangerCall();
+    expect(await settledWithin(probe.first, 2_000)).toBe('challenge');
+    probe.stream.cancel();
+  }, 40_000);
+
+  it('a call admitted from the line just as it goes away gives its slot back', async () => {
+    const holder = strangerCall();
+    expect(await settledWithin(holder.first, 5_000)).toBe('challenge');
+    const next = strangerCall();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The slot passes to `next` and `next` goes away in the same moment.
+    holder.stream.cancel();
+    next.stream.cancel();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const probe = strangerCall();
+    expect(await settledWithin(probe.first, 2_000)).toBe('challenge');
+    probe.stream.cancel();
+  }, 20_000);
+});
