@@ -2,7 +2,7 @@ import { InvalidArgumentError } from '@commander-js/extra-typings';
 import { readPemCertificates } from '@constellation/attestation';
 import { UsageError } from '@constellation/command-line';
 import { errorMessage } from '@constellation/errors';
-import { DEFAULT_KUBERNETES_VERSION } from '@constellation/kubeadm';
+import { DEFAULT_KUBERNETES_VERSION } from '@constellation/kubeadm/kubernetes-version';
 import type { TpmAddress } from './tpm-address.js';
 
 /**

@@ -1,24 +1,49 @@
 import { errorMessage } from '@constellation/errors';
 import { httpGetText } from './http-get.js';
 import type { HttpAnswer } from './http-get.js';
-import * as z from 'zod/mini';
-import { firstIssue } from './zod-mini.js';
+import { arrayAt, choiceField, integerField, objectAt, stringField } from './json-shape.js';
 
-const instance = z.object({
-  name: z.string().check(z.minLength(1)),
-  role: z.enum(['control-plane', 'worker']),
-  ip: z.string().check(z.minLength(1)),
-});
-const registered = z.extend(instance, { ekPublicKeyHash: z.string() });
-const endpoint = z.object({
-  host: z.string().check(z.minLength(1)),
-  apiServerPort: z.int(),
-  joinServicePort: z.int(),
-  initPort: z.int(),
-});
+export interface Instance {
+  name: string;
+  role: 'control-plane' | 'worker';
+  ip: string;
+}
 
-export type Instance = z.infer<typeof instance>;
-export type Endpoint = z.infer<typeof endpoint>;
+export interface Endpoint {
+  host: string;
+  apiServerPort: number;
+  joinServicePort: number;
+  initPort: number;
+}
+
+/** Reads an answer's body into T, or throws naming the field that is not as expected. */
+type Reader<T> = (body: unknown) => T;
+
+function instanceAt(value: unknown, path: string): Instance {
+  const object = objectAt(value, path);
+  return {
+    name: stringField(object, 'name', { nonEmpty: true }),
+    role: choiceField(object, 'role', ['control-plane', 'worker'] as const),
+    ip: stringField(object, 'ip', { nonEmpty: true }),
+  };
+}
+
+const readInstance: Reader<Instance> = (body) => instanceAt(body, '');
+const readPeers: Reader<Instance[]> = (body) => arrayAt(body, '', instanceAt);
+const readRegistered: Reader<Instance & { ekPublicKeyHash: string }> = (body) => ({
+  ...instanceAt(body, ''),
+  ekPublicKeyHash: stringField(objectAt(body, ''), 'ekPublicKeyHash'),
+});
+const readEndpoint: Reader<Endpoint> = (body) => {
+  const object = objectAt(body, '');
+  return {
+    host: stringField(object, 'host', { nonEmpty: true }),
+    apiServerPort: integerField(object, 'apiServerPort'),
+    joinServicePort: integerField(object, 'joinServicePort'),
+    initPort: integerField(object, 'initPort'),
+  };
+};
+const readInitSecretHash: Reader<string> = (body) => stringField(objectAt(body, ''), 'initSecretHash');
 
 /** Reads instance metadata (self, peers, control-plane endpoint, init-secret hash) with bounded calls. */
 export class MetadataClient {
@@ -33,20 +58,20 @@ export class MetadataClient {
   }
 
   self(): Promise<Instance> {
-    return this.get('/self', instance);
+    return this.get('/self', readInstance);
   }
 
   peers(): Promise<Instance[]> {
-    return this.get('/peers', z.array(instance));
+    return this.get('/peers', readPeers);
   }
 
   endpoint(): Promise<Endpoint> {
-    return this.get('/endpoint', endpoint);
+    return this.get('/endpoint', readEndpoint);
   }
 
   /** The platform's record of the machine whose TPM has this EK, or undefined when it knows none. */
   async instanceByEndorsementKey(ekPublicKeyHash: string): Promise<Instance | undefined> {
-    const found = await this.get(`/instances?ek=${encodeURIComponent(ekPublicKeyHash)}`, registered, {
+    const found = await this.get(`/instances?ek=${encodeURIComponent(ekPublicKeyHash)}`, readRegistered, {
       notFound: true,
     });
     if (found !== undefined && found.ekPublicKeyHash !== ekPublicKeyHash)
@@ -55,15 +80,15 @@ export class MetadataClient {
   }
 
   async initSecretHash(): Promise<string> {
-    const { initSecretHash } = await this.get('/initsecrethash', z.object({ initSecretHash: z.string() }));
+    const initSecretHash = await this.get('/initsecrethash', readInitSecretHash);
     if (initSecretHash === '') throw new Error('instance metadata has an empty init-secret hash');
     return initSecretHash;
   }
 
-  private get<T>(path: string, schema: z.ZodMiniType<T>): Promise<T>;
+  private get<T>(path: string, read: Reader<T>): Promise<T>;
   /** With `notFound`, an HTTP 404 is an answer (undefined), not an error. */
-  private get<T>(path: string, schema: z.ZodMiniType<T>, options: { notFound: true }): Promise<T | undefined>;
-  private async get<T>(path: string, schema: z.ZodMiniType<T>, options?: { notFound: true }): Promise<T | undefined> {
+  private get<T>(path: string, read: Reader<T>, options: { notFound: true }): Promise<T | undefined>;
+  private async get<T>(path: string, read: Reader<T>, options?: { notFound: true }): Promise<T | undefined> {
     const headers: Record<string, string> =
       this.nodeName === undefined ? {} : { 'x-constellation-node': this.nodeName };
     let response: HttpAnswer;
@@ -83,8 +108,10 @@ export class MetadataClient {
     } catch {
       throw new Error(`instance metadata ${path}: the answer is not JSON`);
     }
-    const parsed = schema.safeParse(body);
-    if (!parsed.success) throw new Error(`instance metadata ${path}: unexpected answer: ${firstIssue(parsed.error)}`);
-    return parsed.data;
+    try {
+      return read(body);
+    } catch (err) {
+      throw new Error(`instance metadata ${path}: unexpected answer: ${errorMessage(err)}`, { cause: err });
+    }
   }
 }

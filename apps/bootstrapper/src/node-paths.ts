@@ -1,5 +1,9 @@
 import { join } from 'node:path';
-import { KUBELET_CERT_DIR, KUBELET_SERVING_CERT_FILE, KUBELET_SERVING_KEY_FILE } from '@constellation/kubeadm';
+import {
+  KUBELET_CERT_DIR,
+  KUBELET_SERVING_CERT_FILE,
+  KUBELET_SERVING_KEY_FILE,
+} from '@constellation/kubeadm/kubelet-paths';
 
 /** Every file the bootstrapper reads or writes, under one root (`/` on a real node). */
 export interface NodePaths {

@@ -1,13 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { writeFileAtomic } from './secure-files.js';
-import * as z from 'zod/mini';
-import { firstIssue } from './zod-mini.js';
-
-const schema = z.strictObject({
-  role: z.enum(['control-plane', 'worker']),
-  measurementSalt: z.string().check(z.regex(/^[A-Za-z0-9+/]+=*$/)),
-  clusterId: z.string().check(z.regex(/^[0-9a-f]{64}$/)),
-});
+import { errorMessage } from '@constellation/errors';
+import { choiceField, objectAt, stringField } from './json-shape.js';
 
 /** What a node remembers about its cluster (no secrets: the salt and ID are public). */
 export interface NodeState {
@@ -24,12 +18,15 @@ export async function writeNodeState(path: string, state: NodeState): Promise<vo
 }
 
 export async function readNodeState(path: string): Promise<NodeState> {
-  const result = schema.safeParse(JSON.parse(await readFile(path, 'utf8')));
-  if (!result.success) throw new Error(`node state ${path}: ${firstIssue(result.error)}`);
-  const parsed = result.data;
-  return {
-    role: parsed.role,
-    measurementSalt: Buffer.from(parsed.measurementSalt, 'base64'),
-    clusterId: Buffer.from(parsed.clusterId, 'hex'),
-  };
+  const text = await readFile(path, 'utf8');
+  try {
+    const state = objectAt(JSON.parse(text), '', ['role', 'measurementSalt', 'clusterId']);
+    return {
+      role: choiceField(state, 'role', ['control-plane', 'worker'] as const),
+      measurementSalt: Buffer.from(stringField(state, 'measurementSalt', { pattern: /^[A-Za-z0-9+/]+=*$/ }), 'base64'),
+      clusterId: Buffer.from(stringField(state, 'clusterId', { pattern: /^[0-9a-f]{64}$/ }), 'hex'),
+    };
+  } catch (err) {
+    throw new Error(`node state ${path}: ${errorMessage(err)}`, { cause: err });
+  }
 }
