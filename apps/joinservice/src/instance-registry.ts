@@ -31,11 +31,17 @@ const MAX_ANSWER_BYTES = 64 * 1024;
 /**
  * GET `url` on a kept-alive connection: status and body. Every join asks the registry once, and
  * node:http with a connection pool costs a fraction of fetch() per call (measured in a join storm).
- * Bounded in time and size.
+ * Bounded in size, and in time as a whole: node:http's `timeout` is per silence only, so a registry
+ * trickling a byte at a time held a join slot for as long as it liked (red-team finding).
  */
 function get(url: URL, agent: HttpAgent, timeoutMs: number): Promise<{ status: number; body: string }> {
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
+    const deadline = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    const fail = (err: Error): void => {
+      clearTimeout(deadline);
+      reject(err);
+    };
     const req = send(url, { agent, timeout: timeoutMs }, (res) => {
       const chunks: Buffer[] = [];
       let size = 0;
@@ -48,12 +54,13 @@ function get(url: URL, agent: HttpAgent, timeoutMs: number): Promise<{ status: n
         chunks.push(chunk);
       });
       res.on('end', () => {
+        clearTimeout(deadline);
         resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') });
       });
-      res.on('error', reject);
+      res.on('error', fail);
     });
     req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
-    req.on('error', reject);
+    req.on('error', fail);
     req.end();
   });
 }

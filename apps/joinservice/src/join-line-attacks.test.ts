@@ -54,7 +54,11 @@ function strangerCall(): StrangerCall {
   const stream: Stream = fixture.client.issueJoinTicket({ deadline: Date.now() + 30_000 });
   const error = new Promise<grpc.ServiceError>((resolve) => stream.on('error', resolve));
   const first = Promise.race([
-    new Promise<'challenge'>((resolve) => stream.once('data', () => resolve('challenge'))),
+    new Promise<'challenge'>((resolve) =>
+      stream.once('data', () => {
+        resolve('challenge');
+      }),
+    ),
     error,
   ]);
   stream.write({ step: replayed });
@@ -62,7 +66,14 @@ function strangerCall(): StrangerCall {
 }
 
 const settledWithin = <T>(promise: Promise<T>, ms: number): Promise<T | 'pending'> =>
-  Promise.race([promise, new Promise<'pending'>((resolve) => setTimeout(() => resolve('pending'), ms))]);
+  Promise.race([
+    promise,
+    new Promise<'pending'>((resolve) =>
+      setTimeout(() => {
+        resolve('pending');
+      }, ms),
+    ),
+  ]);
 
 async function joinRefusal(node: SimulatedNode): Promise<grpc.ServiceError> {
   try {
