@@ -1,0 +1,92 @@
+import * as grpc from '@grpc/grpc-js';
+import { serviceServerCredentials } from '@constellation/atls';
+import { DummyIssuer } from '@constellation/attestation/testing';
+import { JoinServiceService } from '@constellation/proto';
+import { MetadataServer } from '@constellation/sandbox';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { JoinServiceConnection, nextAttemptDelay } from './join-service-client.js';
+import { MetadataClient } from './metadata-client.js';
+import type { NodeContext } from './node-context.js';
+
+/*
+ * A fake JoinService (attacker 1: network access, no TPM) that refuses every call for load and
+ * names its own retry-after: the node follows a service's schedule, so the schedule must not let
+ * a fake service make it spin, or keep it away for longer than the cap.
+ */
+
+let server: grpc.Server;
+let metadata: MetadataServer;
+let connection: JoinServiceConnection;
+let retryAfterMs = '0';
+let calls = 0;
+
+beforeAll(async () => {
+  server = new grpc.Server();
+  const busy = (call: grpc.ServerDuplexStream<unknown, unknown>): void => {
+    calls++;
+    const trailer = new grpc.Metadata();
+    trailer.set('retry-after-ms', retryAfterMs);
+    call.emit('error', { code: grpc.status.RESOURCE_EXHAUSTED, details: 'busy forever', metadata: trailer });
+  };
+  server.addService(JoinServiceService, { issueJoinTicket: busy, issueRejoinTicket: busy });
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync('127.0.0.1:0', serviceServerCredentials(), (err, bound) => {
+      if (err) reject(err);
+      else resolve(bound);
+    });
+  });
+  metadata = await MetadataServer.start({
+    instances: [{ name: 'worker-1', role: 'worker', ip: '127.0.0.2' }],
+    endpoint: { host: '127.0.0.1', apiServerPort: 1, joinServicePort: port, initPort: 0 },
+    initSecretHash: 'x',
+  });
+  const context = { metadata: new MetadataClient(metadata.url, 'worker-1'), issuer: new DummyIssuer() };
+  connection = new JoinServiceConnection(context as unknown as NodeContext, 10_000);
+});
+
+afterAll(async () => {
+  server.forceShutdown();
+  await metadata.close();
+});
+
+/** The node's retry loop as join-client runs it, for `ms`: attempt, wait what the schedule says. */
+async function retryFor(ms: number): Promise<number[]> {
+  const delays: number[] = [];
+  const until = Date.now() + ms;
+  for (let attempt = 0; Date.now() < until; attempt++) {
+    const failure = await connection.join(Buffer.from('r')).catch((err: unknown) => err);
+    const delay = nextAttemptDelay(attempt, failure, 100, 30_000);
+    delays.push(delay);
+    await new Promise((resolve) => setTimeout(resolve, delay));
+  }
+  return delays;
+}
+
+describe('a fake JoinService refusing for load forever', () => {
+  it('with retry-after 0 cannot make the node spin: at most 10 attempts a second', async () => {
+    retryAfterMs = '0';
+    calls = 0;
+    const delays = await retryFor(1_500);
+    for (const delay of delays) expect(delay).toBeGreaterThanOrEqual(100);
+    expect(calls).toBeLessThanOrEqual(16);
+    expect(calls).toBeGreaterThanOrEqual(5);
+  });
+
+  it('with absurd retry-after values is capped at 5 minutes or ignored, never obeyed beyond the cap', async () => {
+    for (const [asked, max] of [
+      ['1e12', 5 * 60_000 + 1_000],
+      ['Infinity', 30_000],
+      ['-5', 30_000],
+      ['NaN', 30_000],
+      ['0x7fffffff', 5 * 60_000 + 1_000],
+    ] as const) {
+      retryAfterMs = asked;
+      const failure = await connection.join(Buffer.from('r')).catch((err: unknown) => err);
+      for (let attempt = 0; attempt < 40; attempt++) {
+        const delay = nextAttemptDelay(attempt, failure, 100, 30_000);
+        expect(delay, `retry-after-ms ${asked}, attempt ${attempt}`).toBeGreaterThanOrEqual(0);
+        expect(delay, `retry-after-ms ${asked}, attempt ${attempt}`).toBeLessThanOrEqual(max);
+      }
+    }
+  });
+});
