@@ -29,6 +29,7 @@ const common = {
   conditions: ['@constellation/source'],
   legalComments: 'none',
   logLevel: 'warning',
+  plugins: [grpcProtoLoaderUnavailable()],
 };
 
 // Some dependencies are CommonJS and call require() for Node built-ins.
@@ -67,12 +68,38 @@ async function buildSplit() {
     chunkNames: 'chunks/[name]-[hash]',
     outExtension: { '.js': extension },
     sourcemap: 'linked',
-    plugins: [workspaceLibrariesWithoutSideEffects()],
+    plugins: [...common.plugins, workspaceLibrariesWithoutSideEffects()],
     // The shebang belongs to the entry only; esbuild keeps one from the entry source, ours has none.
     banner: { js: requireBanner },
   });
   const body = await readFile(outfile, 'utf8');
   await writeFile(outfile, `#!/usr/bin/env node\n${body}`);
+}
+
+/**
+ * @grpc/grpc-js requires @grpc/proto-loader (and with it protobufjs, ~260 KiB) only inside the
+ * functions that serve channelz and ORCA, which load grpc-js's own .proto files from
+ * `${__dirname}/../../proto`: files a bundle does not carry (and in an ES module bundle __dirname
+ * is not even defined), so those services cannot work in one, and none of our programs registers
+ * them. esbuild cannot leave a require() call out of a
+ * module, so every start would still read the library; it is replaced by a module whose loadSync
+ * says why it is missing.
+ */
+function grpcProtoLoaderUnavailable() {
+  return {
+    name: 'grpc-proto-loader-unavailable',
+    setup(pluginBuild) {
+      pluginBuild.onResolve({ filter: /^@grpc\/proto-loader$/ }, (args) => ({
+        path: args.path,
+        namespace: 'grpc-proto-loader-unavailable',
+      }));
+      pluginBuild.onLoad({ filter: /.*/, namespace: 'grpc-proto-loader-unavailable' }, () => ({
+        contents:
+          'exports.loadSync = () => { throw new Error("@grpc/proto-loader is not bundled: grpc-js channelz and ORCA (which load .proto files at run time) are unavailable in this program"); };',
+        loader: 'js',
+      }));
+    },
+  };
 }
 
 /** Marks modules under libs/ (our sources, not node_modules) as free of import-time side effects. */
@@ -120,7 +147,7 @@ async function buildCommonJs() {
   await build({
     ...common,
     sourcemap: false,
-    plugins: [builtinsAsRequire],
+    plugins: [...common.plugins, builtinsAsRequire],
     // import.meta does not exist in CommonJS; the executable itself stands in for the module file.
     define: {
       'import.meta.url': '__importMetaUrl',
