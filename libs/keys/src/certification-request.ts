@@ -5,7 +5,7 @@ import { AsnConvert, AsnParser } from '@peculiar/asn1-schema';
 import { Attribute, Extensions, GeneralName, SubjectAlternativeName, SubjectPublicKeyInfo } from '@peculiar/asn1-x509';
 import type { Name } from '@peculiar/asn1-x509';
 import { extension } from './certificate-builder.js';
-import { signWith, signatureAlgorithmFor, verifySignature } from './signature-algorithms.js';
+import { signWith, signatureAlgorithmFor, signatureKeyType, verifySignature } from './signature-algorithms.js';
 
 /** PKCS#9 extensionRequest: the extensions a PKCS#10 request asks for (RFC 2985 §5.4.2). */
 const EXTENSION_REQUEST = '1.2.840.113549.1.9.14';
@@ -67,10 +67,41 @@ function requestedAltNames(info: CertificationRequestInfo): SubjectAltName[] {
 }
 
 /**
+ * The outer SEQUENCE's header must be DER (definite, minimal length) and its end the input's end.
+ * The parser reads past neither and ignores what follows; Go's ParseCertificateRequest refuses
+ * trailing data, and so does this CA, so a request has one encoding at this level.
+ */
+function checkEnvelope(der: Uint8Array): void {
+  const notDer = (): never => {
+    throw new CertificationRequestError('certificate request is not a DER PKCS#10 request');
+  };
+  if (der.length < 2 || der[0] !== 0x30) notDer();
+  const first = der[1] ?? 0;
+  let length = first;
+  let header = 2;
+  if (first & 0x80) {
+    const octets = first & 0x7f;
+    if (octets === 0 || octets > 3 || der.length < 2 + octets || der[2] === 0) notDer(); // indefinite, huge, padded
+    length = 0;
+    for (let i = 0; i < octets; i++) length = length * 256 + (der[2 + i] ?? 0);
+    if (length < 0x80) notDer(); // the short form fits: the long one is not DER
+    header = 2 + octets;
+  }
+  const end = header + length;
+  if (end > der.length) notDer();
+  if (end < der.length) {
+    throw new CertificationRequestError(
+      `certificate request is followed by ${der.length - end} bytes that are not part of it`,
+    );
+  }
+}
+
+/**
  * Parses a DER PKCS#10 request and verifies its signature with the key it carries, over the
  * request info's bytes exactly as received.
  */
 export function parseCertificationRequest(der: Uint8Array): VerifiedCertificationRequest {
+  checkEnvelope(der);
   let request: CertificationRequest;
   let subjectAltNames: SubjectAltName[];
   let publicKey: KeyObject;
@@ -89,6 +120,19 @@ export function parseCertificationRequest(der: Uint8Array): VerifiedCertificatio
     });
   } catch {
     throw new CertificationRequestError('certificate request carries a public key this CA cannot read');
+  }
+  let keyType: string;
+  try {
+    keyType = signatureKeyType(request.signatureAlgorithm);
+  } catch (err) {
+    throw new CertificationRequestError(
+      `certificate request signature does not verify (${err instanceof Error ? err.message : String(err)})`,
+    );
+  }
+  if (publicKey.asymmetricKeyType !== keyType) {
+    throw new CertificationRequestError(
+      `certificate request signature algorithm ${request.signatureAlgorithm.algorithm} is for ${keyType} keys, the request's key is ${publicKey.asymmetricKeyType ?? 'unknown'}`,
+    );
   }
   let signed: boolean;
   try {

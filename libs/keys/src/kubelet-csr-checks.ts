@@ -1,4 +1,5 @@
 import type { KeyObject } from 'node:crypto';
+import { isIP } from 'node:net';
 import type { SubjectPublicKeyInfo } from '@peculiar/asn1-x509';
 import { CertificationRequestError, parseCertificationRequest } from './certification-request.js';
 import type { VerifiedCertificationRequest } from './certification-request.js';
@@ -83,6 +84,11 @@ function parseRequest(csrDer: Uint8Array): ParsedRequest {
   if (nodeName.length > 253 || !NODE_NAME.test(nodeName))
     throw new CsrError(`node name "${nodeName}" is not a valid Kubernetes node name`);
   const names = csr.subjectAltNames;
+  for (const { type, value } of names) {
+    // The decoder writes other lengths as CIDR or hex text, which no certificate should carry.
+    if (type === 'ip' && isIP(value) === 0)
+      throw new CsrError(`IP subjectAltName "${value}" is not a 4- or 16-byte address`);
+  }
   return {
     nodeName,
     publicKey: csr.subjectPublicKeyInfo,
@@ -91,6 +97,13 @@ function parseRequest(csrDer: Uint8Array): ParsedRequest {
     dnsNames: names.filter((n) => n.type === 'dns').map((n) => n.value),
     otherNames: names.filter((n) => n.type !== 'ip' && n.type !== 'dns').map((n) => `${n.type}:${n.value}`),
   };
+}
+
+/** Names for a refusal: the first few, and how many more, so a huge list stays a short message. */
+function listed(items: readonly string[]): string {
+  const shown = 10;
+  const more = items.length - shown;
+  return more > 0 ? `${items.slice(0, shown).join(', ')} and ${more} more` : items.join(', ');
 }
 
 /** ECDSA P-256/P-384 or RSA of at least 2048 bits; returns whether it is RSA. */
@@ -128,7 +141,7 @@ export function checkKubeletClientRequest(
   ];
   if (sans.length > 0) {
     throw new CsrError(
-      `subjectAltNames are not allowed in a kubelet client certificate (ValidateKubeletClientCSR); the request asks for ${sans.join(', ')}`,
+      `subjectAltNames are not allowed in a kubelet client certificate (ValidateKubeletClientCSR); the request asks for ${listed(sans)}`,
     );
   }
   return { nodeName: request.nodeName, publicKey: request.publicKey, rsa: request.rsa, ips: [], dnsNames: [] };
@@ -148,19 +161,19 @@ export function checkKubeletServingRequest(
   checkRegisteredName(nodeName, instance);
   if (request.otherNames.length > 0) {
     throw new CsrError(
-      `only DNS and IP subjectAltNames are allowed in a kubelet serving certificate (ValidateKubeletServingCSR); the request asks for ${request.otherNames.join(', ')}`,
+      `only DNS and IP subjectAltNames are allowed in a kubelet serving certificate (ValidateKubeletServingCSR); the request asks for ${listed(request.otherNames)}`,
     );
   }
   const foreignDns = request.dnsNames.filter((name) => name !== nodeName);
   if (foreignDns.length > 0) {
     throw new CsrError(
-      `certificate request asks for DNS names other than the node name "${nodeName}": ${foreignDns.join(', ')}`,
+      `certificate request asks for DNS names other than the node name "${nodeName}": ${listed(foreignDns)}`,
     );
   }
   const unregistered = instance === undefined ? [] : request.ips.filter((ip) => !instance.ips.includes(ip));
   if (unregistered.length > 0) {
     throw new CsrError(
-      `certificate request asks for IP addresses that are not registered for "${nodeName}": ${unregistered.join(', ')}`,
+      `certificate request asks for IP addresses that are not registered for "${nodeName}": ${listed(unregistered)}`,
     );
   }
   return {

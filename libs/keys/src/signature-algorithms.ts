@@ -44,6 +44,11 @@ function known(algorithm: AlgorithmIdentifier): SignatureAlgorithm {
   return found;
 }
 
+/** The key type `algorithm` signs with; throws RangeError for an algorithm outside the list above. */
+export function signatureKeyType(algorithm: AlgorithmIdentifier): 'ec' | 'rsa' {
+  return known(algorithm).keyType;
+}
+
 /** Signs `data` as `algorithm` says (DER-encoded ECDSA signatures, as X.509 carries them). */
 export function signWith(algorithm: AlgorithmIdentifier, data: Uint8Array, key: KeyObject): Buffer {
   return sign(known(algorithm).hash, data, { key, dsaEncoding: 'der' });
