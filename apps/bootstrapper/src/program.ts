@@ -2,7 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import { Command, Option } from '@commander-js/extra-typings';
 import type { OptionValues } from '@commander-js/extra-typings';
 import { logLevelOption, parseInteger, parsePort } from '@constellation/command-line';
-import { bridgeGrpcLogs, createWinstonLogger } from '@constellation/logger';
+import { bridgeGrpcLogs, createLogger } from '@constellation/logger';
 import type { Logger } from '@constellation/logger';
 import { serveAgentOnControlPlane } from './attestation-agent.js';
 import { Bootstrapper } from './bootstrapper.js';
@@ -174,7 +174,7 @@ export function createProgram(): Command {
     .addOption(logLevelOption())
     .action(async ({ logLevel, ...flags }) => {
       const recentLog = new RecentLog();
-      const logger = createWinstonLogger({
+      const logger = createLogger({
         service: 'bootstrapper',
         level: logLevel,
         streams: [process.stdout, recentLog],

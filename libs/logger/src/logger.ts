@@ -5,7 +5,7 @@ export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
 /**
  * What libraries log to. Libraries receive a Logger from their caller and never create one;
- * apps decide where logs go (see createWinstonLogger).
+ * apps decide where logs go (see createLogger).
  */
 export interface Logger {
   debug(message: string, fields?: LogFields): void;

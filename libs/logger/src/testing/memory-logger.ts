@@ -8,7 +8,7 @@ export interface LogEntry {
 }
 
 /**
- * A logger that keeps entries in memory, sanitised exactly like the winston binding. Tests use
+ * A logger that keeps entries in memory, sanitised exactly like the stream logger. Tests use
  * it to assert on what was logged (and that no secret was).
  */
 export class MemoryLogger implements Logger {
