@@ -169,13 +169,16 @@ function parseUncached(der: Uint8Array, role: Role, what: string): Parsed {
 /**
  * The DER parser ignores bytes after the certificate (NV indexes are often larger than the
  * certificate they hold). Refuse them, so exactly one encoding of the certificate is accepted:
- * OpenSSL's re-encoding is a prefix of the input exactly when the input has trailing bytes.
+ * OpenSSL's re-encoding is a prefix of the input exactly when the input has trailing bytes, and
+ * differs from it when the unsigned envelope is BER (a long length form, say), which OpenSSL
+ * reads and Go refuses (red-team finding).
  */
 function checkNoTrailingBytes(cert: Parsed, what: string): void {
   const { raw } = cert.native;
   if (raw.length < cert.der.length && cert.der.subarray(0, raw.length).equals(raw)) {
     fail(`${what} is followed by ${cert.der.length - raw.length} bytes that are not part of the certificate`);
   }
+  if (!raw.equals(cert.der)) fail(`${what} is not DER-encoded (its envelope is not in the one DER encoding)`);
 }
 
 /** Issuers' keys, by certificate: intermediates and roots sign every join's EK certificate. */
@@ -259,6 +262,19 @@ function checkCriticalExtensions(entry: Parsed): void {
     if (ext.critical && !KNOWN_CRITICAL.has(ext.extnID)) {
       fail(`${entry.role} ${label(entry)} has an unrecognised critical extension ${ext.extnID}`);
     }
+  }
+}
+
+/**
+ * RFC 5280 §4.2: an extension appears at most once. With two, the checks here read the first and
+ * another reader may read the second (a basicConstraints saying CA, then not); OpenSSL and Go
+ * refuse such certificates, and so does this path (red-team finding).
+ */
+function checkExtensionsOnce(entry: Parsed): void {
+  const seen = new Set<string>();
+  for (const ext of entry.extensions) {
+    if (seen.has(ext.extnID)) fail(`${entry.role} ${label(entry)} has extension ${ext.extnID} more than once`);
+    seen.add(ext.extnID);
   }
 }
 
@@ -354,6 +370,7 @@ function verifyPath(options: VerifyEkCertificateOptions): VerifiedEkCertificate 
 
   const path = buildPath(leaf, intermediates, roots, now);
   for (const entry of path) checkValidity(entry, now);
+  for (const entry of path) checkExtensionsOnce(entry);
   for (const entry of path) checkCriticalExtensions(entry);
   for (let i = 1; i < path.length; i++) checkIssuer(path[i] as Parsed, path[i - 1] as Parsed, i - 1);
   checkLeafUsage(leaf);
