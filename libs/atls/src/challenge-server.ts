@@ -122,6 +122,14 @@ class ChallengeSession {
       clearTimeout(this.timer);
       this.release?.();
     });
+    // A client's cancellation (RST_STREAM) comes as 'cancelled' alone. Handled here, not only by
+    // the admitter: a call handed a slot in the same turn as it was cancelled kept the slot until
+    // the challenge's time bound (red-team finding).
+    this.call.on('cancelled', () => {
+      this.state = 'done';
+      clearTimeout(this.timer);
+      this.release?.();
+    });
     this.call.on('end', () => {
       if (this.state !== 'done' && this.state !== 'working')
         this.finish(grpc.status.CANCELLED, 'stream ended before the exchange finished', 'protocol');
