@@ -315,6 +315,33 @@ describe('kubelet CSRs shaped by a node owner (attacker 2)', () => {
     expect(`${result.stdout.toString()}${result.stderr}`).toMatch(/kubelet\.crt: OK/);
   });
 
+  it('gives SANs hidden where the checks do not look (Microsoft msExtReq) no way into the certificate', async () => {
+    const hidden = new Attribute({
+      type: '1.3.6.1.4.1.311.2.1.14',
+      values: [AsnConvert.serialize(new Extensions([sanExtension(dns('kubernetes.default'), dns('evil.example'))]))],
+    });
+    const request = csr({ attributes: [hidden, extensionRequest([rawSanExtension(dnsBytes('worker-1'))])] });
+    const dir = await tempDirForTest();
+    const issued = await ca.issueKubeletServingCertificate(request, registered);
+    await writeFile(join(dir, 'ca.crt'), caPem);
+    await writeFile(join(dir, 'kubelet.crt'), issued.certificatePem);
+    const text = await runCommand(
+      'openssl',
+      ['x509', '-in', join(dir, 'kubelet.crt'), '-noout', '-ext', 'subjectAltName'],
+      {
+        timeoutMs: 10_000,
+      },
+    );
+    expect(text.stdout.toString()).toMatch(/DNS:worker-1, IP Address:10\.0\.0\.1/);
+    expect(text.stdout.toString()).not.toMatch(/evil|kubernetes\.default/);
+    const verified = await runCommand(
+      'openssl',
+      ['verify', '-purpose', 'sslserver', '-CAfile', join(dir, 'ca.crt'), join(dir, 'kubelet.crt')],
+      { timeoutMs: 10_000 },
+    );
+    expect(`${verified.stdout.toString()}${verified.stderr}`).toMatch(/kubelet\.crt: OK/);
+  });
+
   it('refuses names a node owner might reach for: another case, too long, a path', () => {
     for (const name of ['Worker-1', 'a'.repeat(254), '../worker-1', 'worker-1 ', '']) {
       expect(refusal(() => checkKubeletClientRequest(csr({ subject: nodeSubject(name) })))).toMatch(
