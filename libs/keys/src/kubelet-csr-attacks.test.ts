@@ -1,4 +1,4 @@
-import { generateKeyPairSync, sign } from 'node:crypto';
+import { ECDH, generateKeyPairSync, sign } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -92,6 +92,8 @@ interface Shape {
   algorithm?: string;
   /** The AlgorithmIdentifier parameters, DER (NULL for RSA by default). */
   parameters?: Buffer;
+  /** The SubjectPublicKeyInfo DER, when not the key's own export (another point encoding, say). */
+  spki?: Buffer;
   /** Rewrites the request's DER after signing (trailing bytes, other encodings). */
   outer?: (der: Buffer) => Buffer;
 }
@@ -101,7 +103,10 @@ function csr(shape: Shape = {}): Buffer {
   const key = shape.key ?? ec();
   const info = new CertificationRequestInfo({
     subject: shape.subject ?? nodeSubject(),
-    subjectPKInfo: AsnParser.parse(key.publicKey.export({ type: 'spki', format: 'der' }), SubjectPublicKeyInfo),
+    subjectPKInfo: AsnParser.parse(
+      shape.spki ?? key.publicKey.export({ type: 'spki', format: 'der' }),
+      SubjectPublicKeyInfo,
+    ),
   });
   info.attributes.push(...(shape.attributes ?? []));
   const infoDer = Buffer.from(AsnConvert.serialize(info));
@@ -340,6 +345,17 @@ describe('kubelet CSRs shaped by a node owner (attacker 2)', () => {
       { timeoutMs: 10_000 },
     );
     expect(`${verified.stdout.toString()}${verified.stderr}`).toMatch(/kubelet\.crt: OK/);
+  });
+
+  it('refuses a compressed EC point, which Go (the API server) cannot read in the certificate', () => {
+    const key = ec();
+    const spki = key.publicKey.export({ type: 'spki', format: 'der' });
+    const point = ECDH.convertKey(spki.subarray(-65), 'prime256v1', undefined, undefined, 'compressed') as Buffer;
+    const algorithm = spki.subarray(2, spki.length - 68); // the AlgorithmIdentifier SEQUENCE
+    const compressed = tlv(0x30, Buffer.concat([algorithm, tlv(0x03, Buffer.concat([Buffer.from([0]), point]))]));
+    expect(refusal(() => checkKubeletClientRequest(csr({ key, spki: compressed }), registered))).toMatch(
+      /EC public key must be an uncompressed point/,
+    );
   });
 
   it('refuses names a node owner might reach for: another case, too long, a path', () => {

@@ -67,6 +67,11 @@ function parseRequest(csrDer: Uint8Array): ParsedRequest {
     throw err;
   }
   const rsa = checkKey(csr.publicKey);
+  // OpenSSL reads compressed points, Go's x509 (the API server's TLS) does not: the node's
+  // certificate would be unreadable where it is used.
+  if (!rsa && new Uint8Array(csr.subjectPublicKeyInfo.subjectPublicKey)[0] !== 0x04) {
+    throw new CsrError('certificate request EC public key must be an uncompressed point (X9.62 form 0x04)');
+  }
   const organisations = csr.subject.get('O') ?? [];
   if (organisations.length !== 1 || organisations[0] !== 'system:nodes') {
     throw new CsrError(
