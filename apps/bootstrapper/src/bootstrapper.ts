@@ -1,11 +1,10 @@
 import { AttestedTlsServer } from '@constellation/atls';
-import { isNodeMarked } from '@constellation/nodelock';
 import { InitServiceService, createGrpcServer } from '@constellation/proto';
-import { randomBytes } from 'node:crypto';
-import { writeFileAtomic } from './secure-files.js';
 import type { FatalAction } from './fatal-action.js';
 import { initService } from './init-service.js';
 import { JoinClient } from './join-client.js';
+import { assessNode } from './node-assessment.js';
+import type { NodeAssessment } from './node-assessment.js';
 import type { NodeContext } from './node-context.js';
 import { rejoin } from './rejoin.js';
 
@@ -44,16 +43,17 @@ export class Bootstrapper {
     this.options = options;
   }
 
-  async run(): Promise<BootstrapOutcome> {
+  /** `assessment`: where the node stands, when the caller started assessing it already (assessNode). */
+  async run(assessment: Promise<NodeAssessment> = assessNode(this.context)): Promise<BootstrapOutcome> {
     const { context } = this;
     const log = context.logger.child({ component: 'bootstrapper' });
-    await context.tpm.startup();
-    if (await isNodeMarked(context.tpm)) {
+    const state = await assessment;
+    if (state === 'marked') {
       log.info('PCR 15 is already marked: this node joined a cluster during this boot; starting the kubelet');
       await context.startKubelet();
       return 'already-bootstrapped';
     }
-    if (await this.diskIsInitialized()) {
+    if (state === 'initialized') {
       log.info('state disk belongs to a cluster: rejoining');
       return rejoin(context, {
         initialBackoffMs: this.options.joinInitialBackoffMs,
@@ -67,17 +67,6 @@ export class Bootstrapper {
       });
     }
     return this.initOrJoin();
-  }
-
-  /** Prepares a fresh or reset disk with a random first-boot passphrase; reports whether it belongs to a cluster. */
-  private async diskIsInitialized(): Promise<boolean> {
-    const { disk, paths, logger } = this.context;
-    if ((await disk.isLuks()) && (await disk.isInitialized())) return true;
-    const passphrase = randomBytes(32);
-    logger.info('formatting the state disk for first boot', { device: disk.device });
-    await disk.format(passphrase);
-    await writeFileAtomic(paths.initialDiskKey, passphrase, true);
-    return false;
   }
 
   private initOrJoin(): Promise<BootstrapOutcome> {

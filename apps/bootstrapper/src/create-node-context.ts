@@ -9,6 +9,8 @@ import { BOOTSTRAPPER_DEFAULTS } from './config.js';
 import type { BootstrapperConfig } from './config.js';
 import { joinServiceCheck } from './join-service-check.js';
 import { MetadataClient } from './metadata-client.js';
+import { assessNode } from './node-assessment.js';
+import type { NodeAssessment } from './node-assessment.js';
 import type { NodeContext } from './node-context.js';
 import { nodePaths } from './node-paths.js';
 import type { RecentLog } from './recent-log.js';
@@ -59,16 +61,23 @@ function nodePreparation(config: BootstrapperConfig, logger: Logger): Pick<NodeC
 }
 
 /**
- * Opens the node's devices and builds what every bootstrap path shares. The TPM connection is
- * closed again when building the attestation parts fails.
+ * Opens the node's devices and builds what every bootstrap path shares. Meanwhile the node is
+ * assessed (PCR 15, then the state disk, formatted on first boot): for Bootstrapper.run. The TPM
+ * connection is closed again, once the assessment has ended, when building the attestation parts
+ * fails.
  */
 export async function createNodeContext(
   config: BootstrapperConfig,
   logger: Logger,
   recentLog: RecentLog,
-): Promise<{ context: NodeContext; issuer: Issuer }> {
+): Promise<{ context: NodeContext; issuer: Issuer; assessment: Promise<NodeAssessment> }> {
   const tpm = new Tpm(tpmTransport(config.tpm));
   const metadata = new MetadataClient(config.metadataUrl, config.nodeName);
+  const paths = nodePaths(config.root);
+  const disk = new StateDisk({ device: config.stateDisk, kdf: config.diskKdf });
+  const assessment = assessNode({ tpm, disk, paths, logger });
+  // Its failure is Bootstrapper.run's to report; until run awaits it, it must not count as unhandled.
+  assessment.catch(() => undefined);
   let issuer: Issuer;
   let checkJoinService: ServiceCheck | undefined;
   try {
@@ -85,14 +94,15 @@ export async function createNodeContext(
           })
         : undefined;
   } catch (err) {
+    await assessment.catch(() => undefined);
     await tpm.close();
     throw err;
   }
   const context: NodeContext = {
-    paths: nodePaths(config.root),
+    paths,
     tpm,
     issuer,
-    disk: new StateDisk({ device: config.stateDisk, kdf: config.diskKdf }),
+    disk,
     lock: new NodeLock(tpm),
     metadata,
     ...(checkJoinService === undefined ? {} : { joinServiceCheck: checkJoinService }),
@@ -104,5 +114,5 @@ export async function createNodeContext(
     startKubelet: shellCommand(config.kubeletStartCommand),
     ...nodePreparation(config, logger),
   };
-  return { context, issuer };
+  return { context, issuer, assessment };
 }

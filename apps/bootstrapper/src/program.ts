@@ -29,7 +29,7 @@ function untilStopped(): Promise<void> {
 
 /** Bootstraps the node, then keeps the verify endpoint (and a control plane's attestation agent) up. */
 async function runNode(config: BootstrapperConfig, logger: Logger, recentLog: RecentLog): Promise<void> {
-  const { context, issuer } = await createNodeContext(config, logger, recentLog);
+  const { context, issuer, assessment } = await createNodeContext(config, logger, recentLog);
   const bootstrapper = new Bootstrapper(context, {
     initHost: config.initHost,
     initPort: config.initPort,
@@ -39,7 +39,7 @@ async function runNode(config: BootstrapperConfig, logger: Logger, recentLog: Re
     requestTimeoutMs: DEFAULTS.requestTimeoutMs,
     fatal: config.onFatal === 'reboot' ? rebootAction(logger) : exitAction(logger),
   });
-  const outcome = await bootstrapper.run();
+  const outcome = await bootstrapper.run(assessment);
   logger.info('bootstrapper done', { outcome });
   if (config.verifyPort < 0) {
     await context.tpm.close();

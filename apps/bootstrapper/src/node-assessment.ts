@@ -1,0 +1,30 @@
+import { randomBytes } from 'node:crypto';
+import { isNodeMarked } from '@constellation/nodelock';
+import type { NodeContext } from './node-context.js';
+import { writeFileAtomic } from './secure-files.js';
+
+/**
+ * Where a starting node stands: `marked` (PCR 15 says it joined a cluster during this boot),
+ * `initialized` (its state disk belongs to a cluster) or `fresh` (the disk was just formatted for
+ * first boot, or reset, and holds a random first-boot passphrase).
+ */
+export type NodeAssessment = 'marked' | 'initialized' | 'fresh';
+
+/**
+ * Reads PCR 15, then the state disk, formatting a fresh or reset disk. Needs only the TPM and the
+ * disk, not the attestation issuer: the bootstrapper runs it while the issuer is created, so the
+ * first-boot format (a cryptsetup process) and the TPM's key creation overlap.
+ */
+export async function assessNode(
+  node: Pick<NodeContext, 'tpm' | 'disk' | 'paths' | 'logger'>,
+): Promise<NodeAssessment> {
+  const { tpm, disk, paths, logger } = node;
+  await tpm.startup();
+  if (await isNodeMarked(tpm)) return 'marked';
+  if ((await disk.isLuks()) && (await disk.isInitialized())) return 'initialized';
+  const passphrase = randomBytes(32);
+  logger.info('formatting the state disk for first boot', { device: disk.device });
+  await disk.format(passphrase);
+  await writeFileAtomic(paths.initialDiskKey, passphrase, true);
+  return 'fresh';
+}
