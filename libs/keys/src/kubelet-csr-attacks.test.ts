@@ -358,6 +358,17 @@ describe('kubelet CSRs shaped by a node owner (attacker 2)', () => {
     );
   });
 
+  it('refuses RSA keys Go cannot use: an exponent above 2^31-1, a modulus above 8192 bits', () => {
+    const hugeExponent = generateKeyPairSync('rsa', { modulusLength: 2048, publicExponent: 0xffffffff });
+    expect(refusal(() => checkKubeletClientRequest(csr({ key: hugeExponent }), registered))).toMatch(
+      /RSA public exponent 4294967295 is not accepted: it must be odd, from 3 to 2\^31-1/,
+    );
+    const tooLarge = generateKeyPairSync('rsa', { modulusLength: 8200 });
+    expect(refusal(() => checkKubeletClientRequest(csr({ key: tooLarge }), registered))).toMatch(
+      /key rsa \(8200 bits\) is not accepted: RSA keys may have at most 8192 bits/,
+    );
+  }, 60_000);
+
   it('refuses names a node owner might reach for: another case, too long, a path', () => {
     for (const name of ['Worker-1', 'a'.repeat(254), '../worker-1', 'worker-1 ', '']) {
       expect(refusal(() => checkKubeletClientRequest(csr({ subject: nodeSubject(name) })))).toMatch(

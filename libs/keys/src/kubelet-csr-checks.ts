@@ -44,6 +44,8 @@ const NODE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])
 const MAX_CSR_BYTES = 16 * 1024;
 const EC_CURVES = new Set(['prime256v1', 'secp384r1']);
 const MIN_RSA_BITS = 2048;
+const MAX_RSA_BITS = 8192;
+const MAX_RSA_EXPONENT = 2n ** 31n - 1n;
 
 interface ParsedRequest {
   nodeName: string;
@@ -114,8 +116,25 @@ function listed(items: readonly string[]): string {
 /** ECDSA P-256/P-384 or RSA of at least 2048 bits; returns whether it is RSA. */
 function checkKey(key: KeyObject): boolean {
   if (key.asymmetricKeyType === 'ec' && EC_CURVES.has(key.asymmetricKeyDetails?.namedCurve ?? '')) return false;
-  if (key.asymmetricKeyType === 'rsa' && (key.asymmetricKeyDetails?.modulusLength ?? 0) >= MIN_RSA_BITS) return true;
-  const details = key.asymmetricKeyDetails?.namedCurve ?? `${key.asymmetricKeyDetails?.modulusLength ?? '?'} bits`;
+  const bits = key.asymmetricKeyDetails?.modulusLength ?? 0;
+  if (key.asymmetricKeyType === 'rsa' && bits > MAX_RSA_BITS) {
+    throw new CsrError(
+      `certificate request key rsa (${bits} bits) is not accepted: RSA keys may have at most ${MAX_RSA_BITS} bits`,
+    );
+  }
+  if (key.asymmetricKeyType === 'rsa' && bits >= MIN_RSA_BITS) {
+    // Go's crypto/rsa (the API server's TLS) refuses exponents above 2^31-1 and Go's TLS keys
+    // above 8192 bits: such a certificate would not work, and a huge exponent costs this CA a
+    // private-key operation's time to verify the request.
+    const e = key.asymmetricKeyDetails?.publicExponent ?? 0n;
+    if (e < 3n || e > MAX_RSA_EXPONENT || e % 2n === 0n) {
+      throw new CsrError(
+        `certificate request RSA public exponent ${e} is not accepted: it must be odd, from 3 to 2^31-1`,
+      );
+    }
+    return true;
+  }
+  const details = key.asymmetricKeyDetails?.namedCurve ?? `${bits === 0 ? '?' : bits} bits`;
   throw new CsrError(
     `certificate request key ${key.asymmetricKeyType ?? 'unknown'} (${details}) is not accepted: use ECDSA P-256/P-384 or RSA with at least ${MIN_RSA_BITS} bits`,
   );
