@@ -1,5 +1,6 @@
-import { Agent as HttpAgent, request as httpRequest } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import { httpGetText } from '@constellation/http';
 import { z } from 'zod';
 
 /** A machine as the platform registered it: what a ticket may grant comes from here, never from the node. */
@@ -29,46 +30,11 @@ const instanceSchema = z.object({
 const MAX_ANSWER_BYTES = 64 * 1024;
 
 /**
- * GET `url` on a kept-alive connection: status and body. Every join asks the registry once, and
- * node:http with a connection pool costs a fraction of fetch() per call (measured in a join storm).
- * Bounded in size, and in time as a whole: node:http's `timeout` is per silence only, so a registry
- * trickling a byte at a time held a join slot for as long as it liked (red-team finding).
- */
-function get(url: URL, agent: HttpAgent, timeoutMs: number): Promise<{ status: number; body: string }> {
-  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-  return new Promise((resolve, reject) => {
-    const deadline = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-    const fail = (err: Error): void => {
-      clearTimeout(deadline);
-      reject(err);
-    };
-    const req = send(url, { agent, timeout: timeoutMs }, (res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > MAX_ANSWER_BYTES) {
-          req.destroy(new Error(`answer larger than ${MAX_ANSWER_BYTES} bytes`));
-          return;
-        }
-        chunks.push(chunk);
-      });
-      res.on('end', () => {
-        clearTimeout(deadline);
-        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') });
-      });
-      res.on('error', fail);
-    });
-    req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
-    req.on('error', fail);
-    req.end();
-  });
-}
-
-/**
  * The instance registry of a cloud API, reached over HTTP: `GET <url>/instances?ek=<hash>`
- * (mini's metadata service answers it). Calls are bounded; a registry that does not answer is an
- * error (the caller retries), never a silent "unknown".
+ * (mini's metadata service answers it). Every join asks once, on a kept-alive connection. Calls
+ * are bounded in time as a whole (a registry trickling bytes held a join slot for as long as it
+ * liked: red-team finding) and in size; a registry that does not answer is an error (the caller
+ * retries), never a silent "unknown".
  */
 export class HttpInstanceRegistry implements InstanceRegistry {
   readonly description: string;
@@ -87,11 +53,11 @@ export class HttpInstanceRegistry implements InstanceRegistry {
   async byEndorsementKey(ekPublicKeyHash: string): Promise<RegisteredInstance | undefined> {
     let response;
     try {
-      response = await get(
-        new URL(`${this.url}/instances?ek=${encodeURIComponent(ekPublicKeyHash)}`),
-        this.agent,
-        this.timeoutMs,
-      );
+      response = await httpGetText(`${this.url}/instances?ek=${encodeURIComponent(ekPublicKeyHash)}`, {
+        timeoutMs: this.timeoutMs,
+        maxBytes: MAX_ANSWER_BYTES,
+        agent: this.agent,
+      });
     } catch (err) {
       throw new Error(`${this.description} did not answer: ${err instanceof Error ? err.message : String(err)}`, {
         cause: err,
