@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '@commander-js/extra-typings';
-import { readPemCertificates } from '@constellation/attestation';
+import { readPemCertificates } from '@constellation/attestation/pem-file';
 import { UsageError } from '@constellation/command-line';
 import { errorMessage } from '@constellation/errors';
 import { DEFAULT_KUBERNETES_VERSION } from '@constellation/kubeadm/kubernetes-version';

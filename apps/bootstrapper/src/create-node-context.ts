@@ -3,19 +3,15 @@ import type { Issuer } from '@constellation/attestation';
 import type { ServiceCheck } from '@constellation/atls';
 import type { Logger } from '@constellation/logger';
 import { NodeLock } from '@constellation/nodelock';
-import { StateDisk } from '@constellation/state-disk';
-import { Tpm } from '@constellation/tpm';
+import type { Tpm } from '@constellation/tpm';
 import { BOOTSTRAPPER_DEFAULTS } from './config.js';
 import type { BootstrapperConfig } from './config.js';
 import { joinServiceCheck } from './join-service-check.js';
 import { MetadataClient } from './metadata-client.js';
-import { assessNode } from './node-assessment.js';
-import type { NodeAssessment } from './node-assessment.js';
 import type { NodeContext } from './node-context.js';
-import { nodePaths } from './node-paths.js';
+import type { OpenedNode } from './open-node.js';
 import type { RecentLog } from './recent-log.js';
 import { shellCommand } from './shell-command.js';
-import { tpmTransport } from './tpm-address.js';
 
 /** The node's attestation issuer: rooted in the TPM's EK certificate unless configured otherwise. */
 async function createIssuer(tpm: Tpm, config: BootstrapperConfig, logger: Logger): Promise<Issuer> {
@@ -61,23 +57,18 @@ function nodePreparation(config: BootstrapperConfig, logger: Logger): Pick<NodeC
 }
 
 /**
- * Opens the node's devices and builds what every bootstrap path shares. Meanwhile the node is
- * assessed (PCR 15, then the state disk, formatted on first boot): for Bootstrapper.run. The TPM
- * connection is closed again, once the assessment has ended, when building the attestation parts
- * fails.
+ * Builds what every bootstrap path shares on the opened node (see openNode), while its assessment
+ * goes on. The TPM connection is closed again, once the assessment has ended, when building the
+ * attestation parts fails.
  */
 export async function createNodeContext(
   config: BootstrapperConfig,
+  node: OpenedNode,
   logger: Logger,
   recentLog: RecentLog,
-): Promise<{ context: NodeContext; issuer: Issuer; assessment: Promise<NodeAssessment> }> {
-  const tpm = new Tpm(tpmTransport(config.tpm));
+): Promise<{ context: NodeContext; issuer: Issuer }> {
+  const { tpm, disk, paths, assessment } = node;
   const metadata = new MetadataClient(config.metadataUrl, config.nodeName);
-  const paths = nodePaths(config.root);
-  const disk = new StateDisk({ device: config.stateDisk, kdf: config.diskKdf });
-  const assessment = assessNode({ tpm, disk, paths, logger });
-  // Its failure is Bootstrapper.run's to report; until run awaits it, it must not count as unhandled.
-  assessment.catch(() => undefined);
   let issuer: Issuer;
   let checkJoinService: ServiceCheck | undefined;
   try {
@@ -114,5 +105,5 @@ export async function createNodeContext(
     startKubelet: shellCommand(config.kubeletStartCommand),
     ...nodePreparation(config, logger),
   };
-  return { context, issuer, assessment };
+  return { context, issuer };
 }

@@ -1,57 +1,12 @@
-import * as grpc from '@grpc/grpc-js';
 import { Command, Option } from '@commander-js/extra-typings';
 import type { OptionValues } from '@commander-js/extra-typings';
 import { logLevelOption, parseInteger, parsePort } from '@constellation/command-line';
-import { bridgeGrpcLogs, createLogger } from '@constellation/logger';
-import type { Logger } from '@constellation/logger';
-import { serveAgentOnControlPlane } from './attestation-agent.js';
-import { Bootstrapper } from './bootstrapper.js';
+import { createLogger } from '@constellation/logger';
 import { BOOTSTRAPPER_DEFAULTS as DEFAULTS, compileConfig, parsePcrList } from './config.js';
-import type { BootstrapperConfig } from './config.js';
-import { createNodeContext } from './create-node-context.js';
-import { exitAction, rebootAction } from './fatal-action.js';
+import { openNode } from './open-node.js';
 import { RecentLog } from './recent-log.js';
 import { parseTpmAddress } from './tpm-address.js';
-import { serveVerifyEndpoint } from './verify-endpoint.js';
 import { VERSION } from './version.js';
-
-/** Resolves on SIGTERM or SIGINT. */
-function untilStopped(): Promise<void> {
-  return new Promise<void>((resolve) => {
-    process.once('SIGTERM', () => {
-      resolve();
-    });
-    process.once('SIGINT', () => {
-      resolve();
-    });
-  });
-}
-
-/** Bootstraps the node, then keeps the verify endpoint (and a control plane's attestation agent) up. */
-async function runNode(config: BootstrapperConfig, logger: Logger, recentLog: RecentLog): Promise<void> {
-  const { context, issuer, assessment } = await createNodeContext(config, logger, recentLog);
-  const bootstrapper = new Bootstrapper(context, {
-    initHost: config.initHost,
-    initPort: config.initPort,
-    recoveryPort: config.recoveryPort,
-    joinInitialBackoffMs: DEFAULTS.joinInitialBackoffMs,
-    joinMaxBackoffMs: config.joinBackoffMaxMs,
-    requestTimeoutMs: DEFAULTS.requestTimeoutMs,
-    fatal: config.onFatal === 'reboot' ? rebootAction(logger) : exitAction(logger),
-  });
-  const outcome = await bootstrapper.run(assessment);
-  logger.info('bootstrapper done', { outcome });
-  if (config.verifyPort < 0) {
-    await context.tpm.close();
-    return;
-  }
-  const endpoint = await serveVerifyEndpoint(issuer, config.initHost, config.verifyPort, logger);
-  const agent = await serveAgentOnControlPlane(context);
-  await untilStopped();
-  await agent?.close();
-  await endpoint.close();
-  await context.tpm.close();
-}
 
 /** Which TPM, how the node proves itself, and what it checks the JoinService against. */
 function withIdentityOptions<Args extends unknown[], Opts extends OptionValues>(command: Command<Args, Opts>) {
@@ -179,10 +134,17 @@ export function createProgram(): Command {
         level: logLevel,
         streams: [process.stdout, recentLog],
       });
-      bridgeGrpcLogs(grpc, logger, logLevel === 'debug');
       logger.info('bootstrapper starting', { version: VERSION, root: flags.root, tpm: flags.tpm.kind });
       // Configuration first, so a bad flag never leaves a TPM connection open.
-      await runNode(await compileConfig(flags), logger, recentLog);
+      const config = await compileConfig(flags);
+      const node = openNode(config, logger);
+      // The rest of the program (gRPC, attested TLS, the issuer) loads while the node is assessed.
+      const { runNode } = await import('./run-node.js').catch(async (err: unknown) => {
+        await node.assessment.catch(() => undefined);
+        await node.tpm.close();
+        throw err;
+      });
+      await runNode(config, node, { logger, recentLog, grpcDebug: logLevel === 'debug' });
     });
   return program;
 }
