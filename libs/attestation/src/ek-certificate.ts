@@ -12,7 +12,6 @@ import {
 import type { Extension } from '@peculiar/asn1-x509';
 import { AttestationError } from './errors.js';
 import { nameText } from './name-text.js';
-import { pemBlocks } from './pem.js';
 
 /** EK certificates and CA certificates are a few KiB at most; anything bigger is refused unparsed. */
 export const MAX_EK_CERTIFICATE_BYTES = 8 * 1024;
@@ -385,22 +384,4 @@ function verifyPath(options: VerifyEkCertificateOptions): VerifiedEkCertificate 
     path: path.map((entry) => entry.subject),
     tpm: tpmIdentity(leaf),
   };
-}
-
-/** The DER of every CERTIFICATE block in a PEM bundle (other block types are refused). */
-export function pemCertificatesToDer(pem: string): Buffer[] {
-  let blocks;
-  try {
-    blocks = pemBlocks(pem);
-  } catch (err) {
-    throw new AttestationError(
-      'ek-certificate',
-      `PEM bundle is malformed (${err instanceof Error ? err.message : String(err)})`,
-    );
-  }
-  if (blocks.length === 0) fail('PEM bundle holds no certificates');
-  return blocks.map((block, i) => {
-    if (block.label !== 'CERTIFICATE') fail(`PEM block ${i + 1} is "${block.label}", expected "CERTIFICATE"`);
-    return block.der;
-  });
 }

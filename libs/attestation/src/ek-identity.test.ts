@@ -8,7 +8,7 @@ import { SocketTransport, Tpm, TpmError } from '@constellation/tpm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { activationProof } from './activation-proof.js';
 import { decodeDocument, encodeDocument } from './document.js';
-import { pemCertificatesToDer } from './ek-certificate.js';
+import { pemCertificatesToDer } from './pem.js';
 import { EkIdentityVerifier } from './ek-identity.js';
 import { AttestationError } from './errors.js';
 import { TpmIssuer } from './tpm-issuer.js';

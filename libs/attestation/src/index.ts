@@ -5,7 +5,7 @@ export { createAttestationVerifier } from './attestation-policy.js';
 export { quoteExtraData } from './binding.js';
 export { MAX_DOCUMENT_BYTES } from './document.js';
 
-export { pemCertificatesToDer } from './ek-certificate.js';
+export { pemCertificatesToDer } from './pem.js';
 export { ekPublicKeyHash } from './ek-public.js';
 
 export { AttestationError } from './errors.js';

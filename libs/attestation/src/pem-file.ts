@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { pemCertificatesToDer } from './ek-certificate.js';
+import { pemCertificatesToDer } from './pem.js';
 import { AttestationConfigError } from './errors.js';
 
 /**

@@ -1,3 +1,5 @@
+import { AttestationError } from './errors.js';
+
 /** One PEM block: its label and the DER between the boundaries. */
 export interface PemBlock {
   label: string;
@@ -33,4 +35,27 @@ export function pemBlocks(text: string): PemBlock[] {
     BEGIN.lastIndex = END.lastIndex;
   }
   return blocks;
+}
+
+/**
+ * The DER of every CERTIFICATE block in a PEM bundle (other block types are refused). Lives apart
+ * from the certificate checks so that reading pinned roots at start loads no ASN.1 library.
+ */
+export function pemCertificatesToDer(pem: string): Buffer[] {
+  let blocks;
+  try {
+    blocks = pemBlocks(pem);
+  } catch (err) {
+    throw new AttestationError(
+      'ek-certificate',
+      `PEM bundle is malformed (${err instanceof Error ? err.message : String(err)})`,
+    );
+  }
+  if (blocks.length === 0) throw new AttestationError('ek-certificate', 'PEM bundle holds no certificates');
+  return blocks.map((block, i) => {
+    if (block.label !== 'CERTIFICATE') {
+      throw new AttestationError('ek-certificate', `PEM block ${i + 1} is "${block.label}", expected "CERTIFICATE"`);
+    }
+    return block.der;
+  });
 }

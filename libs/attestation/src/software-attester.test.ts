@@ -4,7 +4,7 @@ import { startSwtpm, useTestEkCa } from '@constellation/testing';
 import type { Swtpm } from '@constellation/testing';
 import { SocketTransport, Tpm } from '@constellation/tpm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pemCertificatesToDer } from './ek-certificate.js';
+import { pemCertificatesToDer } from './pem.js';
 import { EkIdentityVerifier } from './ek-identity.js';
 import { componentDigest, expectedMeasurements } from './measured-boot.js';
 import { SoftwareAttester } from './testing/software-attester.js';
