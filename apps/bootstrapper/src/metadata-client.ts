@@ -1,6 +1,6 @@
 import { errorMessage } from '@constellation/errors';
-import { httpGetText } from './http-get.js';
-import type { HttpAnswer } from './http-get.js';
+import { httpGetText } from '@constellation/http';
+import type { HttpAnswer } from '@constellation/http';
 import { arrayAt, choiceField, integerField, objectAt, stringField } from './json-shape.js';
 
 export interface Instance {
@@ -93,7 +93,7 @@ export class MetadataClient {
       this.nodeName === undefined ? {} : { 'x-constellation-node': this.nodeName };
     let response: HttpAnswer;
     try {
-      response = await httpGetText(`${this.url}${path}`, headers, this.timeoutMs);
+      response = await httpGetText(`${this.url}${path}`, { headers, timeoutMs: this.timeoutMs });
     } catch (err) {
       throw new Error(`instance metadata ${path} unreachable at ${this.url}: ${errorMessage(err)}`, {
         cause: err,

@@ -3,7 +3,7 @@ import { Command, InvalidArgumentError } from '@commander-js/extra-typings';
 import type { OptionValues } from '@commander-js/extra-typings';
 import { variantByName } from '@constellation/attestation';
 import { logLevelOption, parseInteger, parsePort } from '@constellation/command-line';
-import { bridgeGrpcLogs, createWinstonLogger } from '@constellation/logger';
+import { bridgeGrpcLogs, createLogger } from '@constellation/logger';
 import { JOINSERVICE_DEFAULTS as DEFAULTS, compileSettings } from './config.js';
 import { startJoinService } from './join-service.js';
 import { VERSION } from './version.js';
@@ -143,7 +143,7 @@ export function createProgram(): Command {
   withAdmissionOptions(withServingOptions(program))
     .addOption(logLevelOption())
     .action(async ({ logLevel, ...flags }) => {
-      const log = createWinstonLogger({ service: 'joinservice', level: logLevel });
+      const log = createLogger({ service: 'joinservice', level: logLevel });
       bridgeGrpcLogs(grpc, log, logLevel === 'debug');
       log.info('joinservice starting', { version: VERSION, variant: flags.attestationVariant });
       const service = await startJoinService(compileSettings(flags), log);

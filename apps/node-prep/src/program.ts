@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { Command } from '@commander-js/extra-typings';
 import { logLevelOption, parseInteger } from '@constellation/command-line';
-import { createWinstonLogger } from '@constellation/logger';
+import { createLogger } from '@constellation/logger';
 import { OS_UPDATE_STAGED_EXIT_CODE, prepareNode } from '@constellation/node-prep';
 import { NODE_PREP_DEFAULTS as DEFAULTS } from './config.js';
 import { VERSION } from './version.js';
@@ -75,7 +75,7 @@ export function createProgram(): Command {
       '\nExamples:\n  constellation-node-prep --api-server-url https://10.42.0.10:6443\n  constellation-node-prep --force-kube-version v1.32.9 --manifest-url file:///srv/manifests/{{.KubernetesVersion}}.json\n',
     )
     .action(async (options) => {
-      const logger = createWinstonLogger({ service: 'node-prep', level: options.logLevel });
+      const logger = createLogger({ service: 'node-prep', level: options.logLevel });
       logger.info('node preparation starting', { version: VERSION, root: options.root });
       const split = (command: string): string[] => command.split(' ').filter((part) => part !== '');
       const result = await prepareNode({

@@ -39,9 +39,6 @@ export function createLogger(options: StreamLoggerOptions): Logger {
   return bind(write, {});
 }
 
-/** The name the apps knew this by when it was bound to winston (same options, same output). */
-export const createWinstonLogger = createLogger;
-
 type Write = (level: LogLevel, message: string, fields: Record<string, unknown>) => void;
 
 function bind(write: Write, bound: LogFields): Logger {
