@@ -77,7 +77,9 @@ describe('the JoinService client honours retry-after-ms', () => {
     expect(nextAttemptDelay(6, busy, 100, 30_000, () => 0)).toBe(500);
     // A service (or an impostor) asking for no wait at all still gets a floor: no busy loop.
     trailer.set('retry-after-ms', '0');
-    expect(nextAttemptDelay(6, busy, 100, 30_000, () => 0)).toBe(100);
+    expect(nextAttemptDelay(0, busy, 100, 30_000, () => 0)).toBe(100);
+    expect(nextAttemptDelay(2, busy, 100, 30_000, () => 0)).toBe(400);
+    expect(nextAttemptDelay(6, busy, 100, 30_000, () => 0)).toBe(500);
   });
 
   it('comes back on the same connection after a refusal for load, and on a new one after any other failure', async () => {

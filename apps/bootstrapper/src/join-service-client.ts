@@ -7,8 +7,13 @@ import { errorMessage } from '@constellation/errors';
 
 /** Longest wait a service may ask for with `retry-after-ms`; a larger value is capped, not obeyed. */
 const MAX_RETRY_AFTER_MS = 5 * 60_000;
-/** Shortest wait between attempts whatever a service asks: a fake JoinService cannot make a node spin. */
+/**
+ * Shortest wait between attempts whatever a service asks: 100 ms, doubling with each attempt up
+ * to 500 ms (the JoinService never asks for less), so a fake JoinService answering "come back now"
+ * gets at most two attempts a second from a node (red-team finding: it got ten, indefinitely).
+ */
 const MIN_RETRY_AFTER_MS = 100;
+const MAX_RETRY_AFTER_FLOOR_MS = 500;
 
 /** Every JoinService endpoint refused or failed; says why for each, and how long the service asked to wait. */
 export class JoinServiceUnavailableError extends Error {
@@ -156,6 +161,7 @@ export function nextAttemptDelay(
   const backoff = backoffDelay(attempt, initialMs, maxMs, random);
   const asked = err instanceof JoinServiceUnavailableError ? err.retryAfterMs : retryAfter(err);
   if (asked === undefined) return backoff;
-  const wait = Math.max(asked, MIN_RETRY_AFTER_MS);
+  const floor = Math.min(MIN_RETRY_AFTER_MS * 2 ** Math.min(attempt, 10), MAX_RETRY_AFTER_FLOOR_MS);
+  const wait = Math.max(asked, floor);
   return wait + Math.floor(random() * Math.min(wait / 10, 1_000));
 }

@@ -30,7 +30,7 @@ function nextDelay(attempt: number, err: unknown, initialMs: number, maxMs: numb
   const backoff = Math.floor(Math.random() * Math.min(maxMs, initialMs * 2 ** Math.min(attempt, 30)));
   const asked = retryAfter(err);
   if (asked === undefined) return backoff;
-  const wait = Math.max(asked, 100);
+  const wait = Math.max(asked, Math.min(100 * 2 ** Math.min(attempt, 10), 500));
   return wait + Math.floor(Math.random() * Math.min(wait / 10, 1_000));
 }
 
