@@ -6,22 +6,25 @@ import {
   BasicConstraints,
   Certificate,
   ExtendedKeyUsage,
-  GeneralName,
   KeyUsage,
   KeyUsageFlags,
-  SubjectAlternativeName,
   SubjectKeyIdentifier,
   SubjectPublicKeyInfo,
   id_ce_basicConstraints,
   id_ce_extKeyUsage,
   id_ce_keyUsage,
-  id_ce_subjectAltName,
   id_ce_subjectKeyIdentifier,
   id_kp_clientAuth,
   id_kp_serverAuth,
 } from '@peculiar/asn1-x509';
 import type { Extension, Name } from '@peculiar/asn1-x509';
-import { certificatePem, distinguishedName, extension, signCertificate } from './certificate-builder.js';
+import {
+  certificatePem,
+  distinguishedName,
+  extension,
+  signCertificate,
+  subjectAltNameExtension,
+} from './certificate-builder.js';
 import { checkKubeletClientRequest, checkKubeletServingRequest } from './kubelet-csr-checks.js';
 import type {
   KubeletCertificateProfile,
@@ -65,15 +68,12 @@ function leafExtensions(
   usages: readonly string[],
   names: { dnsNames: readonly string[]; ips: readonly string[] },
 ): Extension[] {
-  const altNames = [
-    ...names.dnsNames.map((dNSName) => new GeneralName({ dNSName })),
-    ...names.ips.map((iPAddress) => new GeneralName({ iPAddress })),
-  ];
+  const altNames = subjectAltNameExtension(names);
   return [
     extension(id_ce_basicConstraints, true, new BasicConstraints({ cA: false })),
     leafKeyUsage(rsa),
     extension(id_ce_extKeyUsage, false, new ExtendedKeyUsage([...usages])),
-    ...(altNames.length > 0 ? [extension(id_ce_subjectAltName, false, new SubjectAlternativeName(altNames))] : []),
+    ...(altNames === undefined ? [] : [altNames]),
   ];
 }
 

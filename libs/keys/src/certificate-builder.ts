@@ -7,11 +7,14 @@ import {
   AttributeValue,
   Extension,
   Extensions,
+  GeneralName,
   Name,
   RelativeDistinguishedName,
+  SubjectAlternativeName,
   TBSCertificate,
   Validity,
   Version,
+  id_ce_subjectAltName,
 } from '@peculiar/asn1-x509';
 import { signWith, signatureAlgorithmFor } from './signature-algorithms.js';
 
@@ -43,6 +46,19 @@ export function distinguishedName(attributes: readonly (readonly ['CN' | 'O', st
 /** An extension whose value is the DER of `value` (an @peculiar/asn1-x509 extension type). */
 export function extension(extnID: string, critical: boolean, value: unknown): Extension {
   return new Extension({ extnID, critical, extnValue: new OctetString(AsnConvert.serialize(value)) });
+}
+
+/** The subjectAltName extension for DNS names and IP addresses, in that order; undefined for none. */
+export function subjectAltNameExtension(names: {
+  dnsNames: readonly string[];
+  ips: readonly string[];
+}): Extension | undefined {
+  const altNames = [
+    ...names.dnsNames.map((dNSName) => new GeneralName({ dNSName })),
+    ...names.ips.map((iPAddress) => new GeneralName({ iPAddress })),
+  ];
+  if (altNames.length === 0) return undefined;
+  return extension(id_ce_subjectAltName, false, new SubjectAlternativeName(altNames));
 }
 
 /**

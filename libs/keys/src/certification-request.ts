@@ -2,9 +2,9 @@ import { createPublicKey } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { CertificationRequest, CertificationRequestInfo } from '@peculiar/asn1-csr';
 import { AsnConvert, AsnParser } from '@peculiar/asn1-schema';
-import { Attribute, Extensions, GeneralName, SubjectAlternativeName, SubjectPublicKeyInfo } from '@peculiar/asn1-x509';
-import type { Name } from '@peculiar/asn1-x509';
-import { extension } from './certificate-builder.js';
+import { Attribute, Extensions, SubjectAlternativeName, SubjectPublicKeyInfo } from '@peculiar/asn1-x509';
+import type { Name, GeneralName } from '@peculiar/asn1-x509';
+import { subjectAltNameExtension } from './certificate-builder.js';
 import { signWith, signatureAlgorithmFor, signatureKeyType, verifySignature } from './signature-algorithms.js';
 
 /** PKCS#9 extensionRequest: the extensions a PKCS#10 request asks for (RFC 2985 §5.4.2). */
@@ -157,23 +157,11 @@ export function createCertificationRequest(
   key: { publicKey: KeyObject; privateKey: KeyObject },
   names: { dnsNames: readonly string[]; ips: readonly string[] },
 ): Buffer {
-  const altNames = [
-    ...names.dnsNames.map((dNSName) => new GeneralName({ dNSName })),
-    ...names.ips.map((iPAddress) => new GeneralName({ iPAddress })),
-  ];
+  const altNames = subjectAltNameExtension(names);
   const attributes =
-    altNames.length === 0
+    altNames === undefined
       ? []
-      : [
-          new Attribute({
-            type: EXTENSION_REQUEST,
-            values: [
-              AsnConvert.serialize(
-                new Extensions([extension(SUBJECT_ALT_NAME, false, new SubjectAlternativeName(altNames))]),
-              ),
-            ],
-          }),
-        ];
+      : [new Attribute({ type: EXTENSION_REQUEST, values: [AsnConvert.serialize(new Extensions([altNames]))] })];
   const info = new CertificationRequestInfo({
     subject,
     subjectPKInfo: AsnParser.parse(key.publicKey.export({ type: 'spki', format: 'der' }), SubjectPublicKeyInfo),
