@@ -28,7 +28,6 @@ const HOLD_AVERAGE_WEIGHT = 0.2;
 interface Waiter {
   admit: (release: () => void) => void;
   refuse: (refusal: Refusal) => void;
-  timer: ReturnType<typeof setTimeout>;
 }
 
 /**
@@ -108,21 +107,21 @@ export class ConcurrencyLimit {
     const admitted = new Promise<() => void>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.leaveLine(waiter);
-        settled = true;
-        reject(this.busy());
+        waiter?.refuse(this.busy());
       }, this.options.maxWaitMs ?? 0);
+      const settle = (): void => {
+        clearTimeout(timer);
+        settled = true;
+      };
       waiter = {
         admit: (release) => {
-          clearTimeout(timer);
-          settled = true;
+          settle();
           resolve(release);
         },
         refuse: (refusal) => {
-          clearTimeout(timer);
-          settled = true;
+          settle();
           reject(refusal);
         },
-        timer,
       };
       this.line.push(waiter);
     });
@@ -131,8 +130,6 @@ export class ConcurrencyLimit {
       cancel: () => {
         if (settled) return;
         this.leaveLine(waiter);
-        if (waiter !== undefined) clearTimeout(waiter.timer);
-        settled = true;
         // Nobody listens any more; a rejection must not go unhandled.
         admitted.catch(() => undefined);
         waiter?.refuse(new Refusal('exhausted', 'busy', 'the caller went away while waiting for a slot'));

@@ -63,9 +63,9 @@ export function joinHandlers(parts: JoinHandlerParts): JoinServiceServer {
         // slot, and the rest come back after retry-after-ms; a stranger's silent streams take no
         // slot and no place in line (red-team finding).
         admit: () => {
+          // The challenge frees the slot however the exchange ends; a handler that never settles
+          // must not keep it either.
           const settle = (leave: () => void): (() => void) => {
-            for (const event of ['finish', 'close', 'error', 'cancelled']) call.once(event, leave);
-            // A stream that never settles must not keep its slot: the challenge has its own timeouts.
             setTimeout(leave, SLOT_FALLBACK_MS).unref();
             return leave;
           };
