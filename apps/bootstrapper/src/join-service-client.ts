@@ -1,19 +1,15 @@
 import * as grpc from '@grpc/grpc-js';
 import { SERVICE_CHANNEL_OPTIONS, requestWithAttestation, serviceChannelCredentials } from '@constellation/atls';
-import { JoinServiceClient, JoinTicket, RejoinTicket, createClient } from '@constellation/proto';
-import { backoffDelay } from './backoff.js';
+import {
+  JoinServiceClient,
+  JoinTicket,
+  RejoinTicket,
+  createClient,
+  readRetryAfter,
+  retryDelay,
+} from '@constellation/proto';
 import type { NodeContext } from './node-context.js';
 import { errorMessage } from '@constellation/errors';
-
-/** Longest wait a service may ask for with `retry-after-ms`; a larger value is capped, not obeyed. */
-const MAX_RETRY_AFTER_MS = 5 * 60_000;
-/**
- * Shortest wait between attempts whatever a service asks: 100 ms, doubling with each attempt up
- * to 500 ms (the JoinService never asks for less), so a fake JoinService answering "come back now"
- * gets at most two attempts a second from a node (red-team finding: it got ten, indefinitely).
- */
-const MIN_RETRY_AFTER_MS = 100;
-const MAX_RETRY_AFTER_FLOOR_MS = 500;
 
 /** Every JoinService endpoint refused or failed; says why for each, and how long the service asked to wait. */
 export class JoinServiceUnavailableError extends Error {
@@ -115,7 +111,7 @@ export class JoinServiceConnection {
         return answer;
       } catch (err) {
         failures.push(`${address}: ${errorMessage(err)}`);
-        const asked = retryAfter(err);
+        const asked = readRetryAfter(err);
         if (asked !== undefined) retryAfterMs = Math.max(retryAfterMs ?? 0, asked);
         code = (err as Partial<grpc.ServiceError>).code;
         details = (err as Partial<grpc.ServiceError>).details;
@@ -134,22 +130,9 @@ export class JoinServiceConnection {
   }
 }
 
-/** The `retry-after-ms` trailer of a gRPC error, when the service sent a sane one. */
-export function retryAfter(err: unknown): number | undefined {
-  if (typeof err !== 'object' || err === null) return undefined;
-  const metadata = (err as { metadata?: unknown }).metadata;
-  if (!(metadata instanceof grpc.Metadata)) return undefined;
-  const [value] = metadata.get('retry-after-ms');
-  const ms = Number(typeof value === 'string' ? value : value?.toString());
-  return Number.isFinite(ms) && ms >= 0 ? Math.min(ms, MAX_RETRY_AFTER_MS) : undefined;
-}
-
 /**
- * How long to wait before the next attempt. A service that said when to come back
- * (`retry-after-ms`) is followed, plus a little jitter so nodes told the same time do not all come
- * back at once, like gRPC's retry pushback (gRFC A6: a pushback replaces the backoff delay); it
- * knows its queue, and exponential backoff on top kept nodes of a storm away long after their
- * turn. Without one: exponential backoff with full jitter.
+ * How long to wait before the next attempt: what the service asked (`retry-after-ms`, the
+ * longest any endpoint asked), else backoff; the policy is @constellation/proto's retryDelay.
  */
 export function nextAttemptDelay(
   attempt: number,
@@ -158,10 +141,6 @@ export function nextAttemptDelay(
   maxMs: number,
   random: () => number = Math.random,
 ): number {
-  const backoff = backoffDelay(attempt, initialMs, maxMs, random);
-  const asked = err instanceof JoinServiceUnavailableError ? err.retryAfterMs : retryAfter(err);
-  if (asked === undefined) return backoff;
-  const floor = Math.min(MIN_RETRY_AFTER_MS * 2 ** Math.min(attempt, 10), MAX_RETRY_AFTER_FLOOR_MS);
-  const wait = Math.max(asked, floor);
-  return wait + Math.floor(random() * Math.min(wait / 10, 1_000));
+  const asked = err instanceof JoinServiceUnavailableError ? err.retryAfterMs : readRetryAfter(err);
+  return retryDelay(attempt, asked, initialMs, maxMs, random);
 }

@@ -8,31 +8,20 @@ import * as grpc from '@grpc/grpc-js';
 import { SERVICE_CHANNEL_OPTIONS, requestWithAttestation, serviceChannelCredentials } from '@constellation/atls';
 import { expectedMeasurements } from '@constellation/attestation';
 import { createKubeletCsr } from '@constellation/keys';
-import { JoinServiceClient, JoinTicket, JoinTicketRequest, createClient } from '@constellation/proto';
+import {
+  JoinServiceClient,
+  JoinTicket,
+  JoinTicketRequest,
+  createClient,
+  readRetryAfter,
+  retryDelay,
+} from '@constellation/proto';
 import { errorMessage } from '@constellation/errors';
 import { BOOT, MEASURED_PCRS } from './join-service.fixture.js';
 import { loadSoftwareTpms, softwareTpmIssuer } from './software-tpm.fixture.js';
 import type { SoftwareTpmIdentity } from './software-tpm.fixture.js';
 import { stormNodeIp } from './storm-orders.js';
 import type { NodeOutcome, NodeProcessCpu, StormOrders } from './storm-orders.js';
-
-/** The retry-after-ms trailer of a failed call, as the node's join client reads it. */
-function retryAfter(err: unknown): number | undefined {
-  const metadata = (err as { metadata?: unknown }).metadata;
-  if (!(metadata instanceof grpc.Metadata)) return undefined;
-  const [value] = metadata.get('retry-after-ms');
-  const ms = Number(typeof value === 'string' ? value : value?.toString());
-  return Number.isFinite(ms) && ms >= 0 ? Math.min(ms, 5 * 60_000) : undefined;
-}
-
-/** The bootstrapper's policy (join-service-client.ts nextAttemptDelay), for a process outside its package. */
-function nextDelay(attempt: number, err: unknown, initialMs: number, maxMs: number): number {
-  const backoff = Math.floor(Math.random() * Math.min(maxMs, initialMs * 2 ** Math.min(attempt, 30)));
-  const asked = retryAfter(err);
-  if (asked === undefined) return backoff;
-  const wait = Math.max(asked, Math.min(100 * 2 ** Math.min(attempt, 10), 500));
-  return wait + Math.floor(Math.random() * Math.min(wait / 10, 1_000));
-}
 
 /**
  * Each simulated node has its own connection (and TLS handshake), as separate machines do: grpc-js
@@ -119,7 +108,8 @@ async function runNode(node: PreparedNode, orders: StormOrders): Promise<NodeOut
         const name = code === undefined ? 'other' : (grpc.status[code] ?? String(code));
         outcome.failures[name] = (outcome.failures[name] ?? 0) + 1;
         outcome.lastError = errorMessage(err);
-        const delay = nextDelay(attempt, err, orders.initialBackoffMs, orders.maxBackoffMs);
+        // The bootstrapper's policy: what the service asked, else backoff.
+        const delay = retryDelay(attempt, readRetryAfter(err), orders.initialBackoffMs, orders.maxBackoffMs);
         await new Promise((resolve) =>
           setTimeout(resolve, Math.min(delay, Math.max(0, orders.giveUpAtMs - Date.now()))),
         );

@@ -62,3 +62,4 @@ export { createClient, createGrpcServer } from './grpc-factory.js';
 
 export { HealthStatus } from './health-service.js';
 export { StatusError, retryAfterMetadata, statusErrorOf } from './status-error.js';
+export { backoffDelay, readRetryAfter, retryDelay } from './retry-after.js';

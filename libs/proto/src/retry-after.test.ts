@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backoffDelay } from './backoff.js';
+import { backoffDelay } from './retry-after.js';
 
 describe('join retry backoff', () => {
   it('grows exponentially up to the cap, with full jitter', () => {
