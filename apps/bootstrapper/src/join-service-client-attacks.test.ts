@@ -1,12 +1,9 @@
 import * as grpc from '@grpc/grpc-js';
-import { serviceServerCredentials } from '@constellation/atls';
-import { DummyIssuer } from '@constellation/attestation/testing';
-import { JoinServiceService } from '@constellation/proto';
-import { MetadataServer } from '@constellation/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JoinServiceConnection, nextAttemptDelay } from './join-service-client.js';
-import { MetadataClient } from './metadata-client.js';
-import type { NodeContext } from './node-context.js';
+import { nextAttemptDelay } from './join-service-client.js';
+import type { JoinServiceConnection } from './join-service-client.js';
+import { startRefusingJoinService } from './refusing-joinservice.fixture.js';
+import type { RefusingJoinService } from './refusing-joinservice.fixture.js';
 
 /*
  * A fake JoinService (attacker 1: network access, no TPM) that refuses every call for load and
@@ -14,39 +11,21 @@ import type { NodeContext } from './node-context.js';
  * a fake service make it spin, or keep it away for longer than the cap.
  */
 
-let server: grpc.Server;
-let metadata: MetadataServer;
+let service: RefusingJoinService;
 let connection: JoinServiceConnection;
 let retryAfterMs = '0';
 let calls = 0;
 
 beforeAll(async () => {
-  server = new grpc.Server();
-  const busy = (call: grpc.ServerDuplexStream<unknown, unknown>): void => {
+  service = await startRefusingJoinService(() => {
     calls++;
-    const trailer = new grpc.Metadata();
-    trailer.set('retry-after-ms', retryAfterMs);
-    call.emit('error', { code: grpc.status.RESOURCE_EXHAUSTED, details: 'busy forever', metadata: trailer });
-  };
-  server.addService(JoinServiceService, { issueJoinTicket: busy, issueRejoinTicket: busy });
-  const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync('127.0.0.1:0', serviceServerCredentials(), (err, bound) => {
-      if (err) reject(err);
-      else resolve(bound);
-    });
+    return { code: grpc.status.RESOURCE_EXHAUSTED, details: 'busy forever', retryAfterMs };
   });
-  metadata = await MetadataServer.start({
-    instances: [{ name: 'worker-1', role: 'worker', ip: '127.0.0.2' }],
-    endpoint: { host: '127.0.0.1', apiServerPort: 1, joinServicePort: port, initPort: 0 },
-    initSecretHash: 'x',
-  });
-  const context = { metadata: new MetadataClient(metadata.url, 'worker-1'), issuer: new DummyIssuer() };
-  connection = new JoinServiceConnection(context as unknown as NodeContext, 10_000);
+  connection = service.connection;
 });
 
 afterAll(async () => {
-  server.forceShutdown();
-  await metadata.close();
+  await service.close();
 });
 
 /** The node's retry loop as join-client runs it, for `ms`: attempt, wait what the schedule says. */

@@ -1,55 +1,29 @@
 import * as grpc from '@grpc/grpc-js';
-import { serviceServerCredentials } from '@constellation/atls';
-import { DummyIssuer } from '@constellation/attestation/testing';
-import { JoinServiceService } from '@constellation/proto';
-import { MetadataServer } from '@constellation/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JoinServiceConnection, JoinServiceUnavailableError, nextAttemptDelay } from './join-service-client.js';
-import { MetadataClient } from './metadata-client.js';
-import type { NodeContext } from './node-context.js';
+import { JoinServiceUnavailableError, nextAttemptDelay } from './join-service-client.js';
+import type { JoinServiceConnection } from './join-service-client.js';
+import { startRefusingJoinService } from './refusing-joinservice.fixture.js';
+import type { RefusingJoinService } from './refusing-joinservice.fixture.js';
 import { errorMessage } from '@constellation/errors';
 
 // The JoinService tells nodes when to come back (`retry-after-ms`, for example while another
 // control plane holds the join lease); the node's one JoinService client must read it and wait.
-let server: grpc.Server;
-let metadata: MetadataServer;
+let service: RefusingJoinService;
 let connection: JoinServiceConnection;
 /** How the fake service refuses, and the client address each call came from (its connection). */
 let refusal: grpc.status = grpc.status.UNAVAILABLE;
 const peers: string[] = [];
 
 beforeAll(async () => {
-  server = new grpc.Server();
-  const busy = (call: grpc.ServerDuplexStream<unknown, unknown>): void => {
+  service = await startRefusingJoinService((call) => {
     peers.push(call.getPeer());
-    const trailer = new grpc.Metadata();
-    trailer.set('retry-after-ms', '4000');
-    call.emit('error', {
-      code: refusal,
-      details: 'another control-plane node is joining',
-      metadata: trailer,
-    });
-  };
-  server.addService(JoinServiceService, { issueJoinTicket: busy, issueRejoinTicket: busy });
-  const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync('127.0.0.1:0', serviceServerCredentials(), (err, bound) => {
-      if (err) reject(err);
-      else resolve(bound);
-    });
+    return { code: refusal, details: 'another control-plane node is joining', retryAfterMs: '4000' };
   });
-  metadata = await MetadataServer.start({
-    instances: [{ name: 'worker-1', role: 'worker', ip: '127.0.0.2' }],
-    endpoint: { host: '127.0.0.1', apiServerPort: 1, joinServicePort: port, initPort: 0 },
-    initSecretHash: 'x',
-  });
-  // The connection uses the node's metadata and issuer only.
-  const context = { metadata: new MetadataClient(metadata.url, 'worker-1'), issuer: new DummyIssuer() };
-  connection = new JoinServiceConnection(context as unknown as NodeContext, 10_000);
+  connection = service.connection;
 });
 
 afterAll(async () => {
-  server.forceShutdown();
-  await metadata.close();
+  await service.close();
 });
 
 describe('the JoinService client honours retry-after-ms', () => {
