@@ -1,5 +1,6 @@
-import { createServer } from 'node:http';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { startHttpServer } from '@constellation/testing';
+import type { TestHttpServer } from '@constellation/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HttpInstanceRegistry } from './instance-registry.js';
 
@@ -12,24 +13,20 @@ import { HttpInstanceRegistry } from './instance-registry.js';
 const EK = 'c'.repeat(64);
 const INSTANCE = { name: 'worker-1', role: 'worker', ip: '10.0.0.1', ekPublicKeyHash: EK };
 
-let server: Server | undefined;
+let server: TestHttpServer | undefined;
 const timers: NodeJS.Timeout[] = [];
 
 async function registry(
   answer: (req: IncomingMessage, res: ServerResponse) => void,
   timeoutMs: number,
 ): Promise<HttpInstanceRegistry> {
-  server = createServer(answer);
-  await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  const port = typeof address === 'object' && address !== null ? address.port : 0;
-  return new HttpInstanceRegistry(`http://127.0.0.1:${port}`, timeoutMs);
+  server = await startHttpServer(answer);
+  return new HttpInstanceRegistry(server.url, timeoutMs);
 }
 
 afterEach(async () => {
   for (const timer of timers.splice(0)) clearInterval(timer);
-  server?.closeAllConnections();
-  await new Promise((resolve) => server?.close(resolve));
+  await server?.close();
   server = undefined;
 });
 

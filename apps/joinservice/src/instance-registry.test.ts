@@ -1,29 +1,24 @@
-import { createServer } from 'node:http';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { startHttpServer } from '@constellation/testing';
+import type { TestHttpServer } from '@constellation/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HttpInstanceRegistry } from './instance-registry.js';
 
 const EK = 'a'.repeat(64);
 const OTHER_EK = 'b'.repeat(64);
 
-let server: Server | undefined;
+let server: TestHttpServer | undefined;
 
 async function registry(
   answer: (req: IncomingMessage, res: ServerResponse) => void,
   timeoutMs = 2_000,
 ): Promise<{ registry: HttpInstanceRegistry; connections: () => number }> {
-  let connections = 0;
-  server = createServer(answer);
-  server.on('connection', () => connections++);
-  await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  const port = typeof address === 'object' && address !== null ? address.port : 0;
-  return { registry: new HttpInstanceRegistry(`http://127.0.0.1:${port}/`, timeoutMs), connections: () => connections };
+  server = await startHttpServer(answer);
+  return { registry: new HttpInstanceRegistry(`${server.url}/`, timeoutMs), connections: server.connections };
 }
 
 afterEach(async () => {
-  server?.closeAllConnections();
-  await new Promise((resolve) => server?.close(resolve));
+  await server?.close();
   server = undefined;
 });
 

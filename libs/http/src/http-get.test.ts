@@ -1,26 +1,21 @@
-import { Agent, createServer } from 'node:http';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { Agent } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { startHttpServer } from '@constellation/testing';
+import type { TestHttpServer } from '@constellation/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { httpGetText } from './http-get.js';
 
-let server: Server | undefined;
+let server: TestHttpServer | undefined;
 
-async function serve(answer: (req: IncomingMessage, res: ServerResponse) => void): Promise<{
-  url: string;
-  connections: () => number;
-}> {
-  let connections = 0;
-  server = createServer(answer);
-  server.on('connection', () => connections++);
-  await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  const port = typeof address === 'object' && address !== null ? address.port : 0;
-  return { url: `http://127.0.0.1:${port}/path?x=1`, connections: () => connections };
+async function serve(
+  answer: (req: IncomingMessage, res: ServerResponse) => void,
+): Promise<{ url: string; connections: () => number }> {
+  server = await startHttpServer(answer);
+  return { url: `${server.url}/path?x=1`, connections: server.connections };
 }
 
 afterEach(async () => {
-  server?.closeAllConnections();
-  await new Promise((resolve) => server?.close(resolve));
+  await server?.close();
   server = undefined;
 });
 

@@ -8,6 +8,8 @@ export { startSwtpm, startUnixSwtpm, useTestEkCa } from './swtpm.js';
 export type { TempDir } from './temp-dir.js';
 export { createTempDir, tempDirForTest } from './temp-dir.js';
 
+export type { TestHttpServer } from './http-server.js';
+export { startHttpServer } from './http-server.js';
 export { sleep, waitFor, withTimeout } from './wait-for.js';
 export { installTypeScriptCommand, repoRoot, runTypeScript } from './run-typescript.js';
 
