@@ -49,48 +49,48 @@ const hello: ChallengeClientMessage = {
   },
 };
 
+/** A call in line whose slot the test hands over: `handOver` admits it; `released` counts releases. */
+function callInLine(): { call: CallStandIn; handOver: () => void; released: () => number } {
+  const call = new CallStandIn();
+  let admit: (release: () => void) => void = () => undefined;
+  let released = 0;
+  serveChallenge(call as unknown as Stream, {
+    validators: [validator],
+    challengeTtlMs: 10_000,
+    handle: () => Promise.resolve(Buffer.alloc(0)),
+    admit: () =>
+      new Promise<() => void>((resolve) => {
+        admit = resolve;
+      }),
+  });
+  call.emit('data', hello);
+  return {
+    call,
+    handOver: () => {
+      admit(() => released++);
+    },
+    released: () => released,
+  };
+}
+
 describe('a call admitted from the line as it is cancelled', () => {
   it('gives the slot back at once and is never challenged', async () => {
-    const call = new CallStandIn();
-    let handOver: (release: () => void) => void = () => undefined;
-    let released = 0;
-    serveChallenge(call as unknown as Stream, {
-      validators: [validator],
-      challengeTtlMs: 10_000,
-      handle: () => Promise.resolve(Buffer.alloc(0)),
-      admit: () =>
-        new Promise<() => void>((resolve) => {
-          handOver = resolve;
-        }),
-    });
-    call.emit('data', hello);
+    const { call, handOver, released } = callInLine();
     // The slot is handed over, and in the same turn the client's cancellation arrives.
-    handOver(() => released++);
+    handOver();
     call.cancel();
     await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(released).toBe(1);
+    expect(released()).toBe(1);
     expect(call.written).toEqual([]);
   });
 
   it('still runs the challenge for a call admitted while it stays', async () => {
-    const call = new CallStandIn();
-    let handOver: (release: () => void) => void = () => undefined;
-    let released = 0;
-    serveChallenge(call as unknown as Stream, {
-      validators: [validator],
-      challengeTtlMs: 10_000,
-      handle: () => Promise.resolve(Buffer.alloc(0)),
-      admit: () =>
-        new Promise<() => void>((resolve) => {
-          handOver = resolve;
-        }),
-    });
-    call.emit('data', hello);
-    handOver(() => released++);
+    const { call, handOver, released } = callInLine();
+    handOver();
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(call.written.map((m) => m.step?.$case)).toEqual(['challenge']);
-    expect(released).toBe(0);
+    expect(released()).toBe(0);
     call.emit('error', new Error('client went away'));
-    expect(released).toBe(1);
+    expect(released()).toBe(1);
   });
 });
