@@ -3,7 +3,6 @@ import type { Issuer } from '@constellation/attestation';
 import type { ServiceCheck } from '@constellation/atls';
 import type { Logger } from '@constellation/logger';
 import { NodeLock } from '@constellation/nodelock';
-import type { Tpm } from '@constellation/tpm';
 import { BOOTSTRAPPER_DEFAULTS } from './config.js';
 import type { BootstrapperConfig } from './config.js';
 import { joinServiceCheck } from './join-service-check.js';
@@ -14,13 +13,20 @@ import type { RecentLog } from './recent-log.js';
 import { shellCommand } from './shell-command.js';
 
 /** The node's attestation issuer: rooted in the TPM's EK certificate unless configured otherwise. */
-async function createIssuer(tpm: Tpm, config: BootstrapperConfig, logger: Logger): Promise<Issuer> {
+async function createIssuer(
+  { tpm, endorsementKeys }: Pick<OpenedNode, 'tpm' | 'endorsementKeys'>,
+  config: BootstrapperConfig,
+  logger: Logger,
+): Promise<Issuer> {
   if (config.attestationVariant === 'qemu-vtpm') {
     const issuer = new TpmIssuer(tpm);
     logger.warn(unrootedVariantWarning(issuer.variant));
     return issuer;
   }
-  const issuer = await TpmIssuer.rooted(tpm, { ekIntermediates: config.ekIntermediateCertificates });
+  const issuer = await TpmIssuer.rooted(tpm, {
+    ekIntermediates: config.ekIntermediateCertificates,
+    ...(endorsementKeys === undefined ? {} : { endorsementKeys }),
+  });
   logger.info('attesting with the TPM endorsement key', {
     variant: issuer.variant.name,
     akName: issuer.rooted?.akName.toString('hex'),
@@ -72,7 +78,7 @@ export async function createNodeContext(
   let issuer: Issuer;
   let checkJoinService: ServiceCheck | undefined;
   try {
-    issuer = await createIssuer(tpm, config, logger);
+    issuer = await createIssuer(node, config, logger);
     checkJoinService =
       config.attestationVariant === 'tpm2-ek'
         ? await joinServiceCheck({

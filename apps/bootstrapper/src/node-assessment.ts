@@ -10,17 +10,24 @@ import { writeFileAtomic } from './secure-files.js';
  */
 export type NodeAssessment = 'marked' | 'initialized' | 'fresh';
 
+/** Starts the TPM and reads PCR 15: whether this node joined a cluster during this boot. */
+export async function readNodeMark(tpm: NodeContext['tpm']): Promise<boolean> {
+  await tpm.startup();
+  return isNodeMarked(tpm);
+}
+
 /**
- * Reads PCR 15, then the state disk, formatting a fresh or reset disk. Needs only the TPM and the
- * disk, not the attestation issuer: the bootstrapper runs it while the issuer is created, so the
- * first-boot format (a cryptsetup process) and the TPM's key creation overlap.
+ * Reads PCR 15 (or takes `marked`, when the caller read it already), then the state disk,
+ * formatting a fresh or reset disk. Needs only the TPM and the disk, not the attestation issuer:
+ * the bootstrapper runs it while the issuer is created, so the first-boot format (a cryptsetup
+ * process) and the TPM's key creation overlap.
  */
 export async function assessNode(
   node: Pick<NodeContext, 'tpm' | 'disk' | 'paths' | 'logger'>,
+  marked: Promise<boolean> = readNodeMark(node.tpm),
 ): Promise<NodeAssessment> {
-  const { tpm, disk, paths, logger } = node;
-  await tpm.startup();
-  if (await isNodeMarked(tpm)) return 'marked';
+  const { disk, paths, logger } = node;
+  if (await marked) return 'marked';
   if ((await disk.isLuks()) && (await disk.isInitialized())) return 'initialized';
   const passphrase = randomBytes(32);
   logger.info('formatting the state disk for first boot', { device: disk.device });

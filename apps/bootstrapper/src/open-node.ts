@@ -1,8 +1,9 @@
 import type { Logger } from '@constellation/logger';
 import { StateDisk } from '@constellation/state-disk';
-import { Tpm } from '@constellation/tpm';
+import { DEFAULT_AK_ALGORITHM, Tpm, readEndorsementKeys } from '@constellation/tpm';
+import type { EndorsementKeys } from '@constellation/tpm';
 import type { BootstrapperConfig } from './config.js';
-import { assessNode } from './node-assessment.js';
+import { assessNode, readNodeMark } from './node-assessment.js';
 import type { NodeAssessment } from './node-assessment.js';
 import { nodePaths } from './node-paths.js';
 import type { NodePaths } from './node-paths.js';
@@ -14,20 +15,30 @@ export interface OpenedNode {
   disk: StateDisk;
   paths: NodePaths;
   assessment: Promise<NodeAssessment>;
+  /** The `tpm2-ek` variant's EK certificate, EK and AK, being read while the program loads. */
+  endorsementKeys?: Promise<EndorsementKeys>;
 }
+
+const settled = (): void => undefined;
 
 /**
  * Opens the TPM and the state disk and starts assessing the node (PCR 15, then the disk,
- * formatted on first boot). It needs only these small libraries, so it runs before the rest of
- * the program (gRPC, attested TLS, the attestation issuer) is loaded: that loading, and the
- * issuer's TPM work, overlap the first-boot format (a cryptsetup process).
+ * formatted on first boot), then reading the TPM's endorsement keys. It needs only these small
+ * libraries, so it runs before the rest of the program (gRPC, attested TLS, the attestation
+ * issuer) is loaded: that loading, the EK's regeneration in the TPM and the first-boot format (a
+ * cryptsetup process) overlap. The keys wait for PCR 15, so the format starts as early as it can.
  */
 export function openNode(config: BootstrapperConfig, logger: Logger): OpenedNode {
   const tpm = new Tpm(tpmTransport(config.tpm));
   const disk = new StateDisk({ device: config.stateDisk, kdf: config.diskKdf });
   const paths = nodePaths(config.root);
-  const assessment = assessNode({ tpm, disk, paths, logger });
-  // Its failure is Bootstrapper.run's to report; until run awaits it, it must not count as unhandled.
+  const marked = readNodeMark(tpm);
+  const assessment = assessNode({ tpm, disk, paths, logger }, marked);
+  // Their failures are Bootstrapper.run's and the issuer's to report; until those await them,
+  // they must not count as unhandled.
   assessment.catch(() => undefined);
-  return { tpm, disk, paths, assessment };
+  if (config.attestationVariant !== 'tpm2-ek') return { tpm, disk, paths, assessment };
+  const endorsementKeys = marked.then(settled, settled).then(() => readEndorsementKeys(tpm, DEFAULT_AK_ALGORITHM));
+  endorsementKeys.catch(() => undefined);
+  return { tpm, disk, paths, assessment, endorsementKeys };
 }

@@ -1,7 +1,14 @@
 import { X509Certificate } from 'node:crypto';
 import type { Credential, MeasuredEvent } from '@constellation/proto';
-import { PCR_COUNT, akTemplate, parseQuoteInfo, pcrCompositeDigest, readEkCertificate } from '@constellation/tpm';
-import type { KeyAlgorithm, Tpm } from '@constellation/tpm';
+import {
+  DEFAULT_AK_ALGORITHM,
+  PCR_COUNT,
+  akTemplate,
+  parseQuoteInfo,
+  pcrCompositeDigest,
+  readEndorsementKeys,
+} from '@constellation/tpm';
+import type { EndorsementKeys, KeyAlgorithm, Tpm } from '@constellation/tpm';
 import { quoteExtraData } from './binding.js';
 import { encodeDocument } from './document.js';
 import { AttestationConfigError } from './errors.js';
@@ -22,6 +29,8 @@ export interface TpmIssuerOptions {
 export interface RootedTpmIssuerOptions extends TpmIssuerOptions {
   /** Intermediate CA certificates (DER) sent with the EK certificate, the EK's issuer first. */
   ekIntermediates?: readonly Uint8Array[];
+  /** The TPM's endorsement keys when the caller started reading them already (readEndorsementKeys). */
+  endorsementKeys?: Promise<EndorsementKeys>;
 }
 
 const ALL_PCRS = [...Array(PCR_COUNT).keys()];
@@ -42,7 +51,7 @@ export class TpmIssuer implements Issuer {
 
   constructor(tpm: Tpm, options: TpmIssuerOptions = {}, rooted?: RootedIdentity) {
     this.tpm = tpm;
-    this.akAlgorithm = options.akAlgorithm ?? 'ecc';
+    this.akAlgorithm = options.akAlgorithm ?? DEFAULT_AK_ALGORITHM;
     this.pcrs = [...new Set(options.pcrs ?? ALL_PCRS)].sort((a, b) => a - b);
     this.eventLog = options.eventLog ?? (() => []);
     this.variant = variantByName(rooted === undefined ? 'qemu-vtpm' : 'tpm2-ek');
@@ -55,18 +64,19 @@ export class TpmIssuer implements Issuer {
    * certificate, since such a TPM cannot prove which machine it is.
    */
   static async rooted(tpm: Tpm, options: RootedTpmIssuerOptions = {}): Promise<TpmIssuer> {
-    const certificate = await readEkCertificate(tpm, 'rsa');
+    const akAlgorithm = options.akAlgorithm ?? DEFAULT_AK_ALGORITHM;
+    const keys = await (options.endorsementKeys ?? readEndorsementKeys(tpm, akAlgorithm));
+    const { ekCertificate: certificate, ekPublic: ek, akPublic, akName } = keys;
+    if (keys.akAlgorithm !== akAlgorithm)
+      throw new AttestationConfigError(
+        `the endorsement keys read ahead hold an ${keys.akAlgorithm.toUpperCase()} AK, but this issuer attests with an ${akAlgorithm.toUpperCase()} one`,
+      );
     if (certificate === undefined) {
       throw new AttestationConfigError(
         `${tpm.transport.description} has no RSA EK certificate (NV index 0x01c00002): the "tpm2-ek" variant needs a TPM manufactured with an endorsement certificate (swtpm_setup --create-ek-cert); the unrooted "qemu-vtpm" variant works without one but proves no identity`,
       );
     }
-    const akAlgorithm = options.akAlgorithm ?? 'ecc';
     const ak = akTemplate(akAlgorithm);
-    const ek = await tpm.withEndorsementKey('rsa', (key) => Promise.resolve(key.publicBytes));
-    const { akPublic, akName } = await tpm.withPrimaryKey('endorsement', ak, (key) =>
-      Promise.resolve({ akPublic: key.publicBytes, akName: key.name }),
-    );
     const identity: RootedIdentity = {
       identity: {
         ekPublic: ek,

@@ -2,6 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCryptsetup } from './cryptsetup.js';
+import { lacksLuksMagic } from './luks-magic.js';
 
 /**
  * How expensive the LUKS key-slot KDF is. Disk keys are 32 random bytes, so a cheap PBKDF loses
@@ -43,8 +44,12 @@ export class StateDisk {
     this.timeoutMs = options.timeoutMs ?? 120_000;
   }
 
-  /** Whether the device holds a LUKS header. */
+  /**
+   * Whether the device holds a LUKS2 header. A device without any LUKS magic (a first boot's blank
+   * disk) is answered from its bytes, without spawning cryptsetup.
+   */
   async isLuks(): Promise<boolean> {
+    if (lacksLuksMagic(this.device)) return false;
     const result = await runCryptsetup(this.program, ['isLuks', '--type', 'luks2', this.device], this.timeoutMs);
     return result.code === 0;
   }

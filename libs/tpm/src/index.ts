@@ -4,6 +4,8 @@ export { PCR_COUNT, TPM_ALG, TPM_ECC, TPM_GENERATED_VALUE, TPM_ST, TPMA_OBJECT }
 export { DeviceTransport } from './device-transport.js';
 
 export { readEkCertificate } from './ek.js';
+export type { EndorsementKeys } from './endorsement-keys.js';
+export { readEndorsementKeys } from './endorsement-keys.js';
 export { TpmError, TpmParseError } from './errors.js';
 export type { HashName } from './hash-algorithm.js';
 export { hashAlgorithm } from './hash-algorithm.js';
@@ -23,7 +25,7 @@ export { SocketTransport } from './socket-transport.js';
 
 export { SwtpmControl } from './swtpm-control.js';
 export type { KeyAlgorithm } from './templates.js';
-export { AK_ATTRIBUTES, akTemplate, ekTemplate } from './templates.js';
+export { AK_ATTRIBUTES, DEFAULT_AK_ALGORITHM, akTemplate, ekTemplate } from './templates.js';
 export type { Quote } from './tpm.js';
 export { Tpm } from './tpm.js';
 export type { TpmTransport } from './transport.js';

@@ -11,7 +11,7 @@ import type { NvPublic } from './nv.js';
 import { readPcrSelections, writePcrSelections } from './pcr-selection.js';
 import type { PcrSelection } from './pcr-selection.js';
 import { marshalPublic, parsePublic, publicName } from './public-area.js';
-import type { TpmPublic } from './public-area.js';
+import type { RsaPublic, TpmPublic } from './public-area.js';
 import { ekTemplate } from './templates.js';
 import type { KeyAlgorithm } from './templates.js';
 import { PrioritySerialQueue } from './priority.js';
@@ -477,6 +477,29 @@ export class Tpm {
         return secret;
       },
     );
+  }
+
+  /**
+   * Adopts the RSA EK persisted at 0x81010001 (where swtpm_setup and most platforms leave it)
+   * when it is exactly a TCG-template EK with `modulus`, the key the EK certificate certifies:
+   * returns its public area, and activations use the handle from the start. Anything else there
+   * (no key, another template, another key) is left alone and undefined returned; the caller then
+   * regenerates the EK. Saves the tens of milliseconds of RSA key generation a regeneration costs.
+   */
+  adoptResidentRsaEk(modulus: Buffer): Promise<Buffer | undefined> {
+    return this.sequences.run(async () => {
+      let resident: LoadedKey;
+      try {
+        resident = await this.readPublic(RSA_EK_PERSISTENT_HANDLE);
+      } catch (err) {
+        if (err instanceof TpmError) return undefined;
+        throw err;
+      }
+      const certified = marshalPublic({ ...(ekTemplate('rsa') as RsaPublic), modulus });
+      if (!resident.publicBytes.equals(certified)) return undefined;
+      this.residentRsaEk = { handle: RSA_EK_PERSISTENT_HANDLE, publicBytes: resident.publicBytes };
+      return resident.publicBytes;
+    });
   }
 
   /**
