@@ -50,8 +50,9 @@ export interface JoinHandlerParts {
  */
 export function joinHandlers(parts: JoinHandlerParts): JoinServiceServer {
   const { challenge, admit, tickets, limit, metrics } = parts;
-  const countRejected = (reason: ChallengeRejection): void => {
-    if (reason !== 'handler') metrics.attestationFailures.inc({ reason });
+  const countRejected = (kind: 'join' | 'rejoin', reason: ChallengeRejection): void => {
+    if (reason === 'outstanding') metrics.refusals.inc({ kind, reason: 'challenge-outstanding' });
+    else if (reason !== 'handler') metrics.attestationFailures.inc({ reason });
   };
   return {
     issueJoinTicket: (call: grpc.ServerDuplexStream<IssueJoinTicketRequest, IssueJoinTicketResponse>) => {
@@ -89,8 +90,9 @@ export function joinHandlers(parts: JoinHandlerParts): JoinServiceServer {
           });
         },
         onRejected: (reason) => {
-          countRejected(reason);
-          if (reason !== 'handler') metrics.joins.inc({ kind: 'join', role: 'unknown', outcome: 'rejected' });
+          countRejected('join', reason);
+          if (reason === 'outstanding') metrics.joins.inc({ kind: 'join', role: 'unknown', outcome: 'retry' });
+          else if (reason !== 'handler') metrics.joins.inc({ kind: 'join', role: 'unknown', outcome: 'rejected' });
         },
         handle: async (bytes, result, proven) => {
           const request = decode(JoinTicketRequest, bytes, 'JoinTicketRequest');
@@ -112,7 +114,9 @@ export function joinHandlers(parts: JoinHandlerParts): JoinServiceServer {
     issueRejoinTicket: (call: grpc.ServerDuplexStream<IssueRejoinTicketRequest, IssueRejoinTicketResponse>) => {
       serveChallenge(call, {
         ...challenge,
-        onRejected: countRejected,
+        onRejected: (reason) => {
+          countRejected('rejoin', reason);
+        },
         handle: async (bytes, result, proven) => {
           const request = decode(RejoinTicketRequest, bytes, 'RejoinTicketRequest');
           try {

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import * as k8s from '@kubernetes/client-node';
-import { AgentAttester, serviceServerCredentials } from '@constellation/atls';
+import { AgentAttester, OutstandingChallenges, serviceServerCredentials } from '@constellation/atls';
 import { createAttestationVerifier, readPemCertificates } from '@constellation/attestation';
 import type { AttestationPolicy, Measurements } from '@constellation/attestation';
 import { masterSecretFromJson } from '@constellation/keys';
@@ -110,6 +110,7 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
         ...(identity === undefined ? {} : { identity }),
         ...(serviceAttester === undefined ? {} : { serviceAttester }),
         challengeTtlMs: settings.challengeTtlMs,
+        outstanding: new OutstandingChallenges(),
         maxRequestBytes: JOINSERVICE_DEFAULTS.maxRequestBytes,
         logger,
       },

@@ -14,14 +14,21 @@ import { challengeUserData } from './challenge-binding.js';
 import { CHALLENGE_PROTOCOL_VERSION } from './challenge-messages.js';
 import type { ChallengeClientMessage, ChallengeServerMessage } from './challenge-messages.js';
 import { ephemeralKey, seal } from './seal.js';
+import type { OutstandingChallenges } from './outstanding-challenges.js';
 import { ServiceAttesterBusyError, serviceUserData } from './service-attester.js';
 import type { ServiceAttester } from './service-attester.js';
 import { retryAfterMetadata, statusErrorOf } from '@constellation/proto';
-import { errorMessage } from '@constellation/errors';
+import { Refusal, errorMessage } from '@constellation/errors';
 
 /** Why a challenge exchange ended without an answer; stable strings for metrics. */
 export type ChallengeRejection =
-  'protocol' | 'variant' | 'expired' | 'oversized' | 'handler' | `attestation:${AttestationError['reason']}`;
+  | 'protocol'
+  | 'variant'
+  | 'expired'
+  | 'oversized'
+  | 'handler'
+  | 'outstanding'
+  | `attestation:${AttestationError['reason']}`;
 
 export interface ChallengeServerOptions {
   /** One validator per accepted variant. */
@@ -64,6 +71,11 @@ export interface ChallengeServerOptions {
    * challenge; the hello's time bound stops while it waits, and starts again once admitted.
    */
   admit?: () => (() => void) | Promise<() => void>;
+  /**
+   * Shared by the service's calls: at most one challenge outstanding per TPM (rooted variants).
+   * Without it, one genuine TPM can hold as many challenges as the service has slots.
+   */
+  outstanding?: OutstandingChallenges;
 }
 
 type Stream = grpc.ServerDuplexStream<ChallengeClientMessage, ChallengeServerMessage>;
@@ -94,8 +106,8 @@ class ChallengeSession {
   private activation: PendingActivation | undefined;
   private challengedAt = 0;
   private timer: NodeJS.Timeout | undefined;
-  /** Frees what `admit` took; called once the exchange ends, however it ends. */
-  private release: (() => void) | undefined;
+  /** Free what `admit` and the TPM's claim took; called once the exchange ends, however it ends. */
+  private readonly releases: (() => void)[] = [];
 
   constructor(
     private readonly call: Stream,
@@ -120,7 +132,7 @@ class ChallengeSession {
       // The client went away; nothing to answer.
       this.state = 'done';
       clearTimeout(this.timer);
-      this.release?.();
+      this.releaseAll();
     });
     // A client's cancellation (RST_STREAM) comes as 'cancelled' alone. Handled here, not only by
     // the admitter: a call handed a slot in the same turn as it was cancelled kept the slot until
@@ -128,7 +140,7 @@ class ChallengeSession {
     this.call.on('cancelled', () => {
       this.state = 'done';
       clearTimeout(this.timer);
-      this.release?.();
+      this.releaseAll();
     });
     this.call.on('end', () => {
       if (this.state !== 'done' && this.state !== 'working')
@@ -143,7 +155,7 @@ class ChallengeSession {
     if (this.state === 'done') return;
     this.state = 'done';
     clearTimeout(this.timer);
-    this.release?.();
+    this.releaseAll();
     this.options.onRejected?.(reason, message);
     this.log.info('challenge refused', { reason, code: grpc.status[code], error: message });
     const status: Partial<grpc.StatusObject> = { code, details: message };
@@ -218,7 +230,7 @@ class ChallengeSession {
       return;
     }
     if (typeof admitted === 'function') {
-      this.release = admitted;
+      this.releases.push(admitted);
       this.begin(hello, validator);
       return;
     }
@@ -231,7 +243,7 @@ class ChallengeSession {
           release(); // the caller went away while waiting
           return;
         }
-        this.release = release;
+        this.releases.push(release);
         this.startTimer();
         this.begin(hello, validator);
       },
@@ -239,6 +251,10 @@ class ChallengeSession {
         if (this.state === 'waiting') this.refuseAdmission(err);
       },
     );
+  }
+
+  private releaseAll(): void {
+    for (let release = this.releases.pop(); release !== undefined; release = this.releases.pop()) release();
   }
 
   /** An admission refusal (a Refusal or StatusError) becomes the call's status. */
@@ -278,6 +294,9 @@ class ChallengeSession {
     const rooted = validator.variant.rooted && this.options.identity !== undefined;
     const attester = hello.serviceNonce.length === 32 ? this.options.serviceAttester : undefined;
     const pending = rooted ? await this.options.identity?.challenge(hello.identity, hello.akPublic) : undefined;
+    // Claimed before the host attests: a refused duplicate costs the host's TPM nothing.
+    if (pending !== undefined && this.options.outstanding !== undefined && this.state === 'preparing')
+      this.releases.push(this.options.outstanding.claim(pending.ekPublicKeyHash, this.ttl));
     if (attester === undefined) return [pending, undefined];
     if (this.state !== 'preparing') return [pending, undefined];
     return [pending, await attester.attest(serviceUserData(serviceKey.publicKey), hello.serviceNonce)];
@@ -320,6 +339,10 @@ class ChallengeSession {
       this.finish(grpc.status.PERMISSION_DENIED, `attestation rejected: ${err.message}`, `attestation:${err.reason}`);
     } else if (err instanceof ServiceAttesterBusyError) {
       this.finish(grpc.status.UNAVAILABLE, err.message, 'handler', retryAfterMetadata(1_000));
+    } else if (err instanceof Refusal) {
+      // OutstandingChallenges: this TPM has a challenge on another call.
+      const status = statusErrorOf(err);
+      this.finish(status?.code ?? grpc.status.RESOURCE_EXHAUSTED, err.message, 'outstanding', status?.metadata);
     } else {
       this.log.error('could not prepare the challenge', { err });
       this.finish(
@@ -442,6 +465,6 @@ class ChallengeSession {
     this.state = 'done';
     this.call.write({ step: { $case: 'sealed', value: { ...sealed, serviceActivationProof } } });
     this.call.end();
-    this.release?.();
+    this.releaseAll();
   }
 }

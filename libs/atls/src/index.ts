@@ -9,6 +9,7 @@ export { requestWithAttestation } from './challenge-client.js';
 
 export type { ChallengeRejection, ChallengeServerOptions } from './challenge-server.js';
 export { serveChallenge } from './challenge-server.js';
+export { OutstandingChallenges } from './outstanding-challenges.js';
 
 export { nonceToServerName } from './nonce-server-name.js';
 export { atlsPublicRoot, issueFromPublicRoot } from './public-root.js';

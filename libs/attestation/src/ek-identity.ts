@@ -30,6 +30,8 @@ export interface PendingActivation {
   prove(proof: Uint8Array, nonce: Uint8Array): VerifiedTpmIdentity;
   /** The AK name the credential was made for; a document must be signed by exactly this key. */
   readonly akName: Buffer;
+  /** The EK's hash (as in VerifiedTpmIdentity) from its verified certificate: which TPM this is, before it proved it. */
+  readonly ekPublicKeyHash: string;
 }
 
 export interface EkIdentityPolicy {
@@ -93,6 +95,7 @@ export class EkIdentityVerifier {
     return {
       credential,
       akName,
+      ekPublicKeyHash: verified.ekPublicKeyHash,
       prove: (proof, nonce) => {
         checkActivationProof(proof, secret, nonce, akName);
         return verified;

@@ -1,0 +1,90 @@
+import * as grpc from '@grpc/grpc-js';
+import { MemoryLogger } from '@constellation/logger/testing';
+import type { IssueJoinTicketRequest, IssueJoinTicketResponse } from '@constellation/proto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startJoinFixture } from './join-service.fixture.js';
+import type { JoinFixture, SimulatedNode } from './join-service.fixture.js';
+
+/*
+ * The owner of one genuine node (attacker 2) opens every slot's worth of join calls with its own,
+ * valid hello and never answers the challenges. Each call passes the EK check, so before this rule
+ * each held a slot for the challenge's whole TTL (10 s), and four calls every ten seconds kept
+ * every other node out. A TPM now has one challenge outstanding at a time.
+ */
+
+type Stream = grpc.ClientDuplexStream<IssueJoinTicketRequest, IssueJoinTicketResponse>;
+type Hello = Extract<NonNullable<IssueJoinTicketRequest['step']>, { $case: 'hello' }>;
+
+const SLOTS = 4;
+let fixture: JoinFixture;
+let owned: SimulatedNode;
+let bystander: SimulatedNode;
+let ownHello: Hello;
+
+beforeAll(async () => {
+  fixture = await startJoinFixture(new MemoryLogger(), { maxConcurrentTickets: SLOTS });
+  owned = await fixture.node('worker-31', '10.42.0.31');
+  bystander = await fixture.node('worker-32', '10.42.0.32');
+  const rooted = owned.issuer.rooted;
+  if (rooted === undefined) throw new Error('the fixture node must attest with an EK certificate');
+  ownHello = {
+    $case: 'hello',
+    value: {
+      attestationVariant: owned.issuer.variant.name,
+      protocolVersion: 1,
+      akPublic: rooted.akPublic,
+      serviceNonce: Buffer.alloc(0),
+      identity: rooted.identity,
+    },
+  };
+});
+
+afterAll(async () => {
+  await owned.stop();
+  await bystander.stop();
+  await fixture.close();
+});
+
+/** A call that sends the hello and never answers; `first` is the challenge or the refusal. */
+function silentCall(): { stream: Stream; first: Promise<'challenge' | grpc.ServiceError> } {
+  const stream: Stream = fixture.client.issueJoinTicket({ deadline: Date.now() + 30_000 });
+  const first = new Promise<'challenge' | grpc.ServiceError>((resolve) => {
+    stream.on('error', resolve);
+    stream.once('data', () => {
+      resolve('challenge');
+    });
+  });
+  stream.write({ step: ownHello });
+  return { stream, first };
+}
+
+describe('one outstanding challenge per TPM (attacker 2)', () => {
+  it('refuses further challenges for a TPM that has one, so its owner holds one slot, not all of them', async () => {
+    const calls = Array.from({ length: SLOTS }, silentCall);
+    const outcomes = await Promise.all(calls.map((call) => call.first));
+    expect(outcomes.filter((outcome) => outcome === 'challenge')).toHaveLength(1);
+    const refusals = outcomes.filter((outcome): outcome is grpc.ServiceError => outcome !== 'challenge');
+    expect(refusals).toHaveLength(SLOTS - 1);
+    for (const refusal of refusals) {
+      expect(refusal.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+      expect(refusal.details).toMatch(
+        /^this TPM \(EK sha256:[0-9a-f]{64}\) already has a challenge outstanding on another call; one at a time/,
+      );
+      const retryAfter = Number(refusal.metadata.get('retry-after-ms')[0]);
+      expect(retryAfter).toBeGreaterThan(0);
+      expect(retryAfter).toBeLessThanOrEqual(10_000);
+    }
+
+    // The other nodes are not kept out: a bystander joins at once.
+    const started = Date.now();
+    const { ticket } = await bystander.requestJoin(fixture.client);
+    expect(ticket.kubeletClientCert.length).toBeGreaterThan(0);
+    expect(Date.now() - started).toBeLessThan(3_000);
+
+    // Once the outstanding call ends, the TPM may be challenged again, and its node joins.
+    for (const call of calls) call.stream.cancel();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const again = await owned.requestJoin(fixture.client);
+    expect(again.ticket.kubeletClientCert.length).toBeGreaterThan(0);
+  }, 30_000);
+});
