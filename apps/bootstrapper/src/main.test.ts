@@ -28,6 +28,9 @@ describe('constellation-bootstrapper entry point', () => {
     );
     const level = await run('--log-level', 'loud');
     expect(level.stderr).toContain('Allowed choices are debug, info, warn, error');
+    const kubelet = await run('--kubelet-start-command', 'systemctl start kubelet && touch /done');
+    expect(kubelet.code).toBe(2);
+    expect(kubelet.stderr).toContain('the shell operator && is not supported; put it in a script and name the script');
   });
 
   it('fails with a clear error and exit code 1 when the TPM cannot be reached, logging JSON', async () => {

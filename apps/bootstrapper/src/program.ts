@@ -5,6 +5,7 @@ import { createLogger } from '@constellation/logger';
 import { BOOTSTRAPPER_DEFAULTS as DEFAULTS, compileConfig, parsePcrList } from './config.js';
 import { openNode } from './open-node.js';
 import { RecentLog } from './recent-log.js';
+import { parseCommandLine } from './shell-command.js';
 import { parseTpmAddress } from './tpm-address.js';
 import { VERSION } from './version.js';
 
@@ -95,7 +96,11 @@ function withKubernetesOptions<Args extends unknown[], Opts extends OptionValues
     )
     .option(
       '--kubelet-start-command <command>',
-      'how to start the kubelet once the node belongs to a cluster (tests and mini, which run no kubelet, replace it)',
+      'how to start the kubelet once the node belongs to a cluster: a program and its arguments, quoted like a shell where they contain spaces, run without a shell (tests and mini, which run no kubelet, replace it)',
+      (v) => {
+        parseCommandLine(v);
+        return v;
+      },
       DEFAULTS.kubeletStartCommand,
     )
     .option(

@@ -1,4 +1,4 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { buildBundles, repoRoot, requireProgram, runCommand, tempDirForTest, waitFor } from '@constellation/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -51,7 +51,9 @@ const bootstrapperLog = (node: MiniNode): Promise<string> => readFile(join(node.
 
 describe('mini as a cluster kubectl can drive', () => {
   it('three control planes and two workers: kubectl sees them Ready, strangers get 401/403, a control plane reboots and all recover', async () => {
-    const workspace = await tempDirForTest();
+    // A space in the path, as under "My Projects": every command mini hands a node must survive it.
+    const workspace = join(await tempDirForTest(), 'my cluster');
+    await mkdir(workspace);
     const admin = join(workspace, 'constellation-admin.conf');
     try {
       const up = await constellation(workspace, 'mini', 'up', '--control-planes', '3', '--workers', '2');

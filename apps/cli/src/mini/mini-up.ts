@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { quote } from 'shell-quote';
 import { expectedMeasurements } from '@constellation/attestation';
 import type { BootComponent } from '@constellation/attestation';
 import { UsageError } from '@constellation/command-line';
@@ -313,7 +314,8 @@ async function startNodes(bring: Bring, image: { publicKey: string; ekCa: EkCa }
       image,
       tampered: tampered.has(instance.name),
       // "Starting the kubelet" on a mini node: a control plane's JoinService once the cluster exists.
-      kubeletStartCommand: [
+      // Quoted: the bootstrapper splits it like a shell, and a workspace path may hold spaces.
+      kubeletStartCommand: quote([
         process.execPath,
         artifacts.cli,
         '--workspace',
@@ -322,7 +324,7 @@ async function startNodes(bring: Bring, image: { publicKey: string; ekCa: EkCa }
         'kubelet',
         '--node',
         instance.name,
-      ].join(' '),
+      ]),
     });
     state.nodes.push(node);
     await writeMiniState(options.workspace, state);
