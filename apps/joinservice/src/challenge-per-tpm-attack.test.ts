@@ -25,18 +25,7 @@ beforeAll(async () => {
   fixture = await startJoinFixture(new MemoryLogger(), { maxConcurrentTickets: SLOTS });
   owned = await fixture.node('worker-31', '10.42.0.31');
   bystander = await fixture.node('worker-32', '10.42.0.32');
-  const rooted = owned.issuer.rooted;
-  if (rooted === undefined) throw new Error('the fixture node must attest with an EK certificate');
-  ownHello = {
-    $case: 'hello',
-    value: {
-      attestationVariant: owned.issuer.variant.name,
-      protocolVersion: 1,
-      akPublic: rooted.akPublic,
-      serviceNonce: Buffer.alloc(0),
-      identity: rooted.identity,
-    },
-  };
+  ownHello = owned.hello();
 });
 
 afterAll(async () => {

@@ -32,6 +32,7 @@ import {
   RejoinTicket,
   RejoinTicketRequest,
 } from '@constellation/proto';
+import type { IssueJoinTicketRequest } from '@constellation/proto';
 import { KubeApiServer, MetadataServer } from '@constellation/sandbox';
 import type { InstanceInfo } from '@constellation/sandbox';
 import { createEkCa } from '@constellation/swtpm';
@@ -272,6 +273,25 @@ export class SimulatedNode {
     const issuer = await TpmIssuer.rooted(tpm, { eventLog: () => events, ekIntermediates: intermediates });
     const ekPublicKeyHash = swtpm.manufactured?.ekPublicKeyHash ?? '';
     return new SimulatedNode(name, ip, swtpm, tpm, issuer, ekPublicKeyHash);
+  }
+
+  /**
+   * The hello this node opens a join call with (no service nonce): what an attacker who has it,
+   * or who owns the node, replays.
+   */
+  hello(): Extract<NonNullable<IssueJoinTicketRequest['step']>, { $case: 'hello' }> {
+    const rooted = this.issuer.rooted;
+    if (rooted === undefined) throw new Error('the fixture node must attest with an EK certificate');
+    return {
+      $case: 'hello',
+      value: {
+        attestationVariant: this.issuer.variant.name,
+        protocolVersion: 1,
+        akPublic: rooted.akPublic,
+        serviceNonce: Buffer.alloc(0),
+        identity: rooted.identity,
+      },
+    };
   }
 
   /** The same TPM and measurements, attesting with the unrooted `qemu-vtpm` variant. */
