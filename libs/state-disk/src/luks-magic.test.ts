@@ -1,18 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { open, readFile, truncate, writeFile } from 'node:fs/promises';
+import { open, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { requireProgram, tempDirForTest } from '@constellation/testing';
+import { tempDirForTest } from '@constellation/testing';
 import { describe, expect, it } from 'vitest';
 import { lacksLuksMagic } from './luks-magic.js';
+import { blankImage } from './state-disk.fixture.js';
 import { StateDisk } from './state-disk.js';
-
-async function blankImage(): Promise<string> {
-  await requireProgram('cryptsetup', 'cryptsetup-bin');
-  const path = join(await tempDirForTest(), 'state.img');
-  await writeFile(path, '');
-  await truncate(path, 32 * 1024 * 1024);
-  return path;
-}
 
 /** A StateDisk whose cryptsetup is a logging wrapper: `calls()` lists the subcommands it ran. */
 async function spiedDisk(device: string): Promise<{ disk: StateDisk; calls: () => Promise<string[]> }> {

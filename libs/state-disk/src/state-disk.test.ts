@@ -1,22 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { truncate, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { requireProgram, tempDirForTest } from '@constellation/testing';
+import { tempDirForTest } from '@constellation/testing';
 import { describe, expect, it } from 'vitest';
+import { blankImage } from './state-disk.fixture.js';
 import { StateDisk, StateDiskError } from './state-disk.js';
 import { errorMessage } from '@constellation/errors';
 
-async function image(): Promise<string> {
-  await requireProgram('cryptsetup', 'cryptsetup-bin');
-  const path = join(await tempDirForTest(), 'state.img');
-  await writeFile(path, '');
-  await truncate(path, 32 * 1024 * 1024);
-  return path;
-}
-
 describe('StateDisk with real cryptsetup on an image file', () => {
   it('formats a fresh disk, reports its UUID and marks it not initialised', async () => {
-    const disk = new StateDisk({ device: await image(), kdf: 'fast' });
+    const disk = new StateDisk({ device: await blankImage(), kdf: 'fast' });
     expect(await disk.isLuks()).toBe(false);
     expect(await disk.isInitialized()).toBe(false);
     const first = randomBytes(32);
@@ -28,7 +21,7 @@ describe('StateDisk with real cryptsetup on an image file', () => {
   });
 
   it('re-keys: the derived key opens the disk and the first passphrase no longer does', async () => {
-    const disk = new StateDisk({ device: await image(), kdf: 'fast' });
+    const disk = new StateDisk({ device: await blankImage(), kdf: 'fast' });
     const first = randomBytes(32);
     const derived = randomBytes(32);
     await disk.format(first);
@@ -38,7 +31,7 @@ describe('StateDisk with real cryptsetup on an image file', () => {
   });
 
   it('keeps the initialised mark in a LUKS2 token and can clear it (reset)', async () => {
-    const disk = new StateDisk({ device: await image(), kdf: 'fast' });
+    const disk = new StateDisk({ device: await blankImage(), kdf: 'fast' });
     await disk.format(randomBytes(32));
     await disk.setInitialized(true);
     expect(await disk.isInitialized()).toBe(true);
@@ -47,7 +40,7 @@ describe('StateDisk with real cryptsetup on an image file', () => {
   });
 
   it('fails with a message naming the step and the device when the passphrase is wrong', async () => {
-    const device = await image();
+    const device = await blankImage();
     const disk = new StateDisk({ device, kdf: 'fast' });
     await disk.format(randomBytes(32));
     const err = await disk.changePassphrase(randomBytes(32), randomBytes(32)).catch((e: unknown) => e);
@@ -58,7 +51,7 @@ describe('StateDisk with real cryptsetup on an image file', () => {
   });
 
   it('never passes key material on the command line', async () => {
-    const device = await image();
+    const device = await blankImage();
     const seen: string[][] = [];
     const spy = join(await tempDirForTest(), 'cryptsetup-spy');
     await writeFile(spy, `#!/bin/sh\necho "$@" >> ${spy}.log\nexec cryptsetup "$@"\n`, { mode: 0o755 });

@@ -487,18 +487,11 @@ export class Tpm {
    * regenerates the EK. Saves the tens of milliseconds of RSA key generation a regeneration costs.
    */
   adoptResidentRsaEk(modulus: Buffer): Promise<Buffer | undefined> {
+    const certified = marshalPublic({ ...(ekTemplate('rsa') as RsaPublic), modulus });
     return this.sequences.run(async () => {
-      let resident: LoadedKey;
-      try {
-        resident = await this.readPublic(RSA_EK_PERSISTENT_HANDLE);
-      } catch (err) {
-        if (err instanceof TpmError) return undefined;
-        throw err;
-      }
-      const certified = marshalPublic({ ...(ekTemplate('rsa') as RsaPublic), modulus });
-      if (!resident.publicBytes.equals(certified)) return undefined;
-      this.residentRsaEk = { handle: RSA_EK_PERSISTENT_HANDLE, publicBytes: resident.publicBytes };
-      return resident.publicBytes;
+      if (!(await this.holdsPublic(RSA_EK_PERSISTENT_HANDLE, certified))) return undefined;
+      this.residentRsaEk = { handle: RSA_EK_PERSISTENT_HANDLE, publicBytes: certified };
+      return certified;
     });
   }
 
