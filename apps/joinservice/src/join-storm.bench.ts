@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { atlsPublicRoot, issueFromPublicRoot } from '@constellation/atls';
 import type { EkCa } from '@constellation/swtpm';
+import { buildBundles } from '@constellation/testing';
 import { StormCluster, stormIdentities } from './join-storm.fixture.js';
 import type { StormResult } from './join-storm.fixture.js';
 import type { SoftwareTpmIdentity } from './software-tpm.fixture.js';
@@ -104,6 +105,8 @@ async function withCluster<T>(
   }
 }
 
+// The service runs as its shipped bundle: build it (cheap when Nx's cache holds it).
+await buildBundles(['@constellation/joinservice'], 300_000);
 const needed = Math.max(STEADY_NODES, ...GROWTH, FAULT_NODES);
 const making = performance.now();
 const { ekCa, identities, manufactured } = await stormIdentities(CACHE, needed);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { runCommand, tempDirForTest } from '@constellation/testing';
 import { describe, expect, it } from 'vitest';
 import { certificateToPem, createCertificate, readCertificateFields } from './certificate.js';
-import { decodeOid, oid } from './der.js';
+import { decodeOid, oid } from '@constellation/der';
 import { ATLS_ROOT_NAME, atlsPublicRoot } from './public-root.js';
 
 function leaf(extensionValue: Buffer): { der: Buffer; spki: Buffer } {

@@ -14,8 +14,8 @@ import {
   sequence,
   set,
   utf8String,
-} from './der.js';
-import { DerError } from './der.js';
+} from '@constellation/der';
+import { DerError } from '@constellation/der';
 
 const ECDSA_WITH_SHA256 = '1.2.840.10045.4.3.2';
 const COMMON_NAME = '2.5.4.3';

@@ -293,6 +293,21 @@ describe('kubelet serving certificate', () => {
 });
 
 describe('kubelet certificate requests', () => {
+  it('are requests OpenSSL reads and verifies: subject, SANs and signature (createKubeletCsr writes DER itself)', async () => {
+    const dir = await tempDirForTest();
+    const { csrDer } = await createKubeletCsr('worker-1', ['10.42.0.11', 'fd00::11'], ['worker-1']);
+    await writeFile(join(dir, 'kubelet.csr'), csrDer);
+    const shown = await runChecked(
+      'openssl',
+      ['req', '-inform', 'der', '-in', join(dir, 'kubelet.csr'), '-verify', '-noout', '-text'],
+      { timeoutMs: 10_000 },
+    );
+    const text = `${shown.stdout.toString()}${shown.stderr}`;
+    expect(text).toMatch(/verify OK/);
+    expect(text).toMatch(/Subject: O\s?=\s?system:nodes, CN\s?=\s?system:node:worker-1/);
+    expect(text).toMatch(/DNS:worker-1, IP Address:10\.42\.0\.11, IP Address:FD00:0:0:0:0:0:0:11/);
+  });
+
   it.each([
     [[{ O: ['system:masters'] }, { CN: ['system:node:w'] }], /subject organization is not system:nodes/],
     [[{ O: ['system:nodes', 'system:masters'] }, { CN: ['system:node:w'] }], /exactly one organisation/],

@@ -1,30 +1,17 @@
 import { X509Certificate, createHash, createPrivateKey, generateKeyPair } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
-import { AsnParser } from '@peculiar/asn1-schema';
+import { DerFields, TAG, boolean, namedBits, octetString, oid, readOnly, sequence } from '@constellation/der';
 import {
-  BasicConstraints,
-  Certificate,
-  ExtendedKeyUsage,
-  KeyUsage,
-  KeyUsageFlags,
-  SubjectKeyIdentifier,
-  SubjectPublicKeyInfo,
-  id_ce_basicConstraints,
-  id_ce_extKeyUsage,
-  id_ce_keyUsage,
-  id_ce_subjectKeyIdentifier,
-  id_kp_clientAuth,
-  id_kp_serverAuth,
-} from '@peculiar/asn1-x509';
-import type { Extension, Name } from '@peculiar/asn1-x509';
-import {
+  KEY_USAGE,
+  OID,
   certificatePem,
   distinguishedName,
   extension,
   signCertificate,
   subjectAltNameExtension,
 } from './certificate-builder.js';
+import { publicKeyBits } from './public-key-bits.js';
 import { checkKubeletClientRequest, checkKubeletServingRequest } from './kubelet-csr-checks.js';
 import type {
   KubeletCertificateProfile,
@@ -57,28 +44,38 @@ const HOUR = 3600_000;
 const DAY = 24 * HOUR;
 
 /** Digital signature, plus key encipherment for RSA keys only (an ECDSA key cannot encipher). */
-function leafKeyUsage(rsa: boolean): Extension {
-  const flags = KeyUsageFlags.digitalSignature | (rsa ? KeyUsageFlags.keyEncipherment : 0);
-  return extension(id_ce_keyUsage, true, new KeyUsage(flags));
+function leafKeyUsage(rsa: boolean): Buffer {
+  const bits = rsa ? [KEY_USAGE.digitalSignature, KEY_USAGE.keyEncipherment] : [KEY_USAGE.digitalSignature];
+  return extension(OID.keyUsage, true, namedBits(bits));
 }
 
-/** The extensions of an end-entity certificate: not a CA, its usages, its names. */
+/** The extensions of an end-entity certificate: not a CA (cA FALSE is the default: an empty SEQUENCE), its usages, its names. */
 function leafExtensions(
   rsa: boolean,
   usages: readonly string[],
   names: { dnsNames: readonly string[]; ips: readonly string[] },
-): Extension[] {
+): Buffer[] {
   const altNames = subjectAltNameExtension(names);
   return [
-    extension(id_ce_basicConstraints, true, new BasicConstraints({ cA: false })),
+    extension(OID.basicConstraints, true, sequence()),
     leafKeyUsage(rsa),
-    extension(id_ce_extKeyUsage, false, new ExtendedKeyUsage([...usages])),
+    extension(OID.extKeyUsage, false, sequence(...usages.map((usage) => oid(usage)))),
     ...(altNames === undefined ? [] : [altNames]),
   ];
 }
 
-function spkiOf(key: KeyObject): SubjectPublicKeyInfo {
-  return AsnParser.parse(key.export({ type: 'spki', format: 'der' }), SubjectPublicKeyInfo);
+const spkiOf = (key: KeyObject): Buffer => key.export({ type: 'spki', format: 'der' });
+
+/** The subject Name of a DER certificate, as encoded: what certificates it issues name as issuer. */
+function subjectOf(certificateDer: Buffer): Buffer {
+  const certificate = new DerFields(readOnly(certificateDer, TAG.sequence, 'CA certificate').content, 'CA certificate');
+  const tbs = new DerFields(certificate.next(TAG.sequence, 'tbsCertificate').content, 'tbsCertificate');
+  tbs.optional(0xa0); // version
+  tbs.next(TAG.integer, 'serialNumber');
+  tbs.next(TAG.sequence, 'signature');
+  tbs.next(TAG.sequence, 'issuer');
+  tbs.next(TAG.sequence, 'validity');
+  return Buffer.from(tbs.next(TAG.sequence, 'subject').raw);
 }
 
 /** Hands a synchronous result or error over as a promise (this class's API is asynchronous). */
@@ -91,15 +88,16 @@ function settled<T>(work: () => T): Promise<T> {
 /**
  * The cluster CA (`/etc/kubernetes/pki/ca.{crt,key}`). Signs kubelet client and serving
  * certificates from node CSRs after checking them against the profile (kubelet-csr-checks.ts);
- * the key may be EC (SEC1 or PKCS#8) or RSA. Certificates are built with @peculiar/asn1-x509 and
- * signed by Node's crypto: a join signs two, so this is on every join's path.
+ * the key may be EC (SEC1 or PKCS#8) or RSA. Certificates are written as DER (certificate-builder.ts)
+ * and signed by Node's crypto: a join signs two, so this is on every join's path.
  */
 export class CertificateAuthority {
   readonly certificatePem: string;
-  private readonly subject: Name;
+  /** The CA's subject Name, DER, byte for byte as its certificate encodes it. */
+  private readonly subject: Buffer;
   private readonly key: KeyObject;
 
-  private constructor(certificatePemText: string, subject: Name, key: KeyObject) {
+  private constructor(certificatePemText: string, subject: Buffer, key: KeyObject) {
     this.certificatePem = certificatePemText;
     this.subject = subject;
     this.key = key;
@@ -111,8 +109,7 @@ export class CertificateAuthority {
       if (key.asymmetricKeyType !== 'ec' && key.asymmetricKeyType !== 'rsa') {
         throw new RangeError(`unsupported CA key type ${key.asymmetricKeyType ?? 'unknown'}`);
       }
-      const certificate = AsnParser.parse(new X509Certificate(certificatePemText).raw, Certificate);
-      return new CertificateAuthority(certificatePemText, certificate.tbsCertificate.subject, key);
+      return new CertificateAuthority(certificatePemText, subjectOf(new X509Certificate(certificatePemText).raw), key);
     });
   }
 
@@ -131,17 +128,17 @@ export class CertificateAuthority {
       notBefore: new Date(now - HOUR),
       notAfter: new Date(now + 10 * 365 * DAY),
       extensions: [
-        extension(id_ce_basicConstraints, true, new BasicConstraints({ cA: true })),
+        extension(OID.basicConstraints, true, sequence(boolean(true))),
         extension(
-          id_ce_keyUsage,
+          OID.keyUsage,
           true,
-          new KeyUsage(KeyUsageFlags.keyCertSign | KeyUsageFlags.cRLSign | KeyUsageFlags.digitalSignature),
+          namedBits([KEY_USAGE.digitalSignature, KEY_USAGE.keyCertSign, KEY_USAGE.cRLSign]),
         ),
         // RFC 5280 §4.2.1.2 method (1): SHA-1 of the subjectPublicKey bits.
         extension(
-          id_ce_subjectKeyIdentifier,
+          OID.subjectKeyIdentifier,
           false,
-          new SubjectKeyIdentifier(createHash('sha1').update(new Uint8Array(spki.subjectPublicKey)).digest()),
+          octetString(createHash('sha1').update(publicKeyBits(spki)).digest()),
         ),
       ],
       signingKey: privateKey,
@@ -156,10 +153,10 @@ export class CertificateAuthority {
     return settled(() => {
       const usages =
         spec.usage === 'server'
-          ? [id_kp_serverAuth]
+          ? [OID.serverAuth]
           : spec.usage === 'client'
-            ? [id_kp_clientAuth]
-            : [id_kp_clientAuth, id_kp_serverAuth];
+            ? [OID.clientAuth]
+            : [OID.clientAuth, OID.serverAuth];
       const der = signCertificate({
         issuer: this.subject,
         subject: distinguishedName([
@@ -225,7 +222,7 @@ export class CertificateAuthority {
       subjectPublicKeyInfo: subject.publicKey,
       notBefore: new Date(now.getTime() - 2 * HOUR),
       notAfter: new Date(now.getTime() + 365 * DAY),
-      extensions: leafExtensions(subject.rsa, [profile === 'client' ? id_kp_clientAuth : id_kp_serverAuth], {
+      extensions: leafExtensions(subject.rsa, [profile === 'client' ? OID.clientAuth : OID.serverAuth], {
         dnsNames,
         ips,
       }),

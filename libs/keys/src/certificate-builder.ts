@@ -1,105 +1,106 @@
 import { randomBytes } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
-import { AsnConvert, OctetString } from '@peculiar/asn1-schema';
-import type { SubjectPublicKeyInfo } from '@peculiar/asn1-x509';
 import {
-  AttributeTypeAndValue,
-  AttributeValue,
-  Extension,
-  Extensions,
-  GeneralName,
-  Name,
-  RelativeDistinguishedName,
-  SubjectAlternativeName,
-  TBSCertificate,
-  Validity,
-  Version,
-  id_ce_subjectAltName,
-} from '@peculiar/asn1-x509';
-import { signWith, signatureAlgorithmFor } from './signature-algorithms.js';
+  bitString,
+  boolean,
+  encodeTime,
+  explicit,
+  implicit,
+  integer,
+  octetString,
+  oid,
+  sequence,
+  set,
+  smallInteger,
+  utf8String,
+} from '@constellation/der';
+import { ipToBytes } from './ip-address.js';
+import { algorithmIdentifier, signWith, signatureAlgorithmFor } from './signature-algorithms.js';
 
-/** What a certificate says; the CA's key signs it. */
+/*
+ * X.509 v3 certificates (RFC 5280 §4.1) written straight as DER from parts. A join signs two
+ * certificates; a schema library spent most of a millisecond serialising each, this writes them
+ * in microseconds. Names, keys and extensions travel as their DER bytes.
+ */
+
+/** What a certificate says; the CA's key signs it. Names, key and extensions are DER. */
 export interface CertificateSpec {
-  issuer: Name;
-  subject: Name;
-  subjectPublicKeyInfo: SubjectPublicKeyInfo;
+  /** The issuer's Name exactly as the CA certificate's subject is encoded. */
+  issuer: Buffer;
+  subject: Buffer;
+  subjectPublicKeyInfo: Buffer;
   notBefore: Date;
   notAfter: Date;
-  extensions: readonly Extension[];
+  /** Each a DER Extension (see `extension`). */
+  extensions: readonly Buffer[];
   signingKey: KeyObject;
 }
 
-const ATTRIBUTE_OIDS = { CN: '2.5.4.3', O: '2.5.4.10' } as const;
+export const OID = {
+  commonName: '2.5.4.3',
+  organization: '2.5.4.10',
+  subjectKeyIdentifier: '2.5.29.14',
+  keyUsage: '2.5.29.15',
+  subjectAltName: '2.5.29.17',
+  basicConstraints: '2.5.29.19',
+  extKeyUsage: '2.5.29.37',
+  serverAuth: '1.3.6.1.5.5.7.3.1',
+  clientAuth: '1.3.6.1.5.5.7.3.2',
+} as const;
 
-/** A distinguished name from (attribute, value) pairs, one RDN each, in order (UTF8String values). */
-export function distinguishedName(attributes: readonly (readonly ['CN' | 'O', string])[]): Name {
-  return new Name(
-    attributes.map(
-      ([type, value]) =>
-        new RelativeDistinguishedName([
-          new AttributeTypeAndValue({ type: ATTRIBUTE_OIDS[type], value: new AttributeValue({ utf8String: value }) }),
-        ]),
-    ),
-  );
+/** KeyUsage bits (RFC 5280 §4.2.1.3). */
+export const KEY_USAGE = { digitalSignature: 0, keyEncipherment: 2, keyCertSign: 5, cRLSign: 6 } as const;
+
+const ATTRIBUTE_OIDS = { CN: OID.commonName, O: OID.organization } as const;
+
+/** A DER distinguished name from (attribute, value) pairs, one RDN each, in order (UTF8String values). */
+export function distinguishedName(attributes: readonly (readonly ['CN' | 'O', string])[]): Buffer {
+  return sequence(...attributes.map(([type, value]) => set(sequence(oid(ATTRIBUTE_OIDS[type]), utf8String(value)))));
 }
 
-/** An extension whose value is the DER of `value` (an @peculiar/asn1-x509 extension type). */
-export function extension(extnID: string, critical: boolean, value: unknown): Extension {
-  return new Extension({ extnID, critical, extnValue: new OctetString(AsnConvert.serialize(value)) });
+/** A DER Extension whose extnValue is `value` (DER); criticality FALSE is omitted, as DER requires. */
+export function extension(extnID: string, critical: boolean, value: Buffer): Buffer {
+  return sequence(oid(extnID), ...(critical ? [boolean(true)] : []), octetString(value));
 }
 
 /** The subjectAltName extension for DNS names and IP addresses, in that order; undefined for none. */
 export function subjectAltNameExtension(names: {
   dnsNames: readonly string[];
   ips: readonly string[];
-}): Extension | undefined {
+}): Buffer | undefined {
   const altNames = [
-    ...names.dnsNames.map((dNSName) => new GeneralName({ dNSName })),
-    ...names.ips.map((iPAddress) => new GeneralName({ iPAddress })),
+    ...names.dnsNames.map((name) => implicit(2, Buffer.from(name, 'latin1'))),
+    ...names.ips.map((ip) => implicit(7, ipToBytes(ip))),
   ];
   if (altNames.length === 0) return undefined;
-  return extension(id_ce_subjectAltName, false, new SubjectAlternativeName(altNames));
+  return extension(OID.subjectAltName, false, sequence(...altNames));
 }
 
 /**
  * A random positive 128-bit serial (RFC 5280 §4.1.2.2: at most 20 octets). The top bits are 01,
  * so the DER INTEGER is minimal and positive without a leading zero (Go's parser insists).
  */
-function randomSerial(): ArrayBuffer {
+function randomSerial(): Buffer {
   const bytes = randomBytes(16);
   bytes[0] = ((bytes[0] ?? 0) & 0x3f) | 0x40;
-  return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length);
+  return bytes;
 }
 
 /** A DER X.509 v3 certificate for `spec`, signed with the issuer's key. */
 export function signCertificate(spec: CertificateSpec): Buffer {
-  const signature = signatureAlgorithmFor(spec.signingKey);
-  const tbsCertificate = new TBSCertificate({
-    version: Version.v3,
-    serialNumber: randomSerial(),
-    signature,
-    issuer: spec.issuer,
-    validity: new Validity({ notBefore: spec.notBefore, notAfter: spec.notAfter }),
-    subject: spec.subject,
-    subjectPublicKeyInfo: spec.subjectPublicKeyInfo,
-    ...(spec.extensions.length > 0 ? { extensions: new Extensions([...spec.extensions]) } : {}),
-  });
-  const tbs = Buffer.from(AsnConvert.serialize(tbsCertificate));
-  const signed = signWith(signature, tbs, spec.signingKey);
-  // Certificate ::= SEQUENCE { tbsCertificate, signatureAlgorithm, signatureValue BIT STRING }:
-  // joined from parts, so the TBS is not encoded a second time.
-  const algorithm = Buffer.from(AsnConvert.serialize(signature));
-  const bitString = Buffer.concat([Buffer.from([0x03]), derLength(signed.length + 1), Buffer.from([0]), signed]);
-  const body = Buffer.concat([tbs, algorithm, bitString]);
-  return Buffer.concat([Buffer.from([0x30]), derLength(body.length), body]);
-}
-
-/** A DER length: short form below 128, else the long form's big-endian bytes. */
-function derLength(length: number): Buffer {
-  if (length < 0x80) return Buffer.from([length]);
-  const bytes: number[] = [];
-  for (let rest = length; rest > 0; rest = Math.floor(rest / 256)) bytes.unshift(rest % 256);
-  return Buffer.from([0x80 | bytes.length, ...bytes]);
+  const algorithm = signatureAlgorithmFor(spec.signingKey);
+  const signatureAlgorithm = algorithmIdentifier(algorithm);
+  const tbs = sequence(
+    explicit(0, smallInteger(2)), // v3
+    integer(randomSerial()),
+    signatureAlgorithm,
+    spec.issuer,
+    sequence(encodeTime(spec.notBefore), encodeTime(spec.notAfter)),
+    spec.subject,
+    spec.subjectPublicKeyInfo,
+    ...(spec.extensions.length > 0 ? [explicit(3, sequence(...spec.extensions))] : []),
+  );
+  return sequence(tbs, signatureAlgorithm, bitString(signWith(algorithm, tbs, spec.signingKey)));
 }
 
 /** PEM "CERTIFICATE" of a DER certificate, 64 columns, no final newline (as @peculiar/x509 writes it). */

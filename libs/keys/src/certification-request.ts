@@ -1,18 +1,56 @@
 import { createPublicKey } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
-import { CertificationRequest, CertificationRequestInfo } from '@peculiar/asn1-csr';
-import { AsnConvert, AsnParser } from '@peculiar/asn1-schema';
-import { Attribute, Extensions, SubjectAlternativeName, SubjectPublicKeyInfo } from '@peculiar/asn1-x509';
-import type { Name, GeneralName } from '@peculiar/asn1-x509';
+import {
+  DerError,
+  DerFields,
+  TAG,
+  bitString,
+  children,
+  decodeBoolean,
+  decodeOctetAlignedBits,
+  decodeOid,
+  explicit,
+  oid,
+  readOnly,
+  sequence,
+  set,
+  smallInteger,
+} from '@constellation/der';
+import type { Tlv } from '@constellation/der';
 import { subjectAltNameExtension } from './certificate-builder.js';
-import { signWith, signatureAlgorithmFor, signatureKeyType, verifySignature } from './signature-algorithms.js';
+import { ipFromBytes } from './ip-address.js';
+import {
+  algorithmIdentifier,
+  signWith,
+  signatureAlgorithmFor,
+  signatureKeyType,
+  verifySignature,
+} from './signature-algorithms.js';
+
+/*
+ * PKCS#10 certification requests (RFC 2986), read and written as DER with a walker: a join reads
+ * two, and a schema parser spent over a millisecond on each. Every field is checked for the tag
+ * its definition gives; the signature is verified over the request info's bytes as received.
+ */
 
 /** PKCS#9 extensionRequest: the extensions a PKCS#10 request asks for (RFC 2985 §5.4.2). */
 const EXTENSION_REQUEST = '1.2.840.113549.1.9.14';
 const SUBJECT_ALT_NAME = '2.5.29.17';
 const ATTRIBUTE_NAMES: Readonly<Record<string, string>> = { '2.5.4.3': 'CN', '2.5.4.10': 'O', '2.5.4.11': 'OU' };
+/** GeneralName CHOICE alternatives by context tag (RFC 5280 §4.2.1.6), as the refusals name them. */
+const GENERAL_NAME_KINDS: Readonly<Record<number, string>> = {
+  0xa0: 'otherName',
+  0x81: 'email',
+  0x82: 'dns',
+  0xa3: 'x400Address',
+  0xa4: 'directoryName',
+  0xa5: 'ediPartyName',
+  0x86: 'url',
+  0x87: 'ip',
+  0x88: 'registeredID',
+};
 
-/** A subjectAltName entry: dns, ip, or another kind by its ASN.1 CHOICE name. */
+/** A subjectAltName entry: dns, ip, email, url, or another kind by its GeneralName alternative. */
 export interface SubjectAltName {
   type: string;
   value: string;
@@ -22,7 +60,12 @@ export interface SubjectAltName {
 export interface VerifiedCertificationRequest {
   /** Subject attribute values by short name (CN, O, OU), in order; others by OID. */
   subject: ReadonlyMap<string, readonly string[]>;
-  subjectPublicKeyInfo: SubjectPublicKeyInfo;
+  /**
+   * The key's SubjectPublicKeyInfo (DER) as OpenSSL writes it for the key it read, not the bytes
+   * received: a certificate carries one canonical encoding (a named curve, never explicit
+   * parameters), whatever else would have parsed.
+   */
+  subjectPublicKeyInfo: Buffer;
   publicKey: KeyObject;
   subjectAltNames: readonly SubjectAltName[];
 }
@@ -32,98 +75,139 @@ export class CertificationRequestError extends Error {
   override readonly name = 'CertificationRequestError';
 }
 
-function subjectFields(name: Name): Map<string, string[]> {
+/** Text of a directory string; a value of another type as '#' and its DER in hex (RFC 4514 §2.4). */
+function attributeText(value: Tlv): string {
+  switch (value.tag) {
+    case TAG.utf8String:
+      return value.content.toString('utf8');
+    case TAG.printableString:
+    case TAG.ia5String:
+    case 0x14: // TeletexString, read as Latin-1 as most software does
+      return value.content.toString('latin1');
+    case 0x1e: // BMPString: UTF-16 big-endian
+      return Buffer.from(value.content).swap16().toString('utf16le');
+    default:
+      return `#${value.raw.toString('hex')}`;
+  }
+}
+
+function subjectFields(name: Tlv): Map<string, string[]> {
   const fields = new Map<string, string[]>();
-  for (const rdn of name) {
-    for (const attribute of rdn) {
-      const key = ATTRIBUTE_NAMES[attribute.type] ?? attribute.type;
-      fields.set(key, [...(fields.get(key) ?? []), attribute.value.toString()]);
+  for (const rdn of children(name.content)) {
+    if (rdn.tag !== TAG.set) throw new DerError('subject: a relative distinguished name is not a SET');
+    for (const attribute of children(rdn.content)) {
+      if (attribute.tag !== TAG.sequence) throw new DerError('subject: an attribute is not a SEQUENCE');
+      const parts = new DerFields(attribute.content, 'subject attribute');
+      const type = decodeOid(parts.next(TAG.oid, 'type').content);
+      const value = parts.any('value');
+      parts.end();
+      const key = ATTRIBUTE_NAMES[type] ?? type;
+      fields.set(key, [...(fields.get(key) ?? []), attributeText(value)]);
     }
   }
   return fields;
 }
 
-function altName(name: GeneralName): SubjectAltName {
-  if (name.dNSName !== undefined) return { type: 'dns', value: name.dNSName };
-  if (name.iPAddress !== undefined) return { type: 'ip', value: name.iPAddress };
-  if (name.rfc822Name !== undefined) return { type: 'email', value: name.rfc822Name };
-  if (name.uniformResourceIdentifier !== undefined) return { type: 'url', value: name.uniformResourceIdentifier };
-  const [kind] = Object.keys(name).filter((key) => (name as unknown as Record<string, unknown>)[key] !== undefined);
-  return { type: kind ?? 'unknown', value: '' };
+function altName(name: Tlv): SubjectAltName {
+  const type = GENERAL_NAME_KINDS[name.tag] ?? `[${String(name.tag & 0x1f)}]`;
+  if (type === 'ip') return { type, value: ipFromBytes(name.content) };
+  if (type === 'dns' || type === 'email' || type === 'url') return { type, value: name.content.toString('latin1') };
+  return { type, value: '' };
 }
 
-function requestedAltNames(info: CertificationRequestInfo): SubjectAltName[] {
+/** The subjectAltNames asked for in extensionRequest attributes. */
+function requestedAltNames(attributes: Tlv | undefined): SubjectAltName[] {
   const names: SubjectAltName[] = [];
-  for (const attribute of info.attributes) {
-    if (attribute.type !== EXTENSION_REQUEST) continue;
-    for (const value of attribute.values) {
-      for (const ext of AsnParser.parse(value, Extensions)) {
-        if (ext.extnID !== SUBJECT_ALT_NAME) continue;
-        for (const name of AsnParser.parse(ext.extnValue, SubjectAlternativeName)) names.push(altName(name));
+  if (attributes === undefined) return names;
+  for (const attribute of children(attributes.content)) {
+    if (attribute.tag !== TAG.sequence) throw new DerError('attribute is not a SEQUENCE');
+    const parts = new DerFields(attribute.content, 'attribute');
+    const type = decodeOid(parts.next(TAG.oid, 'type').content);
+    const values = parts.next(TAG.set, 'values');
+    parts.end();
+    if (type !== EXTENSION_REQUEST) continue;
+    for (const extensions of children(values.content)) {
+      if (extensions.tag !== TAG.sequence) throw new DerError('extensionRequest: Extensions is not a SEQUENCE');
+      for (const ext of children(extensions.content)) {
+        if (ext.tag !== TAG.sequence) throw new DerError('extension is not a SEQUENCE');
+        const fields = new DerFields(ext.content, 'extension');
+        const extnID = decodeOid(fields.next(TAG.oid, 'extnID').content);
+        const critical = fields.optional(TAG.boolean);
+        if (critical !== undefined && !decodeBoolean(critical)) {
+          throw new DerError('extension: critical FALSE is encoded (DER omits a default value)');
+        }
+        const value = fields.next(TAG.octetString, 'extnValue');
+        fields.end();
+        if (extnID !== SUBJECT_ALT_NAME) continue;
+        for (const name of children(readOnly(value.content, TAG.sequence, 'subjectAltName').content)) {
+          names.push(altName(name));
+        }
       }
     }
   }
   return names;
 }
 
-/**
- * The outer SEQUENCE's header must be DER (definite, minimal length) and its end the input's end.
- * The parser reads past neither and ignores what follows; Go's ParseCertificateRequest refuses
- * trailing data, and so does this CA, so a request has one encoding at this level.
- */
-function checkEnvelope(der: Uint8Array): void {
-  const notDer = (): never => {
-    throw new CertificationRequestError('certificate request is not a DER PKCS#10 request');
-  };
-  if (der.length < 2 || der[0] !== 0x30) notDer();
-  const first = der[1] ?? 0;
-  let length = first;
-  let header = 2;
-  if (first & 0x80) {
-    const octets = first & 0x7f;
-    if (octets === 0 || octets > 3 || der.length < 2 + octets || der[2] === 0) notDer(); // indefinite, huge, padded
-    length = 0;
-    for (let i = 0; i < octets; i++) length = length * 256 + (der[2 + i] ?? 0);
-    if (length < 0x80) notDer(); // the short form fits: the long one is not DER
-    header = 2 + octets;
-  }
-  const end = header + length;
-  if (end > der.length) notDer();
-  if (end < der.length) {
-    throw new CertificationRequestError(
-      `certificate request is followed by ${der.length - end} bytes that are not part of it`,
-    );
-  }
+interface RequestParts {
+  info: Tlv;
+  subject: Tlv;
+  spki: Tlv;
+  attributes: Tlv | undefined;
+  signatureAlgorithm: string;
+  signature: Buffer;
+}
+
+/** The request's fields, each checked for the tag RFC 2986 §4 gives it. */
+function requestParts(der: Buffer): RequestParts {
+  const outer = new DerFields(readOnly(der, TAG.sequence, 'certificate request').content, 'certificate request');
+  const info = outer.next(TAG.sequence, 'certificationRequestInfo');
+  const algorithm = new DerFields(outer.next(TAG.sequence, 'signatureAlgorithm').content, 'signatureAlgorithm');
+  const signature = decodeOctetAlignedBits(outer.next(TAG.bitString, 'signature'), 'signature');
+  outer.end();
+  const signatureAlgorithm = decodeOid(algorithm.next(TAG.oid, 'algorithm').content);
+  const fields = new DerFields(info.content, 'certificationRequestInfo');
+  const version = fields.next(TAG.integer, 'version');
+  if (!version.content.equals(Buffer.from([0]))) throw new DerError('certificationRequestInfo: version is not 0 (v1)');
+  const subject = fields.next(TAG.sequence, 'subject');
+  const spki = fields.next(TAG.sequence, 'subjectPKInfo');
+  const attributes = fields.optional(0xa0);
+  fields.end();
+  return { info, subject, spki, attributes, signatureAlgorithm, signature };
 }
 
 /**
  * Parses a DER PKCS#10 request and verifies its signature with the key it carries, over the
- * request info's bytes exactly as received.
+ * request info's bytes exactly as received. Trailing bytes are refused, as Go's
+ * ParseCertificateRequest does, so a request has one encoding at the outer level.
  */
-export function parseCertificationRequest(der: Uint8Array): VerifiedCertificationRequest {
-  checkEnvelope(der);
-  let request: CertificationRequest;
+export function parseCertificationRequest(input: Uint8Array): VerifiedCertificationRequest {
+  const der = Buffer.from(input.buffer, input.byteOffset, input.byteLength);
+  let parts: RequestParts;
+  let subject: Map<string, string[]>;
   let subjectAltNames: SubjectAltName[];
+  try {
+    parts = requestParts(der);
+    subject = subjectFields(parts.subject);
+    subjectAltNames = requestedAltNames(parts.attributes);
+  } catch (err) {
+    const trailing = err instanceof DerError && /^certificate request is followed by (\d+) bytes$/.exec(err.message);
+    if (trailing) {
+      throw new CertificationRequestError(
+        `certificate request is followed by ${trailing[1] ?? ''} bytes that are not part of it`,
+      );
+    }
+    const detail = err instanceof Error ? `: ${err.message}` : '';
+    throw new CertificationRequestError(`certificate request is not a DER PKCS#10 request${detail}`);
+  }
   let publicKey: KeyObject;
   try {
-    request = AsnParser.parse(der, CertificationRequest);
-    subjectAltNames = requestedAltNames(request.certificationRequestInfo);
-  } catch {
-    throw new CertificationRequestError('certificate request is not a DER PKCS#10 request');
-  }
-  const info = request.certificationRequestInfo;
-  try {
-    publicKey = createPublicKey({
-      key: Buffer.from(AsnConvert.serialize(info.subjectPKInfo)),
-      format: 'der',
-      type: 'spki',
-    });
+    publicKey = createPublicKey({ key: parts.spki.raw, format: 'der', type: 'spki' });
   } catch {
     throw new CertificationRequestError('certificate request carries a public key this CA cannot read');
   }
   let keyType: string;
   try {
-    keyType = signatureKeyType(request.signatureAlgorithm);
+    keyType = signatureKeyType(parts.signatureAlgorithm);
   } catch (err) {
     throw new CertificationRequestError(
       `certificate request signature does not verify (${err instanceof Error ? err.message : String(err)})`,
@@ -131,48 +215,34 @@ export function parseCertificationRequest(der: Uint8Array): VerifiedCertificatio
   }
   if (publicKey.asymmetricKeyType !== keyType) {
     throw new CertificationRequestError(
-      `certificate request signature algorithm ${request.signatureAlgorithm.algorithm} is for ${keyType} keys, the request's key is ${publicKey.asymmetricKeyType ?? 'unknown'}`,
+      `certificate request signature algorithm ${parts.signatureAlgorithm} is for ${keyType} keys, the request's key is ${publicKey.asymmetricKeyType ?? 'unknown'}`,
     );
   }
-  let signed: boolean;
-  try {
-    signed = verifySignature(
-      request.signatureAlgorithm,
-      new Uint8Array(request.certificationRequestInfoRaw ?? AsnConvert.serialize(info)),
-      publicKey,
-      new Uint8Array(request.signature),
-    );
-  } catch (err) {
-    throw new CertificationRequestError(
-      `certificate request signature does not verify (${err instanceof Error ? err.message : String(err)})`,
-    );
+  if (!verifySignature(parts.signatureAlgorithm, parts.info.raw, publicKey, parts.signature)) {
+    throw new CertificationRequestError('certificate request signature does not verify');
   }
-  if (!signed) throw new CertificationRequestError('certificate request signature does not verify');
-  return { subject: subjectFields(info.subject), subjectPublicKeyInfo: info.subjectPKInfo, publicKey, subjectAltNames };
+  return {
+    subject,
+    subjectPublicKeyInfo: publicKey.export({ type: 'spki', format: 'der' }),
+    publicKey,
+    subjectAltNames,
+  };
 }
 
-/** A DER PKCS#10 request for `subject` and `key`, asking for DNS and IP subjectAltNames. */
+/** A DER PKCS#10 request for `subject` (a DER Name) and `key`, asking for DNS and IP subjectAltNames. */
 export function createCertificationRequest(
-  subject: Name,
+  subject: Buffer,
   key: { publicKey: KeyObject; privateKey: KeyObject },
   names: { dnsNames: readonly string[]; ips: readonly string[] },
 ): Buffer {
   const altNames = subjectAltNameExtension(names);
-  const attributes =
-    altNames === undefined
-      ? []
-      : [new Attribute({ type: EXTENSION_REQUEST, values: [AsnConvert.serialize(new Extensions([altNames]))] })];
-  const info = new CertificationRequestInfo({
+  const attributes = altNames === undefined ? [] : [sequence(oid(EXTENSION_REQUEST), set(sequence(altNames)))];
+  const info = sequence(
+    smallInteger(0),
     subject,
-    subjectPKInfo: AsnParser.parse(key.publicKey.export({ type: 'spki', format: 'der' }), SubjectPublicKeyInfo),
-  });
-  info.attributes.push(...attributes);
-  const signatureAlgorithm = signatureAlgorithmFor(key.privateKey);
-  const signature = signWith(signatureAlgorithm, new Uint8Array(AsnConvert.serialize(info)), key.privateKey);
-  const request = new CertificationRequest({
-    certificationRequestInfo: info,
-    signatureAlgorithm,
-    signature: new Uint8Array(signature).buffer,
-  });
-  return Buffer.from(AsnConvert.serialize(request));
+    key.publicKey.export({ type: 'spki', format: 'der' }),
+    explicit(0, Buffer.concat(attributes)),
+  );
+  const algorithm = signatureAlgorithmFor(key.privateKey);
+  return sequence(info, algorithmIdentifier(algorithm), bitString(signWith(algorithm, info, key.privateKey)));
 }

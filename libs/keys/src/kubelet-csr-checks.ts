@@ -1,8 +1,8 @@
 import type { KeyObject } from 'node:crypto';
 import { isIP } from 'node:net';
-import type { SubjectPublicKeyInfo } from '@peculiar/asn1-x509';
 import { CertificationRequestError, parseCertificationRequest } from './certification-request.js';
 import type { VerifiedCertificationRequest } from './certification-request.js';
+import { publicKeyBits } from './public-key-bits.js';
 
 /*
  * The two kubelet certificate profiles of Kubernetes, checked on a node's PKCS#10 request. The rules
@@ -29,7 +29,7 @@ export interface RegisteredNodeIdentity {
 /** What a checked request contributes to a certificate. */
 export interface KubeletCertificateSubject {
   nodeName: string;
-  publicKey: SubjectPublicKeyInfo;
+  publicKey: Buffer;
   /** Whether the key is RSA: only RSA keys get key encipherment (kubeletServingRequiredUsagesNoRSA). */
   rsa: boolean;
   /** IP SANs of the certificate: none for the client profile. */
@@ -49,7 +49,7 @@ const MAX_RSA_EXPONENT = 2n ** 31n - 1n;
 
 interface ParsedRequest {
   nodeName: string;
-  publicKey: SubjectPublicKeyInfo;
+  publicKey: Buffer;
   rsa: boolean;
   ips: string[];
   dnsNames: string[];
@@ -71,7 +71,7 @@ function parseRequest(csrDer: Uint8Array): ParsedRequest {
   const rsa = checkKey(csr.publicKey);
   // OpenSSL reads compressed points, Go's x509 (the API server's TLS) does not: the node's
   // certificate would be unreadable where it is used.
-  if (!rsa && new Uint8Array(csr.subjectPublicKeyInfo.subjectPublicKey)[0] !== 0x04) {
+  if (!rsa && publicKeyBits(csr.subjectPublicKeyInfo)[0] !== 0x04) {
     throw new CsrError('certificate request EC public key must be an uncompressed point (X9.62 form 0x04)');
   }
   const organisations = csr.subject.get('O') ?? [];

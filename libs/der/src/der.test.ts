@@ -1,0 +1,108 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { DerError, DerFields, TAG, children, decodeBoolean, decodeOid, readOnly, readTlv } from './der-reader.js';
+import { decodeTime, encodeTime } from './der-time.js';
+import { boolean, integer, namedBits, octetString, oid, sequence, smallInteger, tlv } from './der-writer.js';
+
+const bytes = (hex: string): Buffer => Buffer.from(hex.replace(/\s/g, ''), 'hex');
+
+describe('DER reader', () => {
+  it('reads what the writer writes, in short and long length forms', () => {
+    for (const size of [0, 1, 127, 128, 255, 256, 65_535, 65_536]) {
+      const encoded = octetString(Buffer.alloc(size, 7));
+      const item = readOnly(encoded, TAG.octetString, 'value');
+      expect(item.content.length).toBe(size);
+      expect(item.raw.equals(encoded)).toBe(true);
+    }
+  });
+
+  it('refuses encodings that are BER but not DER, naming the rule', () => {
+    expect(() => readTlv(bytes('04 80 00 00'))).toThrow(/unsupported DER length encoding \(0x80\)/); // indefinite
+    expect(() => readTlv(bytes('04 81 05 0102030405'))).toThrow(/fits the short form/);
+    expect(() => readTlv(bytes('04 82 0081' + '00'.repeat(0x81)))).toThrow(/leading zero octet/);
+    expect(() => readTlv(bytes('1f 22 01 00'))).toThrow(/high tag number/);
+    expect(() => readTlv(bytes('04 05 0102'))).toThrow(/runs past the end/);
+    expect(() => readOnly(bytes('04 01 00 00'), TAG.octetString, 'the value')).toThrow(
+      'the value is followed by 1 bytes',
+    );
+    expect(() => decodeBoolean(readTlv(bytes('01 01 01')))).toThrow(/neither 0x00 nor 0xff/);
+    expect(() => decodeOid(bytes('2a 80 01'))).toThrow(/leading 0x80/);
+    expect(() => decodeOid(bytes('2a 86'))).toThrow(/ends inside an arc/);
+  });
+
+  it('reads fields in order and says which one is missing or wrong', () => {
+    const value = sequence(smallInteger(2), boolean(true));
+    const fields = new DerFields(readOnly(value, TAG.sequence, 'thing').content, 'thing');
+    expect(fields.next(TAG.integer, 'version').content).toEqual(Buffer.from([2]));
+    expect(fields.optional(TAG.octetString)).toBeUndefined();
+    expect(decodeBoolean(fields.next(TAG.boolean, 'flag'))).toBe(true);
+    fields.end();
+    expect(() => fields.next(TAG.integer, 'serial')).toThrow('thing: serial is missing');
+    const wrong = new DerFields(readOnly(value, TAG.sequence, 'thing').content, 'thing');
+    expect(() => wrong.next(TAG.oid, 'algorithm')).toThrow('thing: algorithm should have tag 0x06, has 0x02');
+    const extra = new DerFields(readOnly(value, TAG.sequence, 'thing').content, 'thing');
+    extra.next(TAG.integer, 'version');
+    expect(() => {
+      extra.end();
+    }).toThrow('thing has 3 bytes after its last field');
+  });
+
+  it('throws nothing but DerError on arbitrary bytes', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 64 }), (input) => {
+        try {
+          for (const item of children(Buffer.from(input))) {
+            if (item.tag === TAG.oid) decodeOid(item.content);
+            if ((item.tag & 0x20) !== 0) children(item.content);
+          }
+        } catch (err) {
+          expect(err).toBeInstanceOf(DerError);
+        }
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+});
+
+describe('DER writer', () => {
+  it('writes OIDs, integers and named bits as X.690 and RFC 5280 examples give them', () => {
+    expect(oid('1.2.840.10045.4.3.2').toString('hex')).toBe('06082a8648ce3d040302');
+    expect(decodeOid(readTlv(oid('2.5.29.17')).content)).toBe('2.5.29.17');
+    expect(decodeOid(readTlv(oid('2.999.1')).content)).toBe('2.999.1');
+    expect(integer(Buffer.from([0x00, 0x00, 0x7f])).toString('hex')).toBe('02017f');
+    expect(integer(Buffer.from([0x80])).toString('hex')).toBe('02020080');
+    expect(smallInteger(2).toString('hex')).toBe('020102');
+    expect(smallInteger(0).toString('hex')).toBe('020100');
+    // keyUsage digitalSignature; digitalSignature + keyEncipherment; keyCertSign + cRLSign + digitalSignature
+    expect(namedBits([0]).toString('hex')).toBe('03020780');
+    expect(namedBits([0, 2]).toString('hex')).toBe('030205a0');
+    expect(namedBits([5, 6, 0]).toString('hex')).toBe('03020186');
+    expect(namedBits([8]).toString('hex')).toBe('0303070080');
+    expect(() => oid('3.1')).toThrow(RangeError);
+    expect(() => tlv(4, Buffer.alloc(0x1000000))).toThrow(RangeError);
+  });
+});
+
+describe('certificate times (RFC 5280 §4.1.2.5)', () => {
+  it('writes UTCTime through 2049 and GeneralizedTime from 2050, and reads both back', () => {
+    const before = new Date('2049-12-31T23:59:59Z');
+    const after = new Date('2050-01-01T00:00:00Z');
+    expect(encodeTime(before).toString('latin1').slice(2)).toBe('491231235959Z');
+    expect(encodeTime(before)[0]).toBe(TAG.utcTime);
+    expect(encodeTime(after).toString('latin1').slice(2)).toBe('20500101000000Z');
+    expect(encodeTime(after)[0]).toBe(TAG.generalizedTime);
+    for (const date of [before, after, new Date('1970-01-01T00:00:00Z'), new Date('1999-06-30T12:00:01Z')]) {
+      expect(decodeTime(readTlv(encodeTime(date)), 'time')).toBe(date.getTime());
+    }
+  });
+
+  it('refuses times RFC 5280 does not allow, and dates that do not exist', () => {
+    const utc = (text: string): Buffer => tlv(TAG.utcTime, Buffer.from(text, 'latin1'));
+    expect(() => decodeTime(readTlv(utc('2402301200Z')), 'notBefore')).toThrow(/notBefore is not an RFC 5280/); // no seconds
+    expect(() => decodeTime(readTlv(utc('240230120000+0100')), 'notBefore')).toThrow(/not an RFC 5280/); // offset
+    expect(() => decodeTime(readTlv(utc('240230120000Z')), 'notAfter')).toThrow('notAfter is not a valid date');
+    expect(() => decodeTime(readTlv(tlv(TAG.generalizedTime, Buffer.from('20240101000000.5Z'))), 't')).toThrow(
+      /not an RFC 5280/,
+    );
+  });
+});

@@ -1,0 +1,31 @@
+export type { Tlv } from './der-reader.js';
+export {
+  DerError,
+  DerFields,
+  TAG,
+  children,
+  decodeBoolean,
+  decodeOctetAlignedBits,
+  decodeOid,
+  readOnly,
+  readTlv,
+} from './der-reader.js';
+export { decodeTime, encodeTime } from './der-time.js';
+export {
+  bitString,
+  boolean,
+  explicit,
+  generalizedTime,
+  ia5String,
+  implicit,
+  integer,
+  namedBits,
+  nullValue,
+  octetString,
+  oid,
+  sequence,
+  set,
+  smallInteger,
+  tlv,
+  utf8String,
+} from './der-writer.js';
