@@ -1,15 +1,17 @@
 import { X509Certificate as NodeX509Certificate, createHash } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
-import { AsnConvert, AsnParser } from '@peculiar/asn1-schema';
+import { DerError, DerFields, TAG, children, decodeBoolean, decodeOid, decodeTime, readOnly } from '@constellation/der';
+import type { Tlv } from '@constellation/der';
+import { AsnParser, OctetString } from '@peculiar/asn1-schema';
 import {
   BasicConstraints,
-  Certificate,
   ExtendedKeyUsage,
+  Extension,
   KeyUsage,
   KeyUsageFlags,
+  Name,
   SubjectAlternativeName,
 } from '@peculiar/asn1-x509';
-import type { Extension } from '@peculiar/asn1-x509';
 import { AttestationError } from './errors.js';
 import { nameText } from './name-text.js';
 
@@ -139,29 +141,86 @@ function parse(der: Uint8Array, role: Role, what: string): Parsed {
   return parsedCertificates.get(`${role}:${digest(der)}`, () => parseUncached(der, role, what));
 }
 
+/**
+ * Name text by the name's DER: every EK certificate of a vendor names the same issuer, so each
+ * distinct name is decoded once. Bounded like the certificate cache.
+ */
+const nameTexts = new DerCache<string>(256);
+
+function nameOf(name: Tlv): string {
+  return nameTexts.get(name.raw.toString('base64'), () => nameText(AsnParser.parse(name.raw, Name)));
+}
+
+/**
+ * The extensions of a TBSCertificate's [3] field, values undecoded. An explicitly encoded
+ * critical FALSE is not DER but is read as FALSE, as OpenSSL and Go read it: vendors' EK
+ * certificates carry such quirks, and the signature covers them.
+ */
+function extensionsOf(field: Tlv | undefined): Extension[] {
+  if (field === undefined) return [];
+  const list = readOnly(field.content, TAG.sequence, 'extensions');
+  return children(list.content).map((item) => {
+    if (item.tag !== TAG.sequence) throw new DerError('an extension is not a SEQUENCE');
+    const fields = new DerFields(item.content, 'extension');
+    const extnID = decodeOid(fields.next(TAG.oid, 'extnID').content);
+    const critical = fields.optional(TAG.boolean);
+    const extnValue = fields.next(TAG.octetString, 'extnValue').content;
+    fields.end();
+    return new Extension({
+      extnID,
+      critical: critical !== undefined && decodeBoolean(critical),
+      extnValue: new OctetString(extnValue),
+    });
+  });
+}
+
+/**
+ * Reads the certificate's fields with a DER walker (RFC 5280 §4.1, each field's tag checked), a
+ * tenth of a schema parser's cost on every join; OpenSSL parses it too, for signatures and keys.
+ */
 function parseUncached(der: Uint8Array, role: Role, what: string): Parsed {
   const bytes = Buffer.from(der);
   let parsed: Parsed;
   try {
-    const { tbsCertificate: tbs } = AsnParser.parse(bytes, Certificate);
-    const spki = Buffer.from(AsnConvert.serialize(tbs.subjectPublicKeyInfo));
-    if (tbs.subjectPublicKeyInfo.subjectPublicKey.byteLength === 0) throw new Error('empty subjectPublicKeyInfo');
+    const native = new NodeX509Certificate(bytes);
+    checkNoTrailingBytes(bytes, native, what);
+    const certificate = new DerFields(readOnly(bytes, TAG.sequence, 'certificate').content, 'certificate');
+    const tbs = new DerFields(certificate.next(TAG.sequence, 'tbsCertificate').content, 'tbsCertificate');
+    tbs.optional(0xa0); // version
+    const serialNumber = tbs.next(TAG.integer, 'serialNumber').content.toString('hex');
+    tbs.next(TAG.sequence, 'signature');
+    const issuer = tbs.next(TAG.sequence, 'issuer');
+    const validity = new DerFields(tbs.next(TAG.sequence, 'validity').content, 'validity');
+    const notBefore = new Date(decodeTime(validity.any('notBefore'), 'notBefore'));
+    const notAfter = new Date(decodeTime(validity.any('notAfter'), 'notAfter'));
+    validity.end();
+    const subject = tbs.next(TAG.sequence, 'subject');
+    const spki = tbs.next(TAG.sequence, 'subjectPublicKeyInfo');
+    const spkiFields = new DerFields(spki.content, 'subjectPublicKeyInfo');
+    spkiFields.next(TAG.sequence, 'algorithm');
+    if (spkiFields.next(TAG.bitString, 'subjectPublicKey').content.length <= 1) {
+      throw new DerError('empty subjectPublicKeyInfo');
+    }
+    tbs.optional(0x81); // issuerUniqueID
+    tbs.optional(0x82); // subjectUniqueID
+    const extensions = extensionsOf(tbs.optional(0xa3));
+    tbs.end();
     parsed = {
       der: bytes,
       role,
-      native: new NodeX509Certificate(bytes),
-      subject: nameText(tbs.subject),
-      issuer: nameText(tbs.issuer),
-      serialNumber: Buffer.from(tbs.serialNumber).toString('hex'),
-      notBefore: tbs.validity.notBefore.getTime(),
-      notAfter: tbs.validity.notAfter.getTime(),
-      spki,
-      extensions: tbs.extensions ?? [],
+      native,
+      subject: nameOf(subject),
+      issuer: nameOf(issuer),
+      serialNumber,
+      notBefore,
+      notAfter,
+      spki: Buffer.from(spki.raw),
+      extensions,
     };
   } catch (err) {
+    if (err instanceof AttestationError) throw err;
     fail(`${what} is not a well-formed DER X.509 certificate (${err instanceof Error ? err.message : String(err)})`);
   }
-  checkNoTrailingBytes(parsed, what);
   return parsed;
 }
 
@@ -172,12 +231,12 @@ function parseUncached(der: Uint8Array, role: Role, what: string): Parsed {
  * differs from it when the unsigned envelope is BER (a long length form, say), which OpenSSL
  * reads and Go refuses (red-team finding).
  */
-function checkNoTrailingBytes(cert: Parsed, what: string): void {
-  const { raw } = cert.native;
-  if (raw.length < cert.der.length && cert.der.subarray(0, raw.length).equals(raw)) {
-    fail(`${what} is followed by ${cert.der.length - raw.length} bytes that are not part of the certificate`);
+function checkNoTrailingBytes(der: Buffer, native: NodeX509Certificate, what: string): void {
+  const { raw } = native;
+  if (raw.length < der.length && der.subarray(0, raw.length).equals(raw)) {
+    fail(`${what} is followed by ${der.length - raw.length} bytes that are not part of the certificate`);
   }
-  if (!raw.equals(cert.der)) fail(`${what} is not DER-encoded (its envelope is not in the one DER encoding)`);
+  if (!raw.equals(der)) fail(`${what} is not DER-encoded (its envelope is not in the one DER encoding)`);
 }
 
 /** Issuers' keys, by certificate: intermediates and roots sign every join's EK certificate. */
