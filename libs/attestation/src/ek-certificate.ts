@@ -336,15 +336,26 @@ function checkExtensionsOnce(entry: Parsed): void {
   }
 }
 
+/** Decoded extension values by certificate: an intermediate's are read on every join it signs for. */
+const decodedExtensions = new WeakMap<Parsed, Map<string, unknown>>();
+
 /** The value of the extension `oid`, decoded as `type`; undefined when the certificate has none. */
 function extensionValue<T>(entry: Parsed, oid: string, type: new () => T): T | undefined {
+  let decoded = decodedExtensions.get(entry);
+  if (decoded === undefined) {
+    decoded = new Map();
+    decodedExtensions.set(entry, decoded);
+  }
+  if (decoded.has(oid)) return decoded.get(oid) as T | undefined;
   const ext = entry.extensions.find((candidate) => candidate.extnID === oid);
-  if (ext === undefined) return undefined;
+  let value: T | undefined;
   try {
-    return AsnParser.parse(ext.extnValue, type);
+    value = ext === undefined ? undefined : AsnParser.parse(ext.extnValue, type);
   } catch {
     fail(`${entry.role} ${label(entry)} has a malformed extension ${oid}`);
   }
+  decoded.set(oid, value);
+  return value;
 }
 
 /** `issuer` signs `intermediatesBelow` CA certificates and then the EK certificate. */

@@ -1,5 +1,6 @@
 import { createHash, createPublicKey } from 'node:crypto';
 import type { JsonWebKey } from 'node:crypto';
+import { readCanonicalSpki, spkiKeyJwk } from '@constellation/der';
 import { ekTemplate } from '@constellation/tpm';
 import type { TpmPublic } from '@constellation/tpm';
 import { AttestationError } from './errors.js';
@@ -47,7 +48,10 @@ function checkTemplate(ek: TpmPublic): void {
   }
 }
 
+/** The certificate's key as a JWK: read directly when canonical, by OpenSSL otherwise. */
 function certificateKey(spki: Buffer): JsonWebKey {
+  const canonical = readCanonicalSpki(spki);
+  if (canonical !== undefined) return spkiKeyJwk(canonical);
   try {
     return createPublicKey({ key: spki, format: 'der', type: 'spki' }).export({ format: 'jwk' });
   } catch (err) {

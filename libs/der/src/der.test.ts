@@ -1,8 +1,11 @@
+import { createPublicKey, generateKeyPairSync } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DerError, DerFields, TAG, children, decodeBoolean, decodeOid, readOnly, readTlv } from './der-reader.js';
 import { decodeTime, encodeTime } from './der-time.js';
-import { boolean, integer, namedBits, octetString, oid, sequence, smallInteger, tlv } from './der-writer.js';
+import { bitString, boolean, integer, namedBits, octetString, oid, sequence, smallInteger, tlv } from './der-writer.js';
+import { readCanonicalSpki, spkiKeyJwk } from './subject-public-key.js';
+import type { SpkiKey } from './subject-public-key.js';
 
 const bytes = (hex: string): Buffer => Buffer.from(hex.replace(/\s/g, ''), 'hex');
 
@@ -104,5 +107,47 @@ describe('certificate times (RFC 5280 §4.1.2.5)', () => {
     expect(() => decodeTime(readTlv(tlv(TAG.generalizedTime, Buffer.from('20240101000000.5Z'))), 't')).toThrow(
       /not an RFC 5280/,
     );
+  });
+});
+
+describe('canonical SubjectPublicKeyInfo', () => {
+  it('reads RSA and P-256/P-384 keys exactly as OpenSSL writes them, and their JWK is the same key', () => {
+    const keys = [
+      generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey,
+      generateKeyPairSync('rsa', { modulusLength: 2048, publicExponent: 3 }).publicKey,
+      generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey,
+      generateKeyPairSync('ec', { namedCurve: 'P-384' }).publicKey,
+    ];
+    for (const key of keys) {
+      const spki = key.export({ type: 'spki', format: 'der' });
+      const read = readCanonicalSpki(spki);
+      expect(read).toBeDefined();
+      const again = createPublicKey({ key: spkiKeyJwk(read as SpkiKey), format: 'jwk' });
+      expect(again.export({ type: 'spki', format: 'der' }).equals(spki)).toBe(true);
+      expect(spkiKeyJwk(read as SpkiKey)).toEqual(key.export({ format: 'jwk' }));
+    }
+  });
+
+  it('leaves every other form to OpenSSL: compressed points, explicit parameters, other curves, padded integers', () => {
+    const p256 = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey;
+    const point = Buffer.from(p256.export({ type: 'spki', format: 'der' }).subarray(-65));
+    const algorithm = sequence(oid('1.2.840.10045.2.1'), oid('1.2.840.10045.3.1.7'));
+    const shortPoint = Buffer.concat([Buffer.from([0x02 | ((point[64] ?? 0) & 1)]), point.subarray(1, 33)]);
+    expect(readCanonicalSpki(sequence(algorithm, bitString(shortPoint)))).toBeUndefined();
+    expect(
+      readCanonicalSpki(sequence(sequence(oid('1.2.840.10045.2.1'), oid('1.3.132.0.10')), bitString(point))),
+    ).toBeUndefined(); // secp256k1
+    const rsa = (n: Buffer, withNull = true): Buffer =>
+      sequence(
+        sequence(oid('1.2.840.113549.1.1.1'), ...(withNull ? [Buffer.from([5, 0])] : [])),
+        bitString(sequence(tlv(TAG.integer, n), integer(Buffer.from([1, 0, 1])))),
+      );
+    const modulus = Buffer.concat([Buffer.from([0x00, 0xc0]), Buffer.alloc(255, 1)]);
+    expect(readCanonicalSpki(rsa(modulus))).toMatchObject({ type: 'rsa' });
+    expect(readCanonicalSpki(rsa(modulus, false))).toBeUndefined();
+    expect(readCanonicalSpki(rsa(Buffer.concat([Buffer.from([0]), modulus])))).toBeUndefined(); // padded
+    expect(readCanonicalSpki(rsa(modulus.subarray(1)))).toBeUndefined(); // negative
+    expect(readCanonicalSpki(Buffer.concat([rsa(modulus), Buffer.from([0])]))).toBeUndefined(); // trailing byte
+    expect(readCanonicalSpki(Buffer.from('garbage'))).toBeUndefined();
   });
 });

@@ -29,3 +29,5 @@ export {
   tlv,
   utf8String,
 } from './der-writer.js';
+export type { SpkiKey } from './subject-public-key.js';
+export { readCanonicalSpki, spkiKeyJwk } from './subject-public-key.js';

@@ -11,10 +11,12 @@ import {
   decodeOid,
   explicit,
   oid,
+  readCanonicalSpki,
   readOnly,
   sequence,
   set,
   smallInteger,
+  spkiKeyJwk,
 } from '@constellation/der';
 import type { Tlv } from '@constellation/der';
 import { subjectAltNameExtension } from './certificate-builder.js';
@@ -148,6 +150,23 @@ function requestedAltNames(attributes: Tlv | undefined): SubjectAltName[] {
   return names;
 }
 
+/**
+ * The request's key, and its SPKI in the one encoding OpenSSL writes for it. A canonical SPKI
+ * (almost every request) is read directly and imported as a JWK, a fraction of OpenSSL's DER
+ * import and export; any other form goes through OpenSSL and is written anew.
+ */
+function requestKey(spki: Buffer): { publicKey: KeyObject; subjectPublicKeyInfo: Buffer } {
+  const canonical = readCanonicalSpki(spki);
+  if (canonical !== undefined) {
+    return {
+      publicKey: createPublicKey({ key: spkiKeyJwk(canonical), format: 'jwk' }),
+      subjectPublicKeyInfo: Buffer.from(spki),
+    };
+  }
+  const publicKey = createPublicKey({ key: spki, format: 'der', type: 'spki' });
+  return { publicKey, subjectPublicKeyInfo: publicKey.export({ type: 'spki', format: 'der' }) };
+}
+
 interface RequestParts {
   info: Tlv;
   subject: Tlv;
@@ -200,8 +219,9 @@ export function parseCertificationRequest(input: Uint8Array): VerifiedCertificat
     throw new CertificationRequestError(`certificate request is not a DER PKCS#10 request${detail}`);
   }
   let publicKey: KeyObject;
+  let subjectPublicKeyInfo: Buffer;
   try {
-    publicKey = createPublicKey({ key: parts.spki.raw, format: 'der', type: 'spki' });
+    ({ publicKey, subjectPublicKeyInfo } = requestKey(parts.spki.raw));
   } catch {
     throw new CertificationRequestError('certificate request carries a public key this CA cannot read');
   }
@@ -223,7 +243,7 @@ export function parseCertificationRequest(input: Uint8Array): VerifiedCertificat
   }
   return {
     subject,
-    subjectPublicKeyInfo: publicKey.export({ type: 'spki', format: 'der' }),
+    subjectPublicKeyInfo,
     publicKey,
     subjectAltNames,
   };
