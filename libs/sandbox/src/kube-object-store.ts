@@ -78,6 +78,17 @@ export class KubeObjectStore {
     return { items, resourceVersion: String(this.revision) };
   }
 
+  /**
+   * Calls `visit` with each stored object of `type` in `namespace`, not copied: what an informer's
+   * cache hands an in-process controller (client-go listers share their objects, which the
+   * controller must not change). A storm's every token write makes the signer read all tokens;
+   * copying each one on every read made that quadratic in copies.
+   */
+  visit(type: ResourceType, namespace: string, visit: (object: Readonly<KubeObject>) => void): void {
+    const prefix = `${type.group}/${type.resource}/${namespace}/`;
+    for (const [key, object] of this.objects) if (key.startsWith(prefix)) visit(object);
+  }
+
   /** Stores a new object; with `dryRun` only checks and returns what would be stored. */
   create(
     type: ResourceType,

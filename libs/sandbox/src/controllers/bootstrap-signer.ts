@@ -24,8 +24,16 @@ interface SigningToken {
   secret: string;
 }
 
+/** What the signer needs of a token Secret, by the resourceVersion it was decoded from. */
+interface DecodedToken {
+  resourceVersion: string;
+  expiration: string;
+  signing?: SigningToken;
+}
+
 export class BootstrapSigner {
   private scheduled = false;
+  private readonly decoded = new Map<string, DecodedToken>();
   private readonly timer: NodeJS.Timeout;
 
   constructor(
@@ -97,23 +105,43 @@ export class BootstrapSigner {
   /** Deletes expired token Secrets (tokencleaner) and returns the valid signing tokens. */
   private cleanTokens(now: number): SigningToken[] {
     const signing: SigningToken[] = [];
-    for (const secret of this.store.list(this.types.secrets, 'kube-system').items) {
-      if (secret['type'] !== TOKEN_SECRET_TYPE) continue;
-      const data = (secret['data'] as Record<string, string> | undefined) ?? {};
-      const field = (key: string): string => Buffer.from(data[key] ?? '', 'base64').toString();
-      const expiration = field('expiration');
+    const expired: string[] = [];
+    const seen = new Set<string>();
+    this.store.visit(this.types.secrets, 'kube-system', (secret) => {
+      if (secret['type'] !== TOKEN_SECRET_TYPE) return;
+      const { name } = secret.metadata;
+      seen.add(name);
+      const token = this.tokenOf(secret);
       // cluster-bootstrap/util/secrets HasExpired: an unparseable expiration counts as expired.
-      if (expiration !== '' && !(Date.parse(expiration) >= now)) {
-        this.store.delete(this.types.secrets, 'kube-system', secret.metadata.name);
-        continue;
-      }
-      const id = field('token-id');
-      const tokenSecret = field('token-secret');
-      // bootstrapsigner getTokens: the name must be bootstrap-token-<token-id>, both parts valid.
-      if (secret.metadata.name !== `bootstrap-token-${id}` || !/^[a-z0-9]{6}$/.test(id)) continue;
-      if (!/^[a-z0-9]{16}$/.test(tokenSecret) || field('usage-bootstrap-signing') !== 'true') continue;
-      signing.push({ id, secret: tokenSecret });
-    }
+      if (token.expiration !== '' && !(Date.parse(token.expiration) >= now)) expired.push(name);
+      else if (token.signing !== undefined) signing.push(token.signing);
+    });
+    for (const name of this.decoded.keys()) if (!seen.has(name)) this.decoded.delete(name);
+    for (const name of expired) this.store.delete(this.types.secrets, 'kube-system', name);
     return signing;
+  }
+
+  /** A token Secret's fields, decoded once per resourceVersion. */
+  private tokenOf(secret: Readonly<KubeObject>): DecodedToken {
+    const { name, resourceVersion = '' } = secret.metadata;
+    const known = this.decoded.get(name);
+    if (known !== undefined && known.resourceVersion === resourceVersion) return known;
+    const data = (secret['data'] as Record<string, string> | undefined) ?? {};
+    const field = (key: string): string => Buffer.from(data[key] ?? '', 'base64').toString();
+    const id = field('token-id');
+    const tokenSecret = field('token-secret');
+    // bootstrapsigner getTokens: the name must be bootstrap-token-<token-id>, both parts valid.
+    const signs =
+      name === `bootstrap-token-${id}` &&
+      /^[a-z0-9]{6}$/.test(id) &&
+      /^[a-z0-9]{16}$/.test(tokenSecret) &&
+      field('usage-bootstrap-signing') === 'true';
+    const token: DecodedToken = {
+      resourceVersion,
+      expiration: field('expiration'),
+      ...(signs ? { signing: { id, secret: tokenSecret } } : {}),
+    };
+    this.decoded.set(name, token);
+    return token;
   }
 }
