@@ -3,6 +3,9 @@ import type { KeyObject, webcrypto as WebCrypto } from 'node:crypto';
 import { webcrypto } from 'node:crypto';
 import { AsnConvert, AsnParser } from '@peculiar/asn1-schema';
 import { Certificate } from '@peculiar/asn1-x509';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { runChecked, tempDirForTest } from '@constellation/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { verifyEkCertificate } from './ek-certificate.js';
 import { pemCertificatesToDer } from './pem.js';
@@ -206,6 +209,89 @@ describe('EK certificate paths read two ways (attacker 1)', () => {
       roots: [der(pinned.cert)],
     });
     expect(message).toMatch(/EK certificate is not DER-encoded/);
+  });
+
+  it('refuses a certificate whose outer signatureAlgorithm is not the one its signed part names', async () => {
+    // The outer algorithm is outside the signature: ECDSA with SHA-384 over a signature made with
+    // SHA-256 would never verify, but a reader that took the outer one for other purposes could be
+    // told anything. RFC 5280 §4.1.1.2: the two must be identical.
+    const leaf = der(await ek(vendor));
+    const sha256 = Buffer.from('300a06082a8648ce3d040302', 'hex');
+    const sha384 = Buffer.from('300a06082a8648ce3d040303', 'hex');
+    const at = leaf.lastIndexOf(sha256);
+    const swapped = Buffer.concat([leaf.subarray(0, at), sha384, leaf.subarray(at + sha256.length)]);
+    const message = await refusal({
+      certificate: swapped,
+      intermediates: [der(vendor.cert)],
+      roots: [der(pinned.cert)],
+    });
+    expect(message).toMatch(
+      /EK certificate is not a well-formed DER X\.509 certificate \(signatureAlgorithm differs from the signature field of the signed part\)/,
+    );
+  });
+
+  it('verifies an RSASSA-PSS-signed path through OpenSSL, and refuses it when the signature is broken', async () => {
+    // PSS is not among the algorithms checked directly: OpenSSL's X.509 verification takes it.
+    const dir = await tempDirForTest();
+    const path = (name: string): string => join(dir, name);
+    await writeFile(path('ext'), 'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign\n');
+    await writeFile(path('ek-ext'), 'extendedKeyUsage=2.23.133.8.1\n');
+    const openssl = (...args: string[]): Promise<unknown> => runChecked('openssl', args, { timeoutMs: 30_000 });
+    await openssl('genpkey', '-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048', '-out', path('ca.key'));
+    await openssl(
+      'req',
+      '-x509',
+      '-new',
+      '-key',
+      path('ca.key'),
+      '-subj',
+      '/CN=PSS Root CA',
+      '-days',
+      '30',
+      '-sigopt',
+      'rsa_padding_mode:pss',
+      '-sha256',
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign',
+      '-out',
+      path('ca.crt'),
+    );
+    await openssl('genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', path('ek.key'));
+    await openssl('req', '-new', '-key', path('ek.key'), '-subj', '/CN=PSS EK', '-out', path('ek.csr'));
+    await openssl(
+      'x509',
+      '-req',
+      '-in',
+      path('ek.csr'),
+      '-CA',
+      path('ca.crt'),
+      '-CAkey',
+      path('ca.key'),
+      '-CAcreateserial',
+      '-days',
+      '30',
+      '-sigopt',
+      'rsa_padding_mode:pss',
+      '-sha256',
+      '-extfile',
+      path('ek-ext'),
+      '-outform',
+      'DER',
+      '-out',
+      path('ek.der'),
+    );
+    const root = new X509Certificate(await readFile(path('ca.crt'))).raw;
+    const leaf = await readFile(path('ek.der'));
+    expect(leaf.includes(Buffer.from('06092a864886f70d01010a', 'hex'))).toBe(true); // id-RSASSA-PSS
+    const verified = await verifyEkCertificate({ certificate: leaf, intermediates: [], roots: [root] });
+    expect(verified.path).toEqual(['CN=PSS EK', 'CN=PSS Root CA']);
+    const broken = Buffer.from(leaf);
+    broken[broken.length - 1] = (broken[broken.length - 1] ?? 0) ^ 1;
+    expect(await refusal({ certificate: broken, intermediates: [], roots: [root] })).toMatch(
+      /signature of "CN=PSS EK" does not verify with pinned root certificate "CN=PSS Root CA"/,
+    );
   });
 
   it('tries a same-named impostor issuer, and still takes the genuine one by its signature', async () => {

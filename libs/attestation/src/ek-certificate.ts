@@ -1,6 +1,19 @@
-import { X509Certificate as NodeX509Certificate, createHash } from 'node:crypto';
+import { X509Certificate as NodeX509Certificate, createHash, createPublicKey, verify } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
-import { DerError, DerFields, TAG, children, decodeBoolean, decodeOid, decodeTime, readOnly } from '@constellation/der';
+import {
+  DerError,
+  DerFields,
+  TAG,
+  children,
+  decodeBoolean,
+  decodeOctetAlignedBits,
+  decodeOid,
+  decodeTime,
+  readCanonicalSpki,
+  readOnly,
+  readTlv,
+  spkiKeyJwk,
+} from '@constellation/der';
 import type { Tlv } from '@constellation/der';
 import { AsnParser, OctetString } from '@peculiar/asn1-schema';
 import {
@@ -89,8 +102,12 @@ type Role = 'EK certificate' | 'intermediate CA certificate' | 'pinned root cert
 interface Parsed {
   readonly der: Buffer;
   readonly role: Role;
-  /** OpenSSL's view: the signature checks and the public key. */
-  readonly native: NodeX509Certificate;
+  /** The signed part, as received. */
+  readonly tbs: Buffer;
+  /** signatureAlgorithm (OID), the same in the certificate and in its signed part. */
+  readonly signatureAlgorithm: string;
+  /** signatureValue's octets. */
+  readonly signature: Buffer;
   // Decoded on parse, so malformed content fails there with one message.
   readonly subject: string;
   readonly issuer: string;
@@ -175,20 +192,46 @@ function extensionsOf(field: Tlv | undefined): Extension[] {
 }
 
 /**
- * Reads the certificate's fields with a DER walker (RFC 5280 §4.1, each field's tag checked), a
- * tenth of a schema parser's cost on every join; OpenSSL parses it too, for signatures and keys.
+ * The certificate's one encoding: its envelope must be DER and end where the input ends. NV
+ * indexes are often larger than the certificate they hold, and a BER envelope (a long length
+ * form, say) is outside the signature: OpenSSL reads one, Go refuses it (red-team finding).
+ */
+function envelope(bytes: Buffer, what: string): { content: Buffer; trailing: number } {
+  let outer: ReturnType<typeof readTlv>;
+  try {
+    outer = readTlv(bytes);
+  } catch (err) {
+    if (err instanceof DerError && /not minimal|length encoding/.test(err.message)) {
+      fail(`${what} is not DER-encoded (its envelope is not in the one DER encoding: ${err.message})`);
+    }
+    throw err;
+  }
+  if (outer.tag !== TAG.sequence) throw new DerError('certificate is not a SEQUENCE');
+  return { content: outer.content, trailing: bytes.length - outer.end };
+}
+
+/**
+ * Reads the certificate's fields with a DER walker (RFC 5280 §4.1, each field's tag checked): a
+ * tenth of a schema parser's cost on every join, and no OpenSSL object for a certificate whose
+ * signature algorithm signedBy checks itself.
  */
 function parseUncached(der: Uint8Array, role: Role, what: string): Parsed {
   const bytes = Buffer.from(der);
   let parsed: Parsed;
   try {
-    const native = new NodeX509Certificate(bytes);
-    checkNoTrailingBytes(bytes, native, what);
-    const certificate = new DerFields(readOnly(bytes, TAG.sequence, 'certificate').content, 'certificate');
-    const tbs = new DerFields(certificate.next(TAG.sequence, 'tbsCertificate').content, 'tbsCertificate');
+    const { content, trailing } = envelope(bytes, what);
+    const certificate = new DerFields(content, 'certificate');
+    const tbsField = certificate.next(TAG.sequence, 'tbsCertificate');
+    const outerAlgorithm = certificate.next(TAG.sequence, 'signatureAlgorithm');
+    const signature = decodeOctetAlignedBits(certificate.next(TAG.bitString, 'signatureValue'), 'signatureValue');
+    certificate.end();
+    const tbs = new DerFields(tbsField.content, 'tbsCertificate');
     tbs.optional(0xa0); // version
     const serialNumber = tbs.next(TAG.integer, 'serialNumber').content.toString('hex');
-    tbs.next(TAG.sequence, 'signature');
+    // RFC 5280 §4.1.1.2: the signed algorithm must be the one the signature is checked with.
+    if (!tbs.next(TAG.sequence, 'signature').raw.equals(outerAlgorithm.raw)) {
+      throw new DerError('signatureAlgorithm differs from the signature field of the signed part');
+    }
     const issuer = tbs.next(TAG.sequence, 'issuer');
     const validity = new DerFields(tbs.next(TAG.sequence, 'validity').content, 'validity');
     const notBefore = new Date(decodeTime(validity.any('notBefore'), 'notBefore'));
@@ -205,10 +248,14 @@ function parseUncached(der: Uint8Array, role: Role, what: string): Parsed {
     tbs.optional(0x82); // subjectUniqueID
     const extensions = extensionsOf(tbs.optional(0xa3));
     tbs.end();
+    if (trailing > 0) fail(`${what} is followed by ${trailing} bytes that are not part of the certificate`);
+    const algorithm = new DerFields(outerAlgorithm.content, 'signatureAlgorithm').next(TAG.oid, 'algorithm');
     parsed = {
       der: bytes,
       role,
-      native,
+      tbs: Buffer.from(tbsField.raw),
+      signatureAlgorithm: decodeOid(algorithm.content),
+      signature: Buffer.from(signature),
       subject: nameOf(subject),
       issuer: nameOf(issuer),
       serialNumber,
@@ -225,19 +272,17 @@ function parseUncached(der: Uint8Array, role: Role, what: string): Parsed {
 }
 
 /**
- * The DER parser ignores bytes after the certificate (NV indexes are often larger than the
- * certificate they hold). Refuse them, so exactly one encoding of the certificate is accepted:
- * OpenSSL's re-encoding is a prefix of the input exactly when the input has trailing bytes, and
- * differs from it when the unsigned envelope is BER (a long length form, say), which OpenSSL
- * reads and Go refuses (red-team finding).
+ * Signature algorithms checked here directly (ECDSA and RSA PKCS#1 v1.5 with SHA-2, what EK
+ * CAs use); any other (RSASSA-PSS, SHA-1) goes to OpenSSL's X.509 verification.
  */
-function checkNoTrailingBytes(der: Buffer, native: NodeX509Certificate, what: string): void {
-  const { raw } = native;
-  if (raw.length < der.length && der.subarray(0, raw.length).equals(raw)) {
-    fail(`${what} is followed by ${der.length - raw.length} bytes that are not part of the certificate`);
-  }
-  if (!raw.equals(der)) fail(`${what} is not DER-encoded (its envelope is not in the one DER encoding)`);
-}
+const DIRECT_SIGNATURES: ReadonlyMap<string, { keyType: 'ec' | 'rsa'; hash: string }> = new Map([
+  ['1.2.840.10045.4.3.2', { keyType: 'ec', hash: 'sha256' }],
+  ['1.2.840.10045.4.3.3', { keyType: 'ec', hash: 'sha384' }],
+  ['1.2.840.10045.4.3.4', { keyType: 'ec', hash: 'sha512' }],
+  ['1.2.840.113549.1.1.11', { keyType: 'rsa', hash: 'sha256' }],
+  ['1.2.840.113549.1.1.12', { keyType: 'rsa', hash: 'sha384' }],
+  ['1.2.840.113549.1.1.13', { keyType: 'rsa', hash: 'sha512' }],
+]);
 
 /** Issuers' keys, by certificate: intermediates and roots sign every join's EK certificate. */
 const issuerKeys = new WeakMap<Parsed, KeyObject>();
@@ -245,18 +290,30 @@ const issuerKeys = new WeakMap<Parsed, KeyObject>();
 function publicKeyOf(issuer: Parsed): KeyObject {
   let key = issuerKeys.get(issuer);
   if (key === undefined) {
-    key = issuer.native.publicKey;
+    const canonical = readCanonicalSpki(issuer.spki);
+    key =
+      canonical === undefined
+        ? createPublicKey({ key: issuer.spki, format: 'der', type: 'spki' })
+        : createPublicKey({ key: spkiKeyJwk(canonical), format: 'jwk' });
     issuerKeys.set(issuer, key);
   }
   return key;
 }
 
+function checkSignature(child: Parsed, issuer: Parsed): boolean {
+  const direct = DIRECT_SIGNATURES.get(child.signatureAlgorithm);
+  const key = publicKeyOf(issuer);
+  if (direct === undefined) return new NodeX509Certificate(child.der).verify(key);
+  if (key.asymmetricKeyType !== direct.keyType) return false;
+  return verify(direct.hash, child.tbs, { key, dsaEncoding: 'der' }, child.signature);
+}
+
 function signedBy(child: Parsed, issuer: Parsed): boolean {
   return verifiedSignatures.get(`${digest(child.der)}:${digest(issuer.der)}`, () => {
     try {
-      return child.native.verify(publicKeyOf(issuer));
+      return checkSignature(child, issuer);
     } catch {
-      return false; // unsupported or mismatched algorithms: the signature does not verify
+      return false; // unsupported or mismatched algorithms, an unreadable key: the signature does not verify
     }
   });
 }
