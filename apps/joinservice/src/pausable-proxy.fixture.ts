@@ -8,9 +8,12 @@ export class PausableProxy {
   private readonly pairs = new Set<{ client: Socket; upstream: Socket }>();
   private paused = false;
   port = 0;
+  /** Connections accepted so far (what a client's connection reuse shows in). */
+  connections = 0;
 
   private constructor(upstreamHost: string, upstreamPort: number) {
     this.server = createServer((client) => {
+      this.connections++;
       const upstream = connect(upstreamPort, upstreamHost);
       const pair = { client, upstream };
       this.pairs.add(pair);

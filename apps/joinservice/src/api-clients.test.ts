@@ -1,0 +1,64 @@
+import { generateKeyPairSync } from 'node:crypto';
+import * as k8s from '@kubernetes/client-node';
+import { CertificateAuthority } from '@constellation/keys';
+import { KubeApiServer } from '@constellation/sandbox';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { boundedApiClients } from './api-clients.js';
+import { PausableProxy } from './pausable-proxy.fixture.js';
+
+let api: KubeApiServer;
+let proxy: PausableProxy;
+let kc: k8s.KubeConfig;
+
+beforeAll(async () => {
+  const { ca, certificatePem } = await CertificateAuthority.generate('kubernetes');
+  const key = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const cert = await ca.issueCertificate({
+    commonName: 'kube-apiserver',
+    publicKey: key.publicKey,
+    ips: ['127.0.0.1'],
+    usage: 'server',
+  });
+  api = await KubeApiServer.start({
+    tls: { cert, key: key.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() },
+  });
+  // A TCP proxy in front of the TLS server counts the connections the client opens.
+  proxy = await PausableProxy.start(api.url);
+  kc = new k8s.KubeConfig();
+  kc.loadFromOptions({
+    clusters: [
+      {
+        name: 'c',
+        server: `https://127.0.0.1:${String(proxy.port)}`,
+        caData: Buffer.from(certificatePem).toString('base64'),
+        skipTLSVerify: false,
+      },
+    ],
+    users: [{ name: 'u', token: 'join-service-token' }],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+    currentContext: 'x',
+  });
+});
+
+afterAll(async () => {
+  await proxy.close();
+  await api.close();
+});
+
+describe('API clients', () => {
+  it('keep one TLS connection across requests, where the kubeconfig alone opens one per request', async () => {
+    const before = proxy.connections;
+    const plain = kc.makeApiClient(k8s.CoreV1Api);
+    for (let i = 0; i < 3; i++) await plain.readNamespace({ name: 'default' });
+    expect(proxy.connections - before).toBe(3); // why the pool exists: a handshake per API call
+
+    const pooled = boundedApiClients(kc, 5_000);
+    const start = proxy.connections;
+    for (let i = 0; i < 5; i++) {
+      expect((await pooled.core.readNamespace({ name: 'default' })).metadata?.name).toBe('default');
+    }
+    expect(proxy.connections - start).toBe(1);
+    // Every request reached the server, each with its own headers on the kept connection.
+    expect(api.requests.filter((r) => r.path === '/api/v1/namespaces/default').length).toBeGreaterThanOrEqual(8);
+  });
+});
