@@ -116,6 +116,37 @@ describe('ConcurrencyLimit line', () => {
     expect(l.tryEnter()).toBeDefined();
   });
 
+  it('sends a refused caller back after the line ahead of it has had its slots', async () => {
+    const clock = { ms: 1_000_000 };
+    const l = new ConcurrencyLimit({
+      max: 1,
+      maxWaiting: 20,
+      maxWaitMs: 60_000,
+      minRetryAfterMs: 500,
+      maxRetryAfterMs: 30_000,
+      now: () => clock.ms,
+    });
+    // Work holds the one slot for 100 ms: 10 per second.
+    for (let i = 0; i < 20; i++) {
+      const leave = l.tryEnter();
+      clock.ms += 100;
+      leave?.();
+    }
+    const held = l.tryEnter();
+    const line = Array.from({ length: 20 }, () => l.enqueue());
+    // 20 in line take 2 s of slots: the first caller refused comes back then, not at the minimum.
+    let refused: unknown;
+    try {
+      l.enqueue();
+    } catch (err) {
+      refused = err;
+    }
+    expect(refused).toMatchObject({ reason: 'busy', retryAfterMs: 2_000 });
+    expect(l.busy().retryAfterMs).toBe(2_100); // and the next after it
+    held?.();
+    for (const waiting of line) (await waiting.admitted)();
+  });
+
   it('refuses a caller that waited too long, as retryable', async () => {
     const l = limit(30);
     l.tryEnter();

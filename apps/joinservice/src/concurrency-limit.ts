@@ -37,8 +37,8 @@ interface Waiter {
  * latency here. The line keeps the slots busy during a storm: without it a freed slot stayed idle
  * until a refused node came back (measured with 500 nodes).
  *
- * Each refused caller is given its own time to come back: the callers already told to wait are
- * spread over the time the backlog needs at the rate the slots can serve (max slots / the average
+ * Each refused caller is given its own time to come back: after the line ahead of it, the callers
+ * already told to wait are spread over the time the backlog needs at the rate the slots can serve (max slots / the average
  * time a slot is held, Little's law). A fixed retry-after sent a storm's hundreds of refused nodes
  * back together, round after round. The rate comes from how long work takes, not from how much
  * completed: when fewer callers come back than could be served, the completion rate measures
@@ -72,10 +72,11 @@ export class ConcurrencyLimit {
     // Until work has completed, the rate is unknown: callers come back soon, and none is booked.
     if (rate !== undefined) {
       this.booked = Math.max(0, this.booked - (rate * (at - this.bookedAt)) / 1000);
-      retryAfterMs = Math.min(
-        this.options.maxRetryAfterMs,
-        Math.max(retryAfterMs, Math.round((this.booked / rate) * 1000)),
-      );
+      // Those in line get the next slots, then those told to come back: a caller sent back before
+      // the line drained found it full again and was refused again, round after round (a
+      // 500-node storm left the service idle for seconds at its end, measured).
+      const ahead = this.line.length + this.booked;
+      retryAfterMs = Math.min(this.options.maxRetryAfterMs, Math.max(retryAfterMs, Math.round((ahead / rate) * 1000)));
       // Callers told the longest wait come back then, whatever the backlog: count no more than that.
       this.booked = Math.min(this.booked + 1, (rate * this.options.maxRetryAfterMs) / 1000);
     }
