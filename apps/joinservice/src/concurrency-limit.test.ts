@@ -68,6 +68,25 @@ describe('ConcurrencyLimit', () => {
     expect(limit.busy().retryAfterMs).toBe(500);
   });
 
+  it('goes by how fast work completes when slots were held long at a storm start', () => {
+    const { limit, clock } = limitWithClock(4);
+    // The first four calls shared the CPU with a storm's handshakes: each held its slot 4 s.
+    const first = [limit.tryEnter(), limit.tryEnter(), limit.tryEnter(), limit.tryEnter()];
+    clock.ms += 4_000;
+    for (const leave of first) leave?.();
+    // Then work completes every 50 ms: 20 per second, where the held-time average says 1.
+    for (let i = 0; i < 4; i++) {
+      const leave = limit.tryEnter();
+      clock.ms += 50;
+      leave?.();
+    }
+    const held = [limit.tryEnter(), limit.tryEnter(), limit.tryEnter(), limit.tryEnter()];
+    for (let i = 0; i < 19; i++) limit.busy();
+    // The 20th waiting caller comes back after about 1 s, not after 20 s (capped at 30 s).
+    expect(limit.busy().retryAfterMs).toBeLessThan(1_500);
+    for (const leave of held) leave?.();
+  });
+
   it('serves faster callers sooner: the rate follows how long work takes now', () => {
     const { limit, clock } = limitWithClock(2);
     const hold = (ms: number): void => {

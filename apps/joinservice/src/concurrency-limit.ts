@@ -58,10 +58,27 @@ export class ConcurrencyLimit {
     this.now = options.now ?? Date.now;
   }
 
-  /** Work the slots can complete per second; undefined before any completed. */
+  /** When recent work completed (the last 2 × max), oldest first. */
+  private readonly completions: number[] = [];
+
+  /**
+   * Work the slots can complete per second; undefined before any completed. From how long a slot
+   * is held, or from how fast recent work actually completed when that is faster: at a storm's
+   * start every slot is held long (the first calls share the CPU with hundreds of handshakes),
+   * and the held-time average alone told callers to come back later than the slots needed them.
+   * Half the slots' worth of completions is enough to go by: an early estimate that is too high
+   * costs a second refusal, one that is too low leaves the slots idle.
+   */
   private rate(): number | undefined {
     if (this.holdMs === undefined) return undefined;
-    return this.options.max / (Math.max(this.holdMs, 1) / 1000);
+    const fromHold = this.options.max / (Math.max(this.holdMs, 1) / 1000);
+    const first = this.completions[0] ?? 0;
+    const last = this.completions[this.completions.length - 1] ?? 0;
+    const observed =
+      this.completions.length >= Math.max(2, Math.ceil(this.options.max / 2)) && last > first
+        ? (this.completions.length - 1) / ((last - first) / 1000)
+        : 0;
+    return Math.max(fromHold, observed);
   }
 
   /** The refusal for one too many: retryable, with this caller's time to come back. */
@@ -150,7 +167,10 @@ export class ConcurrencyLimit {
     return () => {
       if (freed) return;
       freed = true;
-      const held = this.now() - entered;
+      const at = this.now();
+      const held = at - entered;
+      this.completions.push(at);
+      if (this.completions.length > 2 * this.options.max) this.completions.shift();
       this.holdMs =
         this.holdMs === undefined ? held : this.holdMs * (1 - HOLD_AVERAGE_WEIGHT) + held * HOLD_AVERAGE_WEIGHT;
       const next = this.line.shift();
