@@ -5,11 +5,11 @@ import {
   DerFields,
   TAG,
   children,
-  decodeBoolean,
   decodeOctetAlignedBits,
   decodeOid,
   decodeTime,
   readCanonicalSpki,
+  readExtension,
   readOnly,
   readTlv,
   spkiKeyJwk,
@@ -177,17 +177,8 @@ function extensionsOf(field: Tlv | undefined): Extension[] {
   if (field === undefined) return [];
   const list = readOnly(field.content, TAG.sequence, 'extensions');
   return children(list.content).map((item) => {
-    if (item.tag !== TAG.sequence) throw new DerError('an extension is not a SEQUENCE');
-    const fields = new DerFields(item.content, 'extension');
-    const extnID = decodeOid(fields.next(TAG.oid, 'extnID').content);
-    const critical = fields.optional(TAG.boolean);
-    const extnValue = fields.next(TAG.octetString, 'extnValue').content;
-    fields.end();
-    return new Extension({
-      extnID,
-      critical: critical !== undefined && decodeBoolean(critical),
-      extnValue: new OctetString(extnValue),
-    });
+    const { extnID, critical, extnValue } = readExtension(item);
+    return new Extension({ extnID, critical, extnValue: new OctetString(extnValue) });
   });
 }
 

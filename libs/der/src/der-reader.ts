@@ -86,6 +86,12 @@ export class DerFields {
     private readonly what: string,
   ) {}
 
+  /** The fields inside `item`, which must carry `tag` (a SEQUENCE, usually). */
+  static of(item: Tlv, tag: number, what: string): DerFields {
+    if (item.tag !== tag) throw new DerError(`${what} should have tag ${hex(tag)}, has ${hex(item.tag)}`);
+    return new DerFields(item.content, what);
+  }
+
   /** The next field; it must be there and carry `tag`. */
   next(tag: number, field: string): Tlv {
     if (this.offset >= this.content.length) throw new DerError(`${this.what}: ${field} is missing`);
@@ -158,4 +164,25 @@ export function decodeOctetAlignedBits(item: Tlv, what: string): Buffer {
     throw new DerError(`${what} is not a BIT STRING of whole octets`);
   }
   return item.content.subarray(1);
+}
+
+/** One X.509 extension (RFC 5280 §4.1), its value undecoded. */
+export interface DerExtension {
+  extnID: string;
+  critical: boolean;
+  /** The extnValue OCTET STRING's content: the extension's own DER. */
+  extnValue: Buffer;
+  /** critical FALSE was encoded, which DER forbids (a default value is omitted). */
+  explicitFalse: boolean;
+}
+
+/** Reads an Extension ::= SEQUENCE { extnID, critical BOOLEAN DEFAULT FALSE, extnValue }. */
+export function readExtension(item: Tlv): DerExtension {
+  const fields = DerFields.of(item, TAG.sequence, 'extension');
+  const extnID = decodeOid(fields.next(TAG.oid, 'extnID').content);
+  const critical = fields.optional(TAG.boolean);
+  const extnValue = fields.next(TAG.octetString, 'extnValue').content;
+  fields.end();
+  const flag = critical === undefined ? false : decodeBoolean(critical);
+  return { extnID, critical: flag, extnValue, explicitFalse: critical !== undefined && !flag };
 }

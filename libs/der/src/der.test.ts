@@ -1,9 +1,30 @@
 import { createPublicKey, generateKeyPairSync } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { DerError, DerFields, TAG, children, decodeBoolean, decodeOid, readOnly, readTlv } from './der-reader.js';
+import {
+  DerError,
+  DerFields,
+  TAG,
+  children,
+  decodeBoolean,
+  decodeOid,
+  readExtension,
+  readOnly,
+  readTlv,
+} from './der-reader.js';
 import { decodeTime, encodeTime } from './der-time.js';
-import { bitString, boolean, integer, namedBits, octetString, oid, sequence, smallInteger, tlv } from './der-writer.js';
+import {
+  bitString,
+  boolean,
+  integer,
+  namedBits,
+  octetString,
+  oid,
+  sequence,
+  set,
+  smallInteger,
+  tlv,
+} from './der-writer.js';
 import { readCanonicalSpki, spkiKeyJwk } from './subject-public-key.js';
 import type { SpkiKey } from './subject-public-key.js';
 
@@ -149,5 +170,24 @@ describe('canonical SubjectPublicKeyInfo', () => {
     expect(readCanonicalSpki(rsa(modulus.subarray(1)))).toBeUndefined(); // negative
     expect(readCanonicalSpki(Buffer.concat([rsa(modulus), Buffer.from([0])]))).toBeUndefined(); // trailing byte
     expect(readCanonicalSpki(Buffer.from('garbage'))).toBeUndefined();
+  });
+});
+
+describe('X.509 extensions', () => {
+  it('reads extnID, criticality and value, and reports an encoded critical FALSE', () => {
+    const value = sequence(oid('1.2.3'));
+    const read = (der: Buffer): ReturnType<typeof readExtension> => readExtension(readTlv(der));
+    expect(read(sequence(oid('2.5.29.19'), boolean(true), octetString(value)))).toMatchObject({
+      extnID: '2.5.29.19',
+      critical: true,
+      explicitFalse: false,
+    });
+    expect(read(sequence(oid('2.5.29.17'), octetString(value))).extnValue.equals(value)).toBe(true);
+    expect(read(sequence(oid('2.5.29.17'), boolean(false), octetString(value)))).toMatchObject({
+      critical: false,
+      explicitFalse: true,
+    });
+    expect(() => read(sequence(oid('2.5.29.17')))).toThrow('extension: extnValue is missing');
+    expect(() => read(set(oid('2.5.29.17')))).toThrow('extension should have tag 0x30, has 0x31');
   });
 });

@@ -1,4 +1,4 @@
-export type { Tlv } from './der-reader.js';
+export type { DerExtension, Tlv } from './der-reader.js';
 export {
   DerError,
   DerFields,
@@ -7,6 +7,7 @@ export {
   decodeBoolean,
   decodeOctetAlignedBits,
   decodeOid,
+  readExtension,
   readOnly,
   readTlv,
 } from './der-reader.js';

@@ -6,12 +6,12 @@ import {
   TAG,
   bitString,
   children,
-  decodeBoolean,
   decodeOctetAlignedBits,
   decodeOid,
   explicit,
   oid,
   readCanonicalSpki,
+  readExtension,
   readOnly,
   sequence,
   set,
@@ -98,8 +98,7 @@ function subjectFields(name: Tlv): Map<string, string[]> {
   for (const rdn of children(name.content)) {
     if (rdn.tag !== TAG.set) throw new DerError('subject: a relative distinguished name is not a SET');
     for (const attribute of children(rdn.content)) {
-      if (attribute.tag !== TAG.sequence) throw new DerError('subject: an attribute is not a SEQUENCE');
-      const parts = new DerFields(attribute.content, 'subject attribute');
+      const parts = DerFields.of(attribute, TAG.sequence, 'subject attribute');
       const type = decodeOid(parts.next(TAG.oid, 'type').content);
       const value = parts.any('value');
       parts.end();
@@ -122,26 +121,18 @@ function requestedAltNames(attributes: Tlv | undefined): SubjectAltName[] {
   const names: SubjectAltName[] = [];
   if (attributes === undefined) return names;
   for (const attribute of children(attributes.content)) {
-    if (attribute.tag !== TAG.sequence) throw new DerError('attribute is not a SEQUENCE');
-    const parts = new DerFields(attribute.content, 'attribute');
+    const parts = DerFields.of(attribute, TAG.sequence, 'attribute');
     const type = decodeOid(parts.next(TAG.oid, 'type').content);
     const values = parts.next(TAG.set, 'values');
     parts.end();
     if (type !== EXTENSION_REQUEST) continue;
     for (const extensions of children(values.content)) {
       if (extensions.tag !== TAG.sequence) throw new DerError('extensionRequest: Extensions is not a SEQUENCE');
-      for (const ext of children(extensions.content)) {
-        if (ext.tag !== TAG.sequence) throw new DerError('extension is not a SEQUENCE');
-        const fields = new DerFields(ext.content, 'extension');
-        const extnID = decodeOid(fields.next(TAG.oid, 'extnID').content);
-        const critical = fields.optional(TAG.boolean);
-        if (critical !== undefined && !decodeBoolean(critical)) {
-          throw new DerError('extension: critical FALSE is encoded (DER omits a default value)');
-        }
-        const value = fields.next(TAG.octetString, 'extnValue');
-        fields.end();
+      for (const item of children(extensions.content)) {
+        const { extnID, extnValue, explicitFalse } = readExtension(item);
+        if (explicitFalse) throw new DerError('extension: critical FALSE is encoded (DER omits a default value)');
         if (extnID !== SUBJECT_ALT_NAME) continue;
-        for (const name of children(readOnly(value.content, TAG.sequence, 'subjectAltName').content)) {
+        for (const name of children(readOnly(extnValue, TAG.sequence, 'subjectAltName').content)) {
           names.push(altName(name));
         }
       }
