@@ -1,3 +1,4 @@
+import { errorMessage } from '@constellation/errors';
 import { AttestedTlsServer } from '@constellation/atls';
 import { InitServiceService, createGrpcServer } from '@constellation/proto';
 import type { FatalAction } from './fatal-action.js';
@@ -111,6 +112,10 @@ export class Bootstrapper {
           reject(error);
         })();
       };
+      // A first boot's format runs while the InitServer listens; its failure ends the node's start.
+      context.disk.ready().catch((err: unknown) => {
+        fatal(new Error(`formatting the state disk for first boot failed: ${errorMessage(err)}`));
+      });
       grpcServer.addService(
         InitServiceService,
         initService(context, {

@@ -20,6 +20,31 @@ describe('StateDisk with real cryptsetup on an image file', () => {
     expect(await disk.testPassphrase(first)).toBe(true);
   });
 
+  it('formats in the background: every operation waits for the format, and fails with its error', async () => {
+    const disk = new StateDisk({ device: await blankImage(), kdf: 'fast' });
+    const first = randomBytes(32);
+    const formatting = disk.formatInBackground(first);
+    // Asked at once, each answers about the formatted disk, not the blank one.
+    const [luks, uuid, initialised, opens] = await Promise.all([
+      disk.isLuks(),
+      disk.uuid(),
+      disk.isInitialized(),
+      disk.testPassphrase(first),
+    ]);
+    expect({ luks, initialised, opens }).toEqual({ luks: true, initialised: false, opens: true });
+    expect(uuid).toMatch(/^[0-9a-f-]{36}$/);
+    await formatting;
+
+    const missing = join(await tempDirForTest(), 'no-such-disk');
+    const broken = new StateDisk({ device: missing, kdf: 'fast' });
+    const failed = broken.formatInBackground(randomBytes(32));
+    const err = await broken.uuid().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StateDiskError);
+    expect(errorMessage(err)).toMatch(new RegExp(`could not format the state disk \\(${missing}\\)`));
+    await expect(failed).rejects.toBe(err);
+    await expect(broken.ready()).rejects.toBe(err);
+  });
+
   it('re-keys: the derived key opens the disk and the first passphrase no longer does', async () => {
     const disk = new StateDisk({ device: await blankImage(), kdf: 'fast' });
     const first = randomBytes(32);

@@ -36,6 +36,8 @@ export class StateDisk {
   private readonly kdf: KdfCost;
   private readonly program: string;
   private readonly timeoutMs: number;
+  /** A format started by formatInBackground: the other operations wait for it. */
+  private formatting: Promise<void> | undefined;
 
   constructor(options: StateDiskOptions) {
     this.device = options.device;
@@ -49,6 +51,7 @@ export class StateDisk {
    * disk) is answered from its bytes, without spawning cryptsetup.
    */
   async isLuks(): Promise<boolean> {
+    await this.ready();
     if (lacksLuksMagic(this.device)) return false;
     const result = await runCryptsetup(this.program, ['isLuks', '--type', 'luks2', this.device], this.timeoutMs);
     return result.code === 0;
@@ -62,17 +65,36 @@ export class StateDisk {
         'format the state disk',
       );
     });
-    await this.setInitialized(false);
+    await this.writeToken(false);
+  }
+
+  /**
+   * Starts formatting the device (as `format`) and returns its promise at once; every other
+   * operation on this disk waits for the format and fails with its error. What does not touch
+   * the disk need not wait: the bootstrapper's InitServer listens while a first boot formats.
+   */
+  formatInBackground(passphrase: Buffer): Promise<void> {
+    const formatting = this.format(passphrase);
+    this.formatting = formatting;
+    formatting.catch(() => undefined); // the operations that wait for it report its failure
+    return formatting;
+  }
+
+  /** Resolves once no format started by formatInBackground is under way; rejects with its failure. */
+  async ready(): Promise<void> {
+    await this.formatting;
   }
 
   /** Lower-case LUKS UUID: the disk's identity, from which its key is derived. */
   async uuid(): Promise<string> {
+    await this.ready();
     const result = await this.run(['luksUUID', this.device], 'read the state disk UUID');
     return result.stdout.trim().toLowerCase();
   }
 
   /** Replaces `current` with `next` in the key slot that `current` opens. */
   async changePassphrase(current: Buffer, next: Buffer): Promise<void> {
+    await this.ready();
     await this.withKeyFiles([current, next], async ([oldFile, newFile]) => {
       await this.run(
         ['luksChangeKey', '--batch-mode', ...this.kdfArgs(), '--key-file', oldFile ?? '', this.device, newFile ?? ''],
@@ -83,6 +105,7 @@ export class StateDisk {
 
   /** Whether `passphrase` opens a key slot (`cryptsetup open --test-passphrase`). */
   async testPassphrase(passphrase: Buffer): Promise<boolean> {
+    await this.ready();
     return this.withKeyFiles([passphrase], async ([keyFile]) => {
       const result = await runCryptsetup(
         this.program,
@@ -95,6 +118,7 @@ export class StateDisk {
 
   /** Whether the disk belongs to a cluster (token `diskIsInitialized`); false for a fresh or reset disk. */
   async isInitialized(): Promise<boolean> {
+    await this.ready();
     const result = await runCryptsetup(
       this.program,
       ['token', 'export', '--token-id', TOKEN_ID, this.device],
@@ -111,6 +135,11 @@ export class StateDisk {
 
   /** Sets the token; `false` is how a node marks its disk for reset before rebooting. */
   async setInitialized(initialized: boolean): Promise<void> {
+    await this.ready();
+    await this.writeToken(initialized);
+  }
+
+  private async writeToken(initialized: boolean): Promise<void> {
     const token = Buffer.from(JSON.stringify({ type: TOKEN_TYPE, keyslots: [], diskIsInitialized: initialized }));
     await this.withKeyFiles([token], async ([tokenFile]) => {
       await this.run(
