@@ -358,6 +358,17 @@ describe('kubelet CSRs shaped by a node owner (attacker 2)', () => {
     );
   });
 
+  it('refuses a point that is not on the curve, in the canonical encoding the CA reads without OpenSSL', () => {
+    // Canonical P-256 SPKIs are imported as JWKs (readCanonicalSpki): the import still checks the
+    // point, so an invalid-curve key is refused before any signature is checked with it.
+    const key = ec();
+    const spki = Buffer.from(key.publicKey.export({ type: 'spki', format: 'der' }));
+    spki[spki.length - 1] = (spki[spki.length - 1] ?? 0) ^ 1; // y changed: off the curve
+    expect(refusal(() => checkKubeletClientRequest(csr({ key, spki }), registered))).toBe(
+      'certificate request carries a public key this CA cannot read',
+    );
+  });
+
   it('refuses RSA keys Go cannot use: an exponent above 2^31-1, a modulus above 8192 bits', () => {
     const hugeExponent = generateKeyPairSync('rsa', { modulusLength: 2048, publicExponent: 0xffffffff });
     expect(refusal(() => checkKubeletClientRequest(csr({ key: hugeExponent }), registered))).toMatch(
