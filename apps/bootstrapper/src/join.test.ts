@@ -69,7 +69,11 @@ describe('join, rejoin and recovery with the real JoinService', () => {
     expect(await withTimeout(cpOutcome, 10_000, 'control-plane outcome')).toBe('initialized');
     // The control plane's own JoinClient stopped at the lock: it never joined anything.
     expect(controlPlane.logger.entries.some((e) => e.message === 'joined the cluster')).toBe(false);
-    expect(worker.logger.entries.some((e) => e.message === 'no join ticket yet')).toBe(true);
+    // Its first attempt waits for the first-boot format (the disk's UUID goes in the request).
+    await waitFor(() => worker.logger.entries.some((e) => e.message === 'no join ticket yet'), {
+      timeoutMs: 20_000,
+      description: "the worker's first attempt, refused: no JoinService yet",
+    });
 
     await startTestJoinService();
     expect(await withTimeout(workerOutcome, 60_000, 'worker outcome')).toBe('joined');

@@ -112,7 +112,7 @@ const making = performance.now();
 const { ekCa, identities, manufactured } = await stormIdentities(CACHE, needed);
 console.log('\nJoinService join storms (service: bundled program, own process; nodes: 2 other processes)');
 console.log(
-  `node identities: ${identities.length} SOFTWARE TPMs (RSA-2048 EK + EK certificate from the bench EK CA + ECDSA AK), ${manufactured} manufactured now in ${((performance.now() - making) / 1000).toFixed(1)} s, the rest from the cache ${CACHE}`,
+  `node identities: ${identities.length} SOFTWARE TPMs (RSA-2048 EK + EK certificate from the bench EK CA (ECDSA P-384 root and intermediate) + ECDSA AK), ${manufactured} manufactured now in ${((performance.now() - making) / 1000).toFixed(1)} s, the rest from the cache ${CACHE}`,
 );
 console.log(`load average at the start (other work on this machine shows here): ${loadavg()[0]?.toFixed(1) ?? '?'}`);
 console.log(
