@@ -84,6 +84,11 @@ describe('ConcurrencyLimit', () => {
     for (let i = 0; i < 19; i++) limit.busy();
     // The 20th waiting caller comes back after about 1 s, not after 20 s (capped at 30 s).
     expect(limit.busy().retryAfterMs).toBeLessThan(1_500);
+    // Then nothing completes for 10 s (an API server gone silent holds every slot): the fast
+    // completions of before no longer say how soon callers will be served.
+    clock.ms += 10_000;
+    const later = Array.from({ length: 20 }, () => limit.busy().retryAfterMs ?? 0);
+    expect(later[19]).toBeGreaterThan(5_000);
     for (const leave of held) leave?.();
   });
 

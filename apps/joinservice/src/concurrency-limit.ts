@@ -73,10 +73,12 @@ export class ConcurrencyLimit {
     if (this.holdMs === undefined) return undefined;
     const fromHold = this.options.max / (Math.max(this.holdMs, 1) / 1000);
     const first = this.completions[0] ?? 0;
-    const last = this.completions[this.completions.length - 1] ?? 0;
+    const elapsed = this.now() - first;
+    // Up to now, not to the last completion: when work stops completing (an API server that went
+    // silent holds every slot), the rate falls with the time that passes.
     const observed =
-      this.completions.length >= Math.max(2, Math.ceil(this.options.max / 2)) && last > first
-        ? (this.completions.length - 1) / ((last - first) / 1000)
+      this.completions.length >= Math.max(2, Math.ceil(this.options.max / 2)) && elapsed > 0
+        ? (this.completions.length - 1) / (elapsed / 1000)
         : 0;
     return Math.max(fromHold, observed);
   }
