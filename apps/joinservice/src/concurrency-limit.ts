@@ -38,11 +38,12 @@ interface Waiter {
  * until a refused node came back (measured with 500 nodes).
  *
  * Each refused caller is given its own time to come back: after the line ahead of it, the callers
- * already told to wait are spread over the time the backlog needs at the rate the slots can serve (max slots / the average
- * time a slot is held, Little's law). A fixed retry-after sent a storm's hundreds of refused nodes
- * back together, round after round. The rate comes from how long work takes, not from how much
- * completed: when fewer callers come back than could be served, the completion rate measures
- * them, and spreading by it kept a 500-node storm waiting (measured).
+ * already told to wait are spread over the time the backlog needs at the rate the slots can
+ * serve. A fixed retry-after sent a storm's hundreds of refused nodes back together, round after
+ * round. The rate is max slots / the average time a slot is held (Little's law), raised to the
+ * rate recent work completed when that is faster (see `rate`). The completion rate alone is not
+ * enough: when fewer callers come back than could be served, it measures them, and spreading by
+ * it kept a 500-node storm waiting (measured).
  */
 export class ConcurrencyLimit {
   private inFlight = 0;

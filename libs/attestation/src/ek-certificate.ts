@@ -1,4 +1,4 @@
-import { X509Certificate as NodeX509Certificate, createHash, createPublicKey, verify } from 'node:crypto';
+import { X509Certificate as NodeX509Certificate, createHash, createPublicKey } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import {
   DerError,
@@ -8,11 +8,13 @@ import {
   decodeOctetAlignedBits,
   decodeOid,
   decodeTime,
+  isKnownSignatureAlgorithm,
   readCanonicalSpki,
   readExtension,
   readOnly,
   readTlv,
   spkiKeyJwk,
+  verifySignature,
 } from '@constellation/der';
 import type { Tlv } from '@constellation/der';
 import { AsnParser, OctetString } from '@peculiar/asn1-schema';
@@ -262,19 +264,6 @@ function parseUncached(der: Uint8Array, role: Role, what: string): Parsed {
   return parsed;
 }
 
-/**
- * Signature algorithms checked here directly (ECDSA and RSA PKCS#1 v1.5 with SHA-2, what EK
- * CAs use); any other (RSASSA-PSS, SHA-1) goes to OpenSSL's X.509 verification.
- */
-const DIRECT_SIGNATURES: ReadonlyMap<string, { keyType: 'ec' | 'rsa'; hash: string }> = new Map([
-  ['1.2.840.10045.4.3.2', { keyType: 'ec', hash: 'sha256' }],
-  ['1.2.840.10045.4.3.3', { keyType: 'ec', hash: 'sha384' }],
-  ['1.2.840.10045.4.3.4', { keyType: 'ec', hash: 'sha512' }],
-  ['1.2.840.113549.1.1.11', { keyType: 'rsa', hash: 'sha256' }],
-  ['1.2.840.113549.1.1.12', { keyType: 'rsa', hash: 'sha384' }],
-  ['1.2.840.113549.1.1.13', { keyType: 'rsa', hash: 'sha512' }],
-]);
-
 /** Issuers' keys, by certificate: intermediates and roots sign every join's EK certificate. */
 const issuerKeys = new WeakMap<Parsed, KeyObject>();
 
@@ -292,11 +281,11 @@ function publicKeyOf(issuer: Parsed): KeyObject {
 }
 
 function checkSignature(child: Parsed, issuer: Parsed): boolean {
-  const direct = DIRECT_SIGNATURES.get(child.signatureAlgorithm);
   const key = publicKeyOf(issuer);
-  if (direct === undefined) return new NodeX509Certificate(child.der).verify(key);
-  if (key.asymmetricKeyType !== direct.keyType) return false;
-  return verify(direct.hash, child.tbs, { key, dsaEncoding: 'der' }, child.signature);
+  // ECDSA and RSA PKCS#1 v1.5 with SHA-2 (what EK CAs use) directly over the signed bytes; any
+  // other algorithm (RSASSA-PSS, SHA-1) goes to OpenSSL's X.509 verification.
+  if (!isKnownSignatureAlgorithm(child.signatureAlgorithm)) return new NodeX509Certificate(child.der).verify(key);
+  return verifySignature(child.signatureAlgorithm, child.tbs, key, child.signature);
 }
 
 function signedBy(child: Parsed, issuer: Parsed): boolean {

@@ -31,4 +31,12 @@ export {
   utf8String,
 } from './der-writer.js';
 export type { SpkiKey } from './subject-public-key.js';
-export { readCanonicalSpki, spkiKeyJwk } from './subject-public-key.js';
+export { publicKeyBits, readCanonicalSpki, spkiKeyJwk } from './subject-public-key.js';
+export {
+  algorithmIdentifier,
+  isKnownSignatureAlgorithm,
+  signWith,
+  signatureAlgorithmFor,
+  signatureKeyType,
+  verifySignature,
+} from './signature-algorithms.js';

@@ -1,5 +1,5 @@
 import type { JsonWebKey } from 'node:crypto';
-import { DerFields, TAG, decodeOid, readOnly } from './der-reader.js';
+import { DerFields, TAG, decodeOctetAlignedBits, decodeOid, readOnly } from './der-reader.js';
 import type { Tlv } from './der-reader.js';
 
 /*
@@ -29,13 +29,22 @@ function positive(item: Tlv): Buffer | undefined {
   return content;
 }
 
-function read(spki: Buffer): SpkiKey | undefined {
+/** An SPKI's AlgorithmIdentifier, still to be read, and its subjectPublicKey bits (whole octets). */
+function spkiParts(spki: Buffer): { algorithm: DerFields; key: Buffer } {
   const fields = new DerFields(readOnly(spki, TAG.sequence, 'subjectPublicKeyInfo').content, 'subjectPublicKeyInfo');
   const algorithm = new DerFields(fields.next(TAG.sequence, 'algorithm').content, 'algorithm');
-  const bits = fields.next(TAG.bitString, 'subjectPublicKey').content;
+  const key = decodeOctetAlignedBits(fields.next(TAG.bitString, 'subjectPublicKey'), 'subjectPublicKey');
   fields.end();
-  if (bits[0] !== 0) return undefined;
-  const key = bits.subarray(1);
+  return { algorithm, key };
+}
+
+/** The subjectPublicKey bits of a DER SubjectPublicKeyInfo (for an EC key: its point). */
+export function publicKeyBits(spki: Buffer): Buffer {
+  return spkiParts(spki).key;
+}
+
+function read(spki: Buffer): SpkiKey | undefined {
+  const { algorithm, key } = spkiParts(spki);
   const oid = decodeOid(algorithm.next(TAG.oid, 'algorithm').content);
   if (oid === RSA_ENCRYPTION) {
     algorithm.next(TAG.null, 'parameters');

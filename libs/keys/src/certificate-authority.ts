@@ -1,7 +1,17 @@
 import { X509Certificate, createHash, createPrivateKey, generateKeyPair } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
-import { DerFields, TAG, boolean, namedBits, octetString, oid, readOnly, sequence } from '@constellation/der';
+import {
+  DerFields,
+  TAG,
+  boolean,
+  namedBits,
+  octetString,
+  oid,
+  publicKeyBits,
+  readOnly,
+  sequence,
+} from '@constellation/der';
 import {
   KEY_USAGE,
   OID,
@@ -11,7 +21,6 @@ import {
   signCertificate,
   subjectAltNameExtension,
 } from './certificate-builder.js';
-import { publicKeyBits } from './public-key-bits.js';
 import { checkKubeletClientRequest, checkKubeletServingRequest } from './kubelet-csr-checks.js';
 import type {
   KubeletCertificateProfile,

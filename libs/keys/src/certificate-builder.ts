@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import {
+  algorithmIdentifier,
   bitString,
   boolean,
   encodeTime,
@@ -11,11 +12,12 @@ import {
   oid,
   sequence,
   set,
+  signWith,
+  signatureAlgorithmFor,
   smallInteger,
   utf8String,
 } from '@constellation/der';
 import { ipToBytes } from './ip-address.js';
-import { algorithmIdentifier, signWith, signatureAlgorithmFor } from './signature-algorithms.js';
 
 /*
  * X.509 v3 certificates (RFC 5280 §4.1) written straight as DER from parts. A join signs two

@@ -4,6 +4,7 @@ import {
   DerError,
   DerFields,
   TAG,
+  algorithmIdentifier,
   bitString,
   children,
   decodeOctetAlignedBits,
@@ -15,19 +16,16 @@ import {
   readOnly,
   sequence,
   set,
-  smallInteger,
-  spkiKeyJwk,
-} from '@constellation/der';
-import type { Tlv } from '@constellation/der';
-import { subjectAltNameExtension } from './certificate-builder.js';
-import { ipFromBytes } from './ip-address.js';
-import {
-  algorithmIdentifier,
   signWith,
   signatureAlgorithmFor,
   signatureKeyType,
+  smallInteger,
+  spkiKeyJwk,
   verifySignature,
-} from './signature-algorithms.js';
+} from '@constellation/der';
+import type { Tlv } from '@constellation/der';
+import { OID, subjectAltNameExtension } from './certificate-builder.js';
+import { ipFromBytes } from './ip-address.js';
 
 /*
  * PKCS#10 certification requests (RFC 2986), read and written as DER with a walker: a join reads
@@ -37,7 +35,6 @@ import {
 
 /** PKCS#9 extensionRequest: the extensions a PKCS#10 request asks for (RFC 2985 §5.4.2). */
 const EXTENSION_REQUEST = '1.2.840.113549.1.9.14';
-const SUBJECT_ALT_NAME = '2.5.29.17';
 const ATTRIBUTE_NAMES: Readonly<Record<string, string>> = { '2.5.4.3': 'CN', '2.5.4.10': 'O', '2.5.4.11': 'OU' };
 /** GeneralName CHOICE alternatives by context tag (RFC 5280 §4.2.1.6), as the refusals name them. */
 const GENERAL_NAME_KINDS: Readonly<Record<number, string>> = {
@@ -131,7 +128,7 @@ function requestedAltNames(attributes: Tlv | undefined): SubjectAltName[] {
       for (const item of children(extensions.content)) {
         const { extnID, extnValue, explicitFalse } = readExtension(item);
         if (explicitFalse) throw new DerError('extension: critical FALSE is encoded (DER omits a default value)');
-        if (extnID !== SUBJECT_ALT_NAME) continue;
+        if (extnID !== OID.subjectAltName) continue;
         for (const name of children(readOnly(extnValue, TAG.sequence, 'subjectAltName').content)) {
           names.push(altName(name));
         }

@@ -1,8 +1,8 @@
 import type { KeyObject } from 'node:crypto';
 import { isIP } from 'node:net';
+import { publicKeyBits } from '@constellation/der';
 import { CertificationRequestError, parseCertificationRequest } from './certification-request.js';
 import type { VerifiedCertificationRequest } from './certification-request.js';
-import { publicKeyBits } from './public-key-bits.js';
 
 /*
  * The two kubelet certificate profiles of Kubernetes, checked on a node's PKCS#10 request. The rules

@@ -1,10 +1,11 @@
 import { sign, verify } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
-import { nullValue, oid, sequence } from '@constellation/der';
+import { nullValue, oid, sequence } from './der-writer.js';
 
 /*
- * The X.509 signature algorithms this package signs and verifies with, by OID: ECDSA and RSA
- * PKCS#1 v1.5 with SHA-2, which is what kubelets, kubeadm and TPM vendors use. Signing and
+ * The X.509 signature algorithms the join path signs and verifies with, by OID: ECDSA and RSA
+ * PKCS#1 v1.5 with SHA-2, which is what kubelets, kubeadm and TPM vendors use (the cluster CA
+ * and the EK certificate path both go by this one table). Signing and
  * verifying go to Node's crypto (OpenSSL) directly: a tenth of the cost of WebCrypto through
  * @peculiar/x509, measured on the join path.
  */
@@ -42,6 +43,11 @@ export function signatureAlgorithmFor(key: KeyObject): string {
  */
 export function algorithmIdentifier(algorithm: string): Buffer {
   return known(algorithm).keyType === 'rsa' ? sequence(oid(algorithm), nullValue()) : sequence(oid(algorithm));
+}
+
+/** Whether `algorithm` is one of the table's (others throw RangeError in the functions here). */
+export function isKnownSignatureAlgorithm(algorithm: string): boolean {
+  return ALGORITHMS.has(algorithm);
 }
 
 function known(algorithm: string): SignatureAlgorithm {
