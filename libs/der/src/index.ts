@@ -40,3 +40,5 @@ export {
   signatureKeyType,
   verifySignature,
 } from './signature-algorithms.js';
+export type { CertificateFields } from './certificate-reader.js';
+export { readCertificate } from './certificate-reader.js';

@@ -2,13 +2,13 @@ import { X509Certificate, createHash, createPrivateKey, generateKeyPair } from '
 import type { KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
 import {
-  DerFields,
   TAG,
   boolean,
   namedBits,
   octetString,
   oid,
   publicKeyBits,
+  readCertificate,
   readOnly,
   sequence,
 } from '@constellation/der';
@@ -77,14 +77,7 @@ const spkiOf = (key: KeyObject): Buffer => key.export({ type: 'spki', format: 'd
 
 /** The subject Name of a DER certificate, as encoded: what certificates it issues name as issuer. */
 function subjectOf(certificateDer: Buffer): Buffer {
-  const certificate = new DerFields(readOnly(certificateDer, TAG.sequence, 'CA certificate').content, 'CA certificate');
-  const tbs = new DerFields(certificate.next(TAG.sequence, 'tbsCertificate').content, 'tbsCertificate');
-  tbs.optional(0xa0); // version
-  tbs.next(TAG.integer, 'serialNumber');
-  tbs.next(TAG.sequence, 'signature');
-  tbs.next(TAG.sequence, 'issuer');
-  tbs.next(TAG.sequence, 'validity');
-  return Buffer.from(tbs.next(TAG.sequence, 'subject').raw);
+  return Buffer.from(readCertificate(readOnly(certificateDer, TAG.sequence, 'CA certificate').content).subject.raw);
 }
 
 /** Hands a synchronous result or error over as a promise (this class's API is asynchronous). */
