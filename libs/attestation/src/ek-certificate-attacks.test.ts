@@ -186,6 +186,63 @@ describe('EK certificate paths read two ways (attacker 1)', () => {
     expect(message).toMatch(/1\.2\.3\.4\.5/);
   });
 
+  it('refuses extension values a lenient reader would take for more: padding bits, trailing bytes, bad text', async () => {
+    const refusedCa = async (name: string, extensions: x509.Extension[]): Promise<string> => {
+      const ca = await issued(pinned, name, extensions);
+      return refusal({ certificate: der(await ek(ca)), intermediates: [der(ca.cert)], roots: [der(pinned.cert)] });
+    };
+    const basicConstraintsCa = new x509.BasicConstraintsExtension(true, undefined, true);
+    // keyUsage with 3 unused bits, keyCertSign (bit 5) set among them: a reader ignoring the
+    // unused-bits count sees keyCertSign; OpenSSL clears those bits, Go refuses the padding.
+    const paddedKeyUsage = new x509.Extension('2.5.29.15', true, Buffer.from([0x03, 0x02, 0x03, 0x04]));
+    expect(await refusedCa('CN=Padded Usage CA', [basicConstraintsCa, paddedKeyUsage])).toMatch(
+      /intermediate CA certificate "CN=Padded Usage CA" has a malformed extension 2\.5\.29\.15/,
+    );
+    // basicConstraints cA TRUE followed by bytes outside its SEQUENCE.
+    const trailing = new x509.Extension(
+      '2.5.29.19',
+      true,
+      Buffer.from([0x30, 0x03, 0x01, 0x01, 0xff, 0x30, 0x03, 0x01, 0x01, 0x00]),
+    );
+    expect(await refusedCa('CN=Trailing CA', [trailing, caExtensions()[1] as x509.Extension])).toMatch(
+      /"CN=Trailing CA" has a malformed extension 2\.5\.29\.19/,
+    );
+    // cA as a BER boolean (0x01, not DER's 0xff), and a negative pathLenConstraint.
+    for (const value of [
+      [0x30, 0x03, 0x01, 0x01, 0x01],
+      [0x30, 0x06, 0x01, 0x01, 0xff, 0x02, 0x01, 0xff],
+    ]) {
+      const odd = new x509.Extension('2.5.29.19', true, Buffer.from(value));
+      expect(await refusedCa('CN=Odd Constraints CA', [odd, caExtensions()[1] as x509.Extension])).toMatch(
+        /has a malformed extension 2\.5\.29\.19/,
+      );
+    }
+    // The EK's TPM identity in a subjectAltName directoryName whose UTF8String is not UTF-8.
+    const badText = tlv(
+      0x30,
+      tlv(
+        0xa4,
+        tlv(
+          0x30,
+          tlv(
+            0x31,
+            tlv(
+              0x30,
+              Buffer.concat([
+                tlv(0x06, Buffer.from([0x67, 0x81, 0x05, 0x02, 0x01])),
+                tlv(0x0c, Buffer.from([0xc3, 0x28])),
+              ]),
+            ),
+          ),
+        ),
+      ),
+    );
+    const leaf = await ek(vendor, [ekUsage(), new x509.Extension('2.5.29.17', true, badText)]);
+    expect(
+      await refusal({ certificate: der(leaf), intermediates: [der(vendor.cert)], roots: [der(pinned.cert)] }),
+    ).toMatch(/EK certificate \(empty subject, serial [0-9a-f]+\) has a malformed extension 2\.5\.29\.17/);
+  });
+
   it('refuses data inside the TBS after its last field, signed by the issuer', async () => {
     const leaf = await ek(vendor);
     const padded = await resigned(leaf, vendor, (tbs) =>

@@ -4,25 +4,24 @@ import {
   DerError,
   DerFields,
   TAG,
+  directoryStringText,
   isKnownSignatureAlgorithm,
   readCanonicalSpki,
   readCertificate,
+  readNameAttributes,
   readTlv,
   spkiKeyJwk,
   verifySignature,
 } from '@constellation/der';
-import type { Tlv } from '@constellation/der';
-import { AsnParser, OctetString } from '@peculiar/asn1-schema';
-import {
-  BasicConstraints,
-  ExtendedKeyUsage,
-  Extension,
-  KeyUsage,
-  KeyUsageFlags,
-  Name,
-  SubjectAlternativeName,
-} from '@peculiar/asn1-x509';
+import type { DerExtension, Tlv } from '@constellation/der';
 import { AttestationError } from './errors.js';
+import {
+  KEY_USAGE,
+  readBasicConstraints,
+  readDirectoryNames,
+  readExtendedKeyUsage,
+  readKeyUsage,
+} from './ek-extensions.js';
 import { nameText } from './name-text.js';
 
 /** EK certificates and CA certificates are a few KiB at most; anything bigger is refused unparsed. */
@@ -112,7 +111,7 @@ interface Parsed {
   readonly notBefore: Date;
   readonly notAfter: Date;
   readonly spki: Buffer;
-  readonly extensions: readonly Extension[];
+  readonly extensions: readonly DerExtension[];
 }
 
 function fail(message: string): never {
@@ -162,7 +161,7 @@ function parse(der: Uint8Array, role: Role, what: string): Parsed {
 const nameTexts = new DerCache<string>(256);
 
 function nameOf(name: Tlv): string {
-  return nameTexts.get(name.raw.toString('base64'), () => nameText(AsnParser.parse(name.raw, Name)));
+  return nameTexts.get(name.raw.toString('base64'), () => nameText(name));
 }
 
 /**
@@ -216,9 +215,7 @@ function parseUncached(der: Uint8Array, role: Role, what: string): Parsed {
       // Values still to be decoded where a check needs them; an explicitly encoded critical FALSE
       // (not DER) is read as FALSE, as OpenSSL and Go read it: vendors' EK certificates carry
       // such quirks, and the signature covers them.
-      extensions: fields.extensions.map(
-        ({ extnID, critical, extnValue }) => new Extension({ extnID, critical, extnValue: new OctetString(extnValue) }),
-      ),
+      extensions: fields.extensions,
     };
   } catch (err) {
     if (err instanceof AttestationError) throw err;
@@ -339,8 +336,8 @@ function checkExtensionsOnce(entry: Parsed): void {
 /** Decoded extension values by certificate: an intermediate's are read on every join it signs for. */
 const decodedExtensions = new WeakMap<Parsed, Map<string, unknown>>();
 
-/** The value of the extension `oid`, decoded as `type`; undefined when the certificate has none. */
-function extensionValue<T>(entry: Parsed, oid: string, type: new () => T): T | undefined {
+/** The value of the extension `oid`, decoded by `read`; undefined when the certificate has none. */
+function extensionValue<T>(entry: Parsed, oid: string, read: (der: Buffer) => T): T | undefined {
   let decoded = decodedExtensions.get(entry);
   if (decoded === undefined) {
     decoded = new Map();
@@ -350,7 +347,7 @@ function extensionValue<T>(entry: Parsed, oid: string, type: new () => T): T | u
   const ext = entry.extensions.find((candidate) => candidate.extnID === oid);
   let value: T | undefined;
   try {
-    value = ext === undefined ? undefined : AsnParser.parse(ext.extnValue, type);
+    value = ext === undefined ? undefined : read(ext.extnValue);
   } catch {
     fail(`${entry.role} ${label(entry)} has a malformed extension ${oid}`);
   }
@@ -361,7 +358,7 @@ function extensionValue<T>(entry: Parsed, oid: string, type: new () => T): T | u
 /** `issuer` signs `intermediatesBelow` CA certificates and then the EK certificate. */
 function checkIssuer(entry: Parsed, subject: Parsed, intermediatesBelow: number): void {
   const { role } = entry;
-  const bc = extensionValue(entry, OID.basicConstraints, BasicConstraints);
+  const bc = extensionValue(entry, OID.basicConstraints, readBasicConstraints);
   if (bc === undefined || !bc.cA) {
     fail(
       `${role} ${label(entry)} is not a CA (basicConstraints ${bc === undefined ? 'missing' : 'cA=false'}) but issued ${label(subject)}`,
@@ -372,17 +369,16 @@ function checkIssuer(entry: Parsed, subject: Parsed, intermediatesBelow: number)
       `${role} ${label(entry)} allows ${bc.pathLenConstraint} intermediate CA(s) below it (pathLenConstraint), the path has ${intermediatesBelow}`,
     );
   }
-  const ku = extensionValue(entry, OID.keyUsage, KeyUsage);
-  if (ku !== undefined && (ku.toNumber() & KeyUsageFlags.keyCertSign) === 0) {
+  const ku = extensionValue(entry, OID.keyUsage, readKeyUsage);
+  if (ku !== undefined && !ku.has(KEY_USAGE.keyCertSign)) {
     fail(`${role} ${label(entry)} keyUsage lacks keyCertSign but issued ${label(subject)}`);
   }
 }
 
 /** EK certificates often have no EKU; when present it must allow the EK purpose. */
 function checkLeafUsage(entry: Parsed): void {
-  const eku = extensionValue(entry, OID.extKeyUsage, ExtendedKeyUsage);
-  if (eku === undefined) return;
-  const usages = eku.map(String);
+  const usages = extensionValue(entry, OID.extKeyUsage, readExtendedKeyUsage);
+  if (usages === undefined) return;
   if (!usages.includes(OID.ekCertificate) && !usages.includes(OID.anyExtendedKeyUsage)) {
     fail(
       `EK certificate ${label(entry)} extendedKeyUsage [${usages.join(', ')}] lacks the EK certificate purpose ${OID.ekCertificate}`,
@@ -392,16 +388,18 @@ function checkLeafUsage(entry: Parsed): void {
 
 function tpmIdentity(entry: Parsed): EkTpmIdentity {
   const identity: EkTpmIdentity = {};
-  const san = extensionValue(entry, OID.subjectAltName, SubjectAlternativeName);
-  for (const name of san ?? []) {
-    for (const rdn of name.directoryName ?? []) {
-      for (const attribute of rdn) {
-        const value = attribute.value.toString();
-        if (attribute.type === OID.tpmManufacturer) identity.manufacturer = value;
-        if (attribute.type === OID.tpmModel) identity.model = value;
-        if (attribute.type === OID.tpmVersion) identity.version = value;
-      }
-    }
+  // Decoded inside extensionValue, so a malformed name is a malformed extension.
+  const attributes = extensionValue(entry, OID.subjectAltName, (der) =>
+    readDirectoryNames(der).flatMap((name) =>
+      readNameAttributes(name)
+        .flat()
+        .map(({ type, value }) => ({ type, text: directoryStringText(value) ?? `#${value.raw.toString('hex')}` })),
+    ),
+  );
+  for (const { type, text } of attributes ?? []) {
+    if (type === OID.tpmManufacturer) identity.manufacturer = text;
+    if (type === OID.tpmModel) identity.model = text;
+    if (type === OID.tpmVersion) identity.version = text;
   }
   return identity;
 }

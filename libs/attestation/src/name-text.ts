@@ -1,4 +1,5 @@
-import type { Name } from '@peculiar/asn1-x509';
+import { directoryStringText, readNameAttributes } from '@constellation/der';
+import type { Tlv } from '@constellation/der';
 
 /** Short names of the attribute types people read in certificate names (RFC 4514 §3 and common use). */
 const SHORT_NAMES: Readonly<Record<string, string>> = {
@@ -26,22 +27,17 @@ function escapeValue(value: string): string {
 }
 
 /**
- * A distinguished name as text, in certificate order: "CN=..., O=...", multi-valued RDNs joined by
- * '+', types without a short name by OID, values that are not strings as '#' and their hex.
- * Names are compared as this text when a path is built, as they were with @peculiar/x509.
+ * A distinguished name (its DER) as text, in certificate order: "CN=..., O=...", multi-valued RDNs
+ * joined by '+', types without a short name by OID, values that are not strings as '#' and their
+ * hex. Names are compared as this text when a path is built; it is the text @peculiar/x509 writes.
  */
-export function nameText(name: Name): string {
-  return name
+export function nameText(name: Tlv): string {
+  return readNameAttributes(name)
     .map((rdn) =>
       rdn
-        .map((attribute) => {
-          const type = SHORT_NAMES[attribute.type] ?? attribute.type;
-          const { anyValue } = attribute.value;
-          const value =
-            anyValue === undefined
-              ? escapeValue(attribute.value.toString())
-              : `#${Buffer.from(anyValue).toString('hex')}`;
-          return `${type}=${value}`;
+        .map(({ type, value }) => {
+          const text = directoryStringText(value);
+          return `${SHORT_NAMES[type] ?? type}=${text === undefined ? `#${value.raw.toString('hex')}` : escapeValue(text)}`;
         })
         .join('+'),
     )

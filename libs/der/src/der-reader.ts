@@ -166,6 +166,37 @@ export function decodeOctetAlignedBits(item: Tlv, what: string): Buffer {
   return item.content.subarray(1);
 }
 
+/**
+ * The positions of the bits set in a BIT STRING of named bits (bit 0 is the first octet's most
+ * significant bit), such as keyUsage. The unused bits must be zero, as X.690 §11.2.1 requires.
+ */
+export function decodeNamedBits(item: Tlv, what: string): Set<number> {
+  const [unused, ...octets] = item.content;
+  if (item.tag !== TAG.bitString || unused === undefined || unused > 7 || (octets.length === 0 && unused !== 0)) {
+    throw new DerError(`${what} is not a well-formed BIT STRING`);
+  }
+  if (((octets[octets.length - 1] ?? 0) & ((1 << unused) - 1)) !== 0) {
+    throw new DerError(`${what} has unused bits that are not zero`);
+  }
+  const set = new Set<number>();
+  octets.forEach((octet, index) => {
+    for (let bit = 0; bit < 8; bit++) if (octet & (0x80 >> bit)) set.add(index * 8 + bit);
+  });
+  return set;
+}
+
+/** A non-negative INTEGER that fits a number (a count such as pathLenConstraint), minimally encoded. */
+export function decodeSmallNonNegativeInteger(item: Tlv, what: string): number {
+  const { content } = item;
+  if (item.tag !== TAG.integer || content.length === 0) throw new DerError(`${what} is not an INTEGER`);
+  if (content.length > 1 && content[0] === 0 && ((content[1] ?? 0) & 0x80) === 0) {
+    throw new DerError(`${what} has a leading zero octet (not minimal)`);
+  }
+  if (((content[0] ?? 0) & 0x80) !== 0) throw new DerError(`${what} is negative`);
+  if (content.length > 5 || (content.length === 5 && content[0] !== 0)) throw new DerError(`${what} is too large`);
+  return content.reduce((value, octet) => value * 256 + octet, 0);
+}
+
 /** One X.509 extension (RFC 5280 §4.1), its value undecoded. */
 export interface DerExtension {
   extnID: string;

@@ -7,7 +7,9 @@ import {
   TAG,
   children,
   decodeBoolean,
+  decodeNamedBits,
   decodeOid,
+  decodeSmallNonNegativeInteger,
   readExtension,
   readOnly,
   readTlv,
@@ -26,6 +28,7 @@ import {
   tlv,
 } from './der-writer.js';
 import { readCanonicalSpki, spkiKeyJwk } from './subject-public-key.js';
+import { directoryStringText, generalNameKind, readNameAttributes } from './x509-name.js';
 import type { SpkiKey } from './subject-public-key.js';
 
 const bytes = (hex: string): Buffer => Buffer.from(hex.replace(/\s/g, ''), 'hex');
@@ -85,6 +88,69 @@ describe('DER reader', () => {
       }),
       { numRuns: 2_000 },
     );
+  });
+});
+
+describe('named bits and small integers', () => {
+  it('reads back the named bits the writer writes, and refuses padding that is not zero', () => {
+    for (const bits of [[], [0], [0, 2], [5, 6, 0], [8], [15, 1]]) {
+      expect([...decodeNamedBits(readTlv(namedBits(bits)), 'bits')].sort((a, b) => a - b)).toEqual(
+        [...bits].sort((a, b) => a - b),
+      );
+    }
+    // keyCertSign (bit 5) hidden in 3 unused bits; more than 7 unused; unused bits with no octet.
+    for (const hex of ['03020304', '03020800', '030103', '0300']) {
+      expect(() => decodeNamedBits(readTlv(bytes(hex)), 'keyUsage')).toThrow(DerError);
+    }
+  });
+
+  it('reads non-negative integers that fit a number, minimally encoded', () => {
+    for (const value of [0, 1, 127, 128, 255, 0x7fffffff, 0xffffffff]) {
+      const encoded = value > 0x7fffffff ? bytes('020500ffffffff') : smallInteger(value);
+      expect(decodeSmallNonNegativeInteger(readTlv(encoded), 'n')).toBe(value);
+    }
+    expect(() => decodeSmallNonNegativeInteger(readTlv(bytes('020200 7f')), 'n')).toThrow(/not minimal/);
+    expect(() => decodeSmallNonNegativeInteger(readTlv(bytes('0201ff')), 'n')).toThrow(/negative/);
+    expect(() => decodeSmallNonNegativeInteger(readTlv(bytes('02050100000000')), 'n')).toThrow(/too large/);
+    expect(() => decodeSmallNonNegativeInteger(readTlv(bytes('0200')), 'n')).toThrow(/not an INTEGER/);
+  });
+});
+
+describe('X.509 names', () => {
+  const attribute = (type: string, value: Buffer): Buffer => sequence(oid(type), value);
+
+  it('reads RDNs and their attributes in order, and the text of every directory string type', () => {
+    const name = sequence(
+      set(attribute('2.5.4.3', tlv(0x0c, Buffer.from('Grüße', 'utf8')))),
+      set(attribute('2.5.4.10', tlv(0x13, Buffer.from('Org'))), attribute('2.5.4.11', tlv(0x16, Buffer.from('a@b')))),
+    );
+    const rdns = readNameAttributes(readTlv(name));
+    expect(rdns.map((rdn) => rdn.map(({ type, value }) => `${type}=${String(directoryStringText(value))}`))).toEqual([
+      ['2.5.4.3=Grüße'],
+      ['2.5.4.10=Org', '2.5.4.11=a@b'],
+    ]);
+    const text = (tag: number, hex: string): string | undefined => directoryStringText(readTlv(tlv(tag, bytes(hex))));
+    expect(text(0x1e, '00470072 00fc')).toBe('Grü'); // BMPString: UCS-2 big-endian
+    expect(text(0x1c, '0001f600 00000041')).toBe('😀A'); // UniversalString: UCS-4 big-endian
+    expect(text(0x14, 'e9')).toBe('é'); // TeletexString read as Latin-1
+    expect(text(0x02, '01')).toBeUndefined(); // not a string: the caller writes '#' and hex
+  });
+
+  it('refuses names and strings that are not well formed, saying what', () => {
+    expect(() => readNameAttributes(readTlv(bytes('3100')))).toThrow(/not a SEQUENCE/);
+    expect(() => readNameAttributes(readTlv(sequence(sequence())))).toThrow(/not a SET/);
+    expect(() => readNameAttributes(readTlv(sequence(set(sequence(oid('2.5.4.3'))))))).toThrow(/value is missing/);
+    const extra = sequence(set(sequence(oid('2.5.4.3'), tlv(0x0c, Buffer.from('a')), tlv(0x0c, Buffer.from('b')))));
+    expect(() => readNameAttributes(readTlv(extra))).toThrow(/after its last field/);
+    expect(() => directoryStringText(readTlv(bytes('0c02c328')))).toThrow(/not valid UTF-8/);
+    expect(() => directoryStringText(readTlv(bytes('1e03004100')))).toThrow(/odd number/);
+    expect(() => directoryStringText(readTlv(bytes('1c03000041')))).toThrow(/multiple of 4/);
+    expect(() => directoryStringText(readTlv(bytes('1c0400110000')))).toThrow(/not a code point/);
+  });
+
+  it('names the GeneralName alternatives by tag (RFC 5280 §4.2.1.6)', () => {
+    expect([0x82, 0x87, 0xa4, 0x81, 0x86].map(generalNameKind)).toEqual(['dns', 'ip', 'directoryName', 'email', 'url']);
+    expect(generalNameKind(0x30)).toBeUndefined();
   });
 });
 

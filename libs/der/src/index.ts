@@ -5,8 +5,10 @@ export {
   TAG,
   children,
   decodeBoolean,
+  decodeNamedBits,
   decodeOctetAlignedBits,
   decodeOid,
+  decodeSmallNonNegativeInteger,
   readExtension,
   readOnly,
   readTlv,
@@ -40,5 +42,7 @@ export {
   signatureKeyType,
   verifySignature,
 } from './signature-algorithms.js';
+export type { NameAttribute } from './x509-name.js';
+export { directoryStringText, generalNameKind, readNameAttributes } from './x509-name.js';
 export type { CertificateFields } from './certificate-reader.js';
 export { readCertificate } from './certificate-reader.js';

@@ -9,10 +9,13 @@ import {
   children,
   decodeOctetAlignedBits,
   decodeOid,
+  directoryStringText,
   explicit,
+  generalNameKind,
   oid,
   readCanonicalSpki,
   readExtension,
+  readNameAttributes,
   readOnly,
   sequence,
   set,
@@ -36,19 +39,6 @@ import { ipFromBytes } from './ip-address.js';
 /** PKCS#9 extensionRequest: the extensions a PKCS#10 request asks for (RFC 2985 §5.4.2). */
 const EXTENSION_REQUEST = '1.2.840.113549.1.9.14';
 const ATTRIBUTE_NAMES: Readonly<Record<string, string>> = { '2.5.4.3': 'CN', '2.5.4.10': 'O', '2.5.4.11': 'OU' };
-/** GeneralName CHOICE alternatives by context tag (RFC 5280 §4.2.1.6), as the refusals name them. */
-const GENERAL_NAME_KINDS: Readonly<Record<number, string>> = {
-  0xa0: 'otherName',
-  0x81: 'email',
-  0x82: 'dns',
-  0xa3: 'x400Address',
-  0xa4: 'directoryName',
-  0xa5: 'ediPartyName',
-  0x86: 'url',
-  0x87: 'ip',
-  0x88: 'registeredID',
-};
-
 /** A subjectAltName entry: dns, ip, email, url, or another kind by its GeneralName alternative. */
 export interface SubjectAltName {
   type: string;
@@ -76,38 +66,20 @@ export class CertificationRequestError extends Error {
 
 /** Text of a directory string; a value of another type as '#' and its DER in hex (RFC 4514 §2.4). */
 function attributeText(value: Tlv): string {
-  switch (value.tag) {
-    case TAG.utf8String:
-      return value.content.toString('utf8');
-    case TAG.printableString:
-    case TAG.ia5String:
-    case 0x14: // TeletexString, read as Latin-1 as most software does
-      return value.content.toString('latin1');
-    case 0x1e: // BMPString: UTF-16 big-endian
-      return Buffer.from(value.content).swap16().toString('utf16le');
-    default:
-      return `#${value.raw.toString('hex')}`;
-  }
+  return directoryStringText(value) ?? `#${value.raw.toString('hex')}`;
 }
 
 function subjectFields(name: Tlv): Map<string, string[]> {
   const fields = new Map<string, string[]>();
-  for (const rdn of children(name.content)) {
-    if (rdn.tag !== TAG.set) throw new DerError('subject: a relative distinguished name is not a SET');
-    for (const attribute of children(rdn.content)) {
-      const parts = DerFields.of(attribute, TAG.sequence, 'subject attribute');
-      const type = decodeOid(parts.next(TAG.oid, 'type').content);
-      const value = parts.any('value');
-      parts.end();
-      const key = ATTRIBUTE_NAMES[type] ?? type;
-      fields.set(key, [...(fields.get(key) ?? []), attributeText(value)]);
-    }
+  for (const { type, value } of readNameAttributes(name).flat()) {
+    const key = ATTRIBUTE_NAMES[type] ?? type;
+    fields.set(key, [...(fields.get(key) ?? []), attributeText(value)]);
   }
   return fields;
 }
 
 function altName(name: Tlv): SubjectAltName {
-  const type = GENERAL_NAME_KINDS[name.tag] ?? `[${String(name.tag & 0x1f)}]`;
+  const type = generalNameKind(name.tag) ?? `[${String(name.tag & 0x1f)}]`;
   if (type === 'ip') return { type, value: ipFromBytes(name.content) };
   if (type === 'dns' || type === 'email' || type === 'url') return { type, value: name.content.toString('latin1') };
   return { type, value: '' };
