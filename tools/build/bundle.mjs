@@ -27,6 +27,11 @@ const common = {
   format: 'esm',
   target: 'node20',
   conditions: ['@constellation/source'],
+  // V8 reads every byte of a module before running it: whitespace and comments cost each start
+  // (the bootstrapper's: about a tenth). Names stay, so stack traces still name functions;
+  // `node --enable-source-maps` maps their positions back to the sources.
+  minifyWhitespace: true,
+  minifySyntax: true,
   legalComments: 'none',
   logLevel: 'warning',
   plugins: [grpcProtoLoaderUnavailable()],
@@ -147,6 +152,9 @@ async function buildCommonJs() {
   await build({
     ...common,
     sourcemap: false,
+    // Unminified: the check below for surviving import statements reads statements line by line.
+    minifyWhitespace: false,
+    minifySyntax: false,
     plugins: [...common.plugins, builtinsAsRequire],
     // import.meta does not exist in CommonJS; the executable itself stands in for the module file.
     define: {

@@ -136,24 +136,25 @@ export class Bootstrapper {
           },
         }),
       );
+      // The join client starts once the InitServer listens: its first request (loading Node's
+      // HTTP client) would otherwise delay the listening by more than the listen itself takes.
       atls.listen(options.initPort, options.initHost).then(
         (port) => {
           context.logger.info('init server listening', { port });
           options.onListening?.('init', port);
+          joinClient.run().then(
+            (outcome) => {
+              if (outcome !== 'joined' || failed) return;
+              clearTimeout(deadline);
+              resolve('joined');
+            },
+            (err: unknown) => {
+              fatal(err instanceof Error ? err : new Error(String(err)));
+            },
+          );
         },
         (err: unknown) => {
-          joinClient.stop();
           reject(err instanceof Error ? err : new Error(String(err)));
-        },
-      );
-      joinClient.run().then(
-        (outcome) => {
-          if (outcome !== 'joined' || failed) return;
-          clearTimeout(deadline);
-          resolve('joined');
-        },
-        (err: unknown) => {
-          fatal(err instanceof Error ? err : new Error(String(err)));
         },
       );
     });
