@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import {
@@ -18,6 +19,7 @@ import { SocketTransport, Tpm } from '@constellation/tpm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceAttestationError, requestWithAttestation } from './challenge-client.js';
 import type { ServiceCheck } from './challenge-client.js';
+import { certificateToPem, createCertificate } from './certificate.js';
 import { serveChallenge } from './challenge-server.js';
 import { issuerAttester, serveAttestationAgent, AgentAttester } from './service-attester.js';
 import type { ServiceAttester } from './service-attester.js';
@@ -73,7 +75,10 @@ afterAll(async () => {
 });
 
 /** A JoinService-like server whose host attests with `attester` (or not at all). */
-async function service(attester: ServiceAttester | undefined): Promise<{ client: JoinServiceClient; close(): void }> {
+async function service(
+  attester: ServiceAttester | undefined,
+  credentials: grpc.ServerCredentials = serviceServerCredentials(),
+): Promise<{ client: JoinServiceClient; close(): void }> {
   const server = new grpc.Server();
   const verifier = createAttestationVerifier({ variant: 'tpm2-ek', measurements: new Map(), ekRoots: roots });
   server.addService(JoinServiceService, {
@@ -93,7 +98,7 @@ async function service(attester: ServiceAttester | undefined): Promise<{ client:
     },
   });
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync('127.0.0.1:0', serviceServerCredentials(), (err, bound) => {
+    server.bindAsync('127.0.0.1:0', credentials, (err, bound) => {
       if (err) reject(err);
       else resolve(bound);
     });
@@ -124,8 +129,11 @@ function nodeCheck(ownImage: Measurements = expectedMeasurements(image, [9])): S
   };
 }
 
-async function join(attester: ServiceAttester | undefined): Promise<Buffer | Error> {
-  const s = await service(attester);
+async function join(
+  attester: ServiceAttester | undefined,
+  credentials?: grpc.ServerCredentials,
+): Promise<Buffer | Error> {
+  const s = await service(attester, credentials);
   try {
     return await requestWithAttestation(
       s.client.issueJoinTicket({ deadline: Date.now() + 20_000 }),
@@ -167,6 +175,26 @@ describe('the JoinService proves its host before a node uses its answer', () => 
     expect(handled).toBe(before + 1);
     expect(err).toBeInstanceOf(ServiceAttestationError);
     expect(errorMessage(err)).toBe(
+      'the service did not attest its host: this node joins only through a JoinService on an attested control-plane node',
+    );
+  });
+
+  it('trusts the attestation, not the TLS certificate: any certificate serves, none replaces attesting', async () => {
+    // A self-signed certificate (not from the public root): the node checks no chain, since one
+    // chained to the public root would prove nothing either (anyone holds that root's key).
+    const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const selfSigned = certificateToPem(
+      createCertificate({ subjectKey: publicKey, subjectName: 'anyone', signerKey: privateKey, issuerName: 'anyone' }),
+    );
+    const credentials = (): grpc.ServerCredentials =>
+      grpc.ServerCredentials.createSsl(null, [
+        {
+          private_key: Buffer.from(privateKey.export({ type: 'pkcs8', format: 'pem' })),
+          cert_chain: Buffer.from(selfSigned),
+        },
+      ]);
+    expect(await join(issuerAttester(controlPlane.issuer), credentials())).toBeInstanceOf(Buffer);
+    expect(errorMessage(await join(undefined, credentials()))).toBe(
       'the service did not attest its host: this node joins only through a JoinService on an attested control-plane node',
     );
   });
