@@ -149,12 +149,10 @@ async function buildCommonJs() {
       }));
     },
   };
-  await build({
+  const { metafile } = await build({
     ...common,
     sourcemap: false,
-    // Unminified: the check below for surviving import statements reads statements line by line.
-    minifyWhitespace: false,
-    minifySyntax: false,
+    metafile: true,
     plugins: [...common.plugins, builtinsAsRequire],
     // import.meta does not exist in CommonJS; the executable itself stands in for the module file.
     define: {
@@ -163,10 +161,13 @@ async function buildCommonJs() {
       'import.meta.filename': '__filename',
     },
   });
-  const body = await readFile(outfile, 'utf8');
-  if (/^\s*(import|export)\s[^;]*from\s/m.test(body.replace(/^\/\/.*$/gm, ''))) {
-    throw new Error(`${outfile}: an import or export statement survived; it cannot run as CommonJS`);
+  const output = Object.values(metafile.outputs)[0];
+  const statements = (output?.imports ?? []).filter((item) => item.kind === 'import-statement');
+  if (statements.length > 0 || (output?.exports.length ?? 0) > 0) {
+    const named = statements.map((item) => item.path).join(', ');
+    throw new Error(`${outfile}: an import or export statement survived (${named}); it cannot run as CommonJS`);
   }
+  const body = await readFile(outfile, 'utf8');
   await writeFile(
     outfile,
     [
