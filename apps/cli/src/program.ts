@@ -9,7 +9,11 @@ import { statusCommand } from './commands/status.js';
 import { verifyCommand } from './commands/verify.js';
 import { VERSION } from './version.js';
 
-/** `constellation`: the operator's command line. Each command lives in `commands/<command>.ts`. */
+/**
+ * `constellation`: the operator's command line. Each command lives in `commands/<command>.ts` and
+ * imports its implementation when it runs, so `--help` or one command does not load all of them
+ * (the bundle puts each in its own chunk: `bundle.mjs --split`).
+ */
 export function createProgram(): Command {
   const program = new Command('constellation')
     .description('Create, verify and recover attested Kubernetes clusters, or run one on this machine.')

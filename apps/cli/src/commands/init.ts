@@ -1,6 +1,5 @@
 import { Command } from '@commander-js/extra-typings';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
-import { runInit } from '../init-command.js';
 import { outputOption, writeJson, writeResult } from './command-context.js';
 import type { CommandContext } from './command-context.js';
 
@@ -24,6 +23,7 @@ export function initCommand(context: CommandContext): CommandUnknownOpts {
     )
     .addOption(outputOption())
     .action(async (options) => {
+      const { runInit } = await import('../init-command.js');
       const result = await runInit({ workspace: context.workspace(), print: context.print, force: options.force });
       if (options.output === 'json') writeJson(result);
       else

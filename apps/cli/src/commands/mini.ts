@@ -2,11 +2,6 @@ import { Command, Option } from '@commander-js/extra-typings';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import { parseInteger } from '@constellation/command-line';
 import { CLI_DEFAULTS } from '../config.js';
-import { serveMetadata } from '../mini/metadata-daemon.js';
-import { miniDown } from '../mini/mini-down.js';
-import { miniReboot } from '../mini/mini-reboot.js';
-import { miniUp } from '../mini/mini-up.js';
-import { miniKubelet } from '../mini/node-kubelet.js';
 import type { MiniUpResult } from '../mini/mini-up.js';
 import { selfCommand } from '../self-command.js';
 import { formatTable, outputOption, writeJson, writeResult } from './command-context.js';
@@ -51,6 +46,7 @@ function miniUpCommand(context: CommandContext): CommandUnknownOpts {
     .addOption(outputOption())
     .action(async (options) => {
       const workspace = context.workspace();
+      const { miniUp } = await import('../mini/mini-up.js');
       const result = await miniUp({
         workspace,
         controlPlanes: options.controlPlanes,
@@ -77,7 +73,10 @@ function miniDownCommand(context: CommandContext): CommandUnknownOpts {
       '\nExamples:\n  constellation mini down\n  constellation mini down --keep   # keep logs and disks for inspection\n',
     )
     .option('--keep', 'keep the files (state disks, logs) for inspection', false)
-    .action((options) => miniDown(context.workspace(), options.keep, context.print));
+    .action(async (options) => {
+      const { miniDown } = await import('../mini/mini-down.js');
+      await miniDown(context.workspace(), options.keep, context.print);
+    });
 }
 
 function miniRebootCommand(context: CommandContext): CommandUnknownOpts {
@@ -89,15 +88,19 @@ function miniRebootCommand(context: CommandContext): CommandUnknownOpts {
     )
     .argument('<node>', 'node name, for example worker-1')
     .option('--stop-joinservice', 'also stop the JoinService, as in a full control-plane shutdown', false)
-    .action((node, options) => miniReboot(context.workspace(), node, options.stopJoinservice, context.print));
+    .action(async (node, options) => {
+      const { miniReboot } = await import('../mini/mini-reboot.js');
+      await miniReboot(context.workspace(), node, options.stopJoinservice, context.print);
+    });
 }
 
 /** Internal: the metadata service daemon that `mini up` starts detached. */
 /** Internal: what "start the kubelet" runs on a mini node (a control plane's JoinService). */
 function miniKubeletCommand(context: CommandContext): CommandUnknownOpts {
-  return new Command('kubelet')
-    .requiredOption('--node <name>')
-    .action((options) => miniKubelet(context.workspace(), options.node, context.print));
+  return new Command('kubelet').requiredOption('--node <name>').action(async (options) => {
+    const { miniKubelet } = await import('../mini/node-kubelet.js');
+    await miniKubelet(context.workspace(), options.node, context.print);
+  });
 }
 
 function miniServeMetadataCommand(): CommandUnknownOpts {
@@ -106,7 +109,10 @@ function miniServeMetadataCommand(): CommandUnknownOpts {
     .requiredOption('--url-file <file>')
     .option('--host <address>', 'address to listen on', '127.0.0.1')
     .option('--artifacts <dir>', 'also serve this directory under /artifacts/')
-    .action((options) => serveMetadata(options.document, options.urlFile, options.host, options.artifacts));
+    .action(async (options) => {
+      const { serveMetadata } = await import('../mini/metadata-daemon.js');
+      await serveMetadata(options.document, options.urlFile, options.host, options.artifacts);
+    });
 }
 
 /** `constellation mini`: a whole attested cluster on this machine. */

@@ -1,6 +1,5 @@
 import { Command } from '@commander-js/extra-typings';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
-import { recoverNode } from '../recover-command.js';
 import { outputOption, writeJson, writeResult } from './command-context.js';
 import type { CommandContext } from './command-context.js';
 
@@ -12,6 +11,7 @@ export function recoverCommand(context: CommandContext): CommandUnknownOpts {
     .addHelpText('after', '\nExamples:\n  constellation recover --endpoint 10.42.0.10\n')
     .addOption(outputOption())
     .action(async (options) => {
+      const { recoverNode } = await import('../recover-command.js');
       const answer = await recoverNode(context.workspace(), options.endpoint, context.print);
       if (options.output === 'json') writeJson(answer);
       else

@@ -1,6 +1,5 @@
 import { Command } from '@commander-js/extra-typings';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
-import { clusterStatus } from '../status-command.js';
 import { formatTable, outputOption, writeJson, writeResult } from './command-context.js';
 import type { CommandContext } from './command-context.js';
 
@@ -13,6 +12,7 @@ export function statusCommand(context: CommandContext): CommandUnknownOpts {
     .addHelpText('after', '\nExamples:\n  constellation status\n  constellation status --output json\n')
     .addOption(outputOption())
     .action(async (options) => {
+      const { clusterStatus } = await import('../status-command.js');
       const status = await clusterStatus(context.workspace());
       if (options.output === 'json') {
         writeJson(status);

@@ -1,6 +1,5 @@
 import { Command } from '@commander-js/extra-typings';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
-import { verifyNode } from '../verify-command.js';
 import type { VerifyReport } from '../verify-command.js';
 import { outputOption, writeJson, writeResult } from './command-context.js';
 import type { CommandContext } from './command-context.js';
@@ -30,6 +29,7 @@ export function verifyCommand(context: CommandContext): CommandUnknownOpts {
     )
     .addOption(outputOption())
     .action(async (options) => {
+      const { verifyNode } = await import('../verify-command.js');
       const report = await verifyNode(context.workspace(), options.node, context.print);
       if (options.output === 'json') writeJson(report);
       else writeResult(reportText(report));
