@@ -36,7 +36,9 @@ const executable = (
     ],
     { timeoutMs: 300_000, cwd: root },
   )
-).stdout.toString().trim();
+).stdout
+  .toString()
+  .trim();
 const metadata = await MetadataServer.start({
   instances: [{ name: 'bench', role: 'control-plane', ip: '127.0.0.1' }],
   endpoint: { host: '127.0.0.1', apiServerPort: 1, joinServicePort: 1, initPort: 0 },
