@@ -39,7 +39,7 @@ interface StrangerCall {
   error: Promise<grpc.ServiceError>;
 }
 
-function strangerCall(): StrangerCall {
+function strangerCall(hello: Hello = replayed): StrangerCall {
   const stream: Stream = fixture.client.issueJoinTicket({ deadline: Date.now() + 30_000 });
   const error = new Promise<grpc.ServiceError>((resolve) => stream.on('error', resolve));
   const first = Promise.race([
@@ -50,8 +50,24 @@ function strangerCall(): StrangerCall {
     ),
     error,
   ]);
-  stream.write({ step: replayed });
+  stream.write({ step: hello });
   return { stream, first, error };
+}
+
+/**
+ * A hello naming another TPM than the victim's: the victim's with a byte after its EK
+ * certificate. A stranger can make as many as it likes; each fails the EK check once admitted.
+ */
+function garbageHello(n: number): Hello {
+  const identity = replayed.value.identity;
+  if (identity === undefined) throw new Error('the replayed hello has no identity');
+  return {
+    $case: 'hello',
+    value: {
+      ...replayed.value,
+      identity: { ...identity, ekCertificate: Buffer.concat([identity.ekCertificate, Buffer.from([n])]) },
+    },
+  };
 }
 
 const settledWithin = <T>(promise: Promise<T>, ms: number): Promise<T | 'pending'> =>
@@ -77,7 +93,8 @@ describe('JoinService join line against replayed hellos (attackers 1 and 3)', ()
   it('a full line refuses a genuine node at once, retryable, and a line left every way frees every slot', async () => {
     const holder = strangerCall();
     expect(await settledWithin(holder.first, 5_000)).toBe('challenge');
-    const waiting = Array.from({ length: 4 }, () => strangerCall());
+    // One place per claimed TPM: the line is filled with hellos naming other TPMs.
+    const waiting = Array.from({ length: 4 }, (_, i) => strangerCall(garbageHello(i)));
     await new Promise((resolve) => setTimeout(resolve, 300));
     for (const call of waiting) expect(await settledWithin(call.first, 0)).toBe('pending');
 
@@ -121,10 +138,38 @@ describe('JoinService join line against replayed hellos (attackers 1 and 3)', ()
     probe.stream.cancel();
   }, 40_000);
 
+  it('replays of one hello take one place, not the line: the others are refused at once, saying why', async () => {
+    const holder = strangerCall();
+    expect(await settledWithin(holder.first, 5_000)).toBe('challenge');
+    // Without one place per claimed TPM, these filled the line and turned genuine nodes away.
+    const replays = Array.from({ length: 6 }, () => strangerCall());
+    for (const replay of replays) {
+      const first = await settledWithin(replay.first, 3_000);
+      expect(first).not.toBe('pending');
+      expect(first).not.toBe('challenge');
+      const refusal = first as grpc.ServiceError;
+      expect(refusal.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+      expect(refusal.details).toMatch(
+        /^this TPM \(EK certificate sha256:[0-9a-f]{64}\) already has a call in line or being served; one at a time/,
+      );
+      expect(Number(refusal.metadata.get('retry-after-ms')[0])).toBeGreaterThan(0);
+    }
+    // The line has room: a genuine node waits for the one slot instead of being turned away.
+    const joining = genuine.requestJoin(fixture.client);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    holder.stream.cancel();
+    const { ticket } = await joining;
+    expect(ticket.kubeletClientCert.length).toBeGreaterThan(0);
+    // The place is given back with the call: the TPM's hello is taken again.
+    const again = strangerCall();
+    expect(await settledWithin(again.first, 3_000)).toBe('challenge');
+    again.stream.cancel();
+  }, 30_000);
+
   it('a call admitted from the line just as it goes away gives its slot back', async () => {
     const holder = strangerCall();
     expect(await settledWithin(holder.first, 5_000)).toBe('challenge');
-    const next = strangerCall();
+    const next = strangerCall(garbageHello(9));
     await new Promise((resolve) => setTimeout(resolve, 300));
     // The slot passes to `next` and `next` goes away in the same moment.
     holder.stream.cancel();

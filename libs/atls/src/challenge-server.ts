@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { AttestationError, MAX_DOCUMENT_BYTES } from '@constellation/attestation';
 import type {
@@ -72,11 +72,18 @@ export interface ChallengeServerOptions {
    */
   admit?: () => (() => void) | Promise<() => void>;
   /**
-   * Shared by the service's calls: at most one challenge outstanding per TPM (rooted variants).
-   * Without it, one genuine TPM can hold as many challenges as the service has slots.
+   * Shared by the service's calls (rooted variants): at most one call in line or served per TPM a
+   * hello names, and one challenge outstanding per proven TPM. Without it, one replayed hello can
+   * fill the line and one genuine TPM can hold as many challenges as the service has slots.
    */
   outstanding?: OutstandingChallenges;
 }
+
+/**
+ * The longest a TPM's place is held should its release be missed: beyond any call's bounds (the
+ * wait for a slot, the hello's and the challenge's time bounds, the handler's API calls).
+ */
+const PLACE_MAX_MS = 120_000;
 
 type Stream = grpc.ServerDuplexStream<ChallengeClientMessage, ChallengeServerMessage>;
 type Hello = Extract<NonNullable<ChallengeClientMessage['step']>, { $case: 'hello' }>['value'];
@@ -218,6 +225,7 @@ class ChallengeSession {
       this.finish(grpc.status.INVALID_ARGUMENT, 'service_nonce must be empty or 32 bytes', 'protocol');
       return;
     }
+    if (!this.holdPlace(hello, validator)) return;
     if (options.admit === undefined) {
       this.begin(hello, validator);
       return;
@@ -251,6 +259,27 @@ class ChallengeSession {
         if (this.state === 'waiting') this.refuseAdmission(err);
       },
     );
+  }
+
+  /**
+   * For rooted variants: the TPM the hello names gets one call in line or served (see
+   * OutstandingChallenges.hold). False when refused (the call is finished).
+   */
+  private holdPlace(hello: Hello, validator: Validator): boolean {
+    const certificate = hello.identity?.ekCertificate;
+    const { outstanding } = this.options;
+    if (!validator.variant.rooted || outstanding === undefined || certificate === undefined) return true;
+    if (certificate.length === 0) return true; // refused by the identity check, with its reason
+    try {
+      const digest = createHash('sha256').update(certificate).digest('hex');
+      this.releases.push(outstanding.hold(digest, PLACE_MAX_MS));
+      return true;
+    } catch (err) {
+      const status = statusErrorOf(err);
+      if (status === undefined) throw err;
+      this.finish(status.code, status.message, 'outstanding', status.metadata);
+      return false;
+    }
   }
 
   private releaseAll(): void {

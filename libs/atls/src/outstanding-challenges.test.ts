@@ -37,4 +37,25 @@ describe('OutstandingChallenges', () => {
     expect(() => outstanding.claim(EK, 10_000, 13_000)).toThrow(/already has a challenge outstanding/);
     expect(outstanding.size).toBe(1);
   });
+
+  it('holds one place per TPM a hello names until released, and lets a missed release lapse', () => {
+    const outstanding = new OutstandingChallenges();
+    const release = outstanding.hold(EK, 120_000, 1_000);
+    expect(outstanding.hold('b'.repeat(64), 120_000, 1_000)).toBeTypeOf('function');
+    let refusal: unknown;
+    try {
+      outstanding.hold(EK, 120_000, 2_000);
+    } catch (err) {
+      refusal = err;
+    }
+    expect(refusal).toBeInstanceOf(Refusal);
+    expect(refusal).toMatchObject({ kind: 'exhausted', reason: 'call-in-progress', retryAfterMs: 1_000 });
+    expect((refusal as Refusal).message).toMatch(/already has a call in line or being served; one at a time/);
+    release();
+    const stale = outstanding.hold(EK, 120_000, 3_000); // never released
+    expect(() => outstanding.hold(EK, 120_000, 122_999)).toThrow(/already has a call in line/);
+    outstanding.hold(EK, 120_000, 123_001);
+    stale(); // the old place's late release does not free the newer one
+    expect(() => outstanding.hold(EK, 120_000, 124_000)).toThrow(/already has a call in line/);
+  });
 });

@@ -1,5 +1,8 @@
 import { Refusal } from '@constellation/errors';
 
+/** When a caller whose TPM already has a call should try again: a genuine node has one call at a time. */
+const PLACE_RETRY_AFTER_MS = 1_000;
+
 /**
  * One outstanding challenge per TPM, shared by every call of a service. A call claims its TPM
  * (the verified EK's hash) once the EK check passed, and gives it back when its exchange ends,
@@ -28,6 +31,33 @@ export class OutstandingChallenges {
     this.claims.set(ekPublicKeyHash, claim);
     return () => {
       if (this.claims.get(ekPublicKeyHash) === claim) this.claims.delete(ekPublicKeyHash);
+    };
+  }
+
+  /** TPMs named by a hello (its EK certificate's digest) with a call in line or served. */
+  private readonly places = new Map<string, { lapsesAt: number }>();
+
+  /**
+   * One call per TPM a hello names, from before the call waits for a slot until it ends: the EK
+   * certificate is checked only once a slot is free, and a stranger replaying one genuine node's
+   * hello filled the whole line with it and turned genuine nodes away (red-team finding). The
+   * claim lapses after `maxMs` at the latest, should a release be missed. Returns the release, or
+   * throws a Refusal.
+   */
+  hold(certificateDigest: string, maxMs: number, now = Date.now()): () => void {
+    const held = this.places.get(certificateDigest)?.lapsesAt;
+    if (held !== undefined && held > now) {
+      throw new Refusal(
+        'exhausted',
+        'call-in-progress',
+        `this TPM (EK certificate sha256:${certificateDigest}) already has a call in line or being served; one at a time`,
+        { retryAfterMs: PLACE_RETRY_AFTER_MS },
+      );
+    }
+    const place = { lapsesAt: now + maxMs };
+    this.places.set(certificateDigest, place);
+    return () => {
+      if (this.places.get(certificateDigest) === place) this.places.delete(certificateDigest);
     };
   }
 
