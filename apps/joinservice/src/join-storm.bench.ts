@@ -24,6 +24,8 @@ const CONCURRENT = 12;
 const GROWTH = (process.env['BENCH_GROWTH'] ?? '50,100,200,500').split(',').map(Number);
 const FAULT_NODES = Number(process.env['BENCH_FAULT_NODES'] ?? 200);
 const HANDSHAKES = 300;
+/** The fault run kills the service once a quarter of its nodes have their tickets. */
+const KILL_AFTER_TICKETS = Math.ceil(FAULT_NODES / 4);
 const CACHE = process.env['BENCH_IDENTITY_CACHE'] ?? join(tmpdir(), 'constellation-join-storm-identities');
 
 function leaf(name: string): { key: string; cert: string } {
@@ -167,7 +169,8 @@ const killed = await withCluster(ekCa, identities.slice(0, FAULT_NODES), async (
   const result = await cluster.storm({
     processes: 2,
     during: async () => {
-      while (cluster.mintedTokens().length < FAULT_NODES / 4) await new Promise((resolve) => setTimeout(resolve, 20));
+      while (cluster.mintedTokens().length < KILL_AFTER_TICKETS)
+        await new Promise((resolve) => setTimeout(resolve, 20));
       const killedAt = performance.now();
       await cluster.killService();
       await cluster.startService();
@@ -177,7 +180,7 @@ const killed = await withCluster(ekCa, identities.slice(0, FAULT_NODES), async (
   return { result, audit: cluster.auditTokens(result.outcomes), restartMs };
 });
 console.log(
-  `\nJoinService SIGKILLed during a ${FAULT_NODES}-node storm (after ${FAULT_NODES / 4} tickets), back in ${killed.restartMs.toFixed(0)} ms:`,
+  `\nJoinService SIGKILLed during a ${FAULT_NODES}-node storm (after ${KILL_AFTER_TICKETS} tickets), back in ${killed.restartMs.toFixed(0)} ms:`,
 );
 console.log(`  ${summary(killed.result)}`);
 console.log(
