@@ -52,6 +52,7 @@ export function joinHandlers(parts: JoinHandlerParts): JoinServiceServer {
   const { challenge, admit, tickets, limit, metrics } = parts;
   const countRejected = (kind: 'join' | 'rejoin', reason: ChallengeRejection): void => {
     if (reason === 'outstanding') metrics.refusals.inc({ kind, reason: 'challenge-outstanding' });
+    else if (reason === 'call-in-progress') metrics.refusals.inc({ kind, reason: 'tpm-call-in-progress' });
     else if (reason !== 'handler') metrics.attestationFailures.inc({ reason });
   };
   return {

@@ -154,6 +154,11 @@ describe('JoinService join line against replayed hellos (attackers 1 and 3)', ()
       );
       expect(Number(refusal.metadata.get('retry-after-ms')[0])).toBeGreaterThan(0);
     }
+    // Operators see why: counted apart from the other refusals.
+    const metrics = await (await fetch(`http://127.0.0.1:${fixture.service.metricsPort}/metrics`)).text();
+    expect(metrics).toMatch(
+      /constellation_joinservice_ticket_refusals_total\{kind="join",reason="tpm-call-in-progress"\} 6/,
+    );
     // The line has room: a genuine node waits for the one slot instead of being turned away.
     const joining = genuine.requestJoin(fixture.client);
     await new Promise((resolve) => setTimeout(resolve, 300));

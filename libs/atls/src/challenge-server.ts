@@ -28,6 +28,7 @@ export type ChallengeRejection =
   | 'oversized'
   | 'handler'
   | 'outstanding'
+  | 'call-in-progress'
   | `attestation:${AttestationError['reason']}`;
 
 export interface ChallengeServerOptions {
@@ -277,7 +278,7 @@ class ChallengeSession {
     } catch (err) {
       const status = statusErrorOf(err);
       if (status === undefined) throw err;
-      this.finish(status.code, status.message, 'outstanding', status.metadata);
+      this.finish(status.code, status.message, 'call-in-progress', status.metadata);
       return false;
     }
   }
