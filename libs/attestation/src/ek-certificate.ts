@@ -4,7 +4,7 @@ import {
   DerError,
   DerFields,
   TAG,
-  directoryStringText,
+  attributeValueText,
   isKnownSignatureAlgorithm,
   readCanonicalSpki,
   readCertificate,
@@ -393,7 +393,7 @@ function tpmIdentity(entry: Parsed): EkTpmIdentity {
     readDirectoryNames(der).flatMap((name) =>
       readNameAttributes(name)
         .flat()
-        .map(({ type, value }) => ({ type, text: directoryStringText(value) ?? `#${value.raw.toString('hex')}` })),
+        .map(({ type, value }) => ({ type, text: attributeValueText(value) })),
     ),
   );
   for (const { type, text } of attributes ?? []) {

@@ -28,7 +28,7 @@ import {
   tlv,
 } from './der-writer.js';
 import { readCanonicalSpki, spkiKeyJwk } from './subject-public-key.js';
-import { directoryStringText, generalNameKind, readNameAttributes } from './x509-name.js';
+import { attributeValueText, directoryStringText, generalNameKind, readNameAttributes } from './x509-name.js';
 import type { SpkiKey } from './subject-public-key.js';
 
 const bytes = (hex: string): Buffer => Buffer.from(hex.replace(/\s/g, ''), 'hex');
@@ -134,6 +134,8 @@ describe('X.509 names', () => {
     expect(text(0x1c, '0001f600 00000041')).toBe('😀A'); // UniversalString: UCS-4 big-endian
     expect(text(0x14, 'e9')).toBe('é'); // TeletexString read as Latin-1
     expect(text(0x02, '01')).toBeUndefined(); // not a string: the caller writes '#' and hex
+    expect(attributeValueText(readTlv(tlv(0x02, bytes('01'))))).toBe('#020101');
+    expect(attributeValueText(readTlv(tlv(0x0c, Buffer.from('a,b'))))).toBe('a,b');
   });
 
   it('refuses names and strings that are not well formed, saying what', () => {

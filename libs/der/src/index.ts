@@ -43,6 +43,6 @@ export {
   verifySignature,
 } from './signature-algorithms.js';
 export type { NameAttribute } from './x509-name.js';
-export { directoryStringText, generalNameKind, readNameAttributes } from './x509-name.js';
+export { attributeValueText, directoryStringText, generalNameKind, readNameAttributes } from './x509-name.js';
 export type { CertificateFields } from './certificate-reader.js';
 export { readCertificate } from './certificate-reader.js';

@@ -76,6 +76,14 @@ export function directoryStringText(value: Tlv): string | undefined {
   }
 }
 
+/**
+ * An attribute value as text: a directory string's text, any other value '#' and its DER in hex
+ * (RFC 4514 §2.4, before escaping).
+ */
+export function attributeValueText(value: Tlv): string {
+  return directoryStringText(value) ?? `#${value.raw.toString('hex')}`;
+}
+
 /** UniversalString: UCS-4, big-endian. */
 function universalStringText(content: Buffer): string {
   if (content.length % 4 !== 0) throw new DerError('UniversalString length is not a multiple of 4');

@@ -5,11 +5,11 @@ import {
   DerFields,
   TAG,
   algorithmIdentifier,
+  attributeValueText,
   bitString,
   children,
   decodeOctetAlignedBits,
   decodeOid,
-  directoryStringText,
   explicit,
   generalNameKind,
   oid,
@@ -64,16 +64,11 @@ export class CertificationRequestError extends Error {
   override readonly name = 'CertificationRequestError';
 }
 
-/** Text of a directory string; a value of another type as '#' and its DER in hex (RFC 4514 §2.4). */
-function attributeText(value: Tlv): string {
-  return directoryStringText(value) ?? `#${value.raw.toString('hex')}`;
-}
-
 function subjectFields(name: Tlv): Map<string, string[]> {
   const fields = new Map<string, string[]>();
   for (const { type, value } of readNameAttributes(name).flat()) {
     const key = ATTRIBUTE_NAMES[type] ?? type;
-    fields.set(key, [...(fields.get(key) ?? []), attributeText(value)]);
+    fields.set(key, [...(fields.get(key) ?? []), attributeValueText(value)]);
   }
   return fields;
 }
