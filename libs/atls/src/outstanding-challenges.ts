@@ -3,6 +3,30 @@ import { Refusal } from '@constellation/errors';
 /** When a caller whose TPM already has a call should try again: a genuine node has one call at a time. */
 const PLACE_RETRY_AFTER_MS = 1_000;
 
+/** Claims by key, each lapsing at the latest at its time: one holder per key at a time. */
+class LapsingClaims {
+  private readonly claims = new Map<string, { lapsesAt: number }>();
+
+  /**
+   * Claims `key` for at most `maxMs` and returns the release; when another claim holds it, throws
+   * `refuse(lapsesAt)`. A claim past its lapse time means a release was missed: it no longer
+   * counts. An old claim's late release does not free a newer one.
+   */
+  take(key: string, maxMs: number, now: number, refuse: (lapsesAt: number) => Refusal): () => void {
+    const held = this.claims.get(key)?.lapsesAt;
+    if (held !== undefined && held > now) throw refuse(held);
+    const claim = { lapsesAt: now + maxMs };
+    this.claims.set(key, claim);
+    return () => {
+      if (this.claims.get(key) === claim) this.claims.delete(key);
+    };
+  }
+
+  get size(): number {
+    return this.claims.size;
+  }
+}
+
 /**
  * One outstanding challenge per TPM, shared by every call of a service. A call claims its TPM
  * (the verified EK's hash) once the EK check passed, and gives it back when its exchange ends,
@@ -13,29 +37,25 @@ const PLACE_RETRY_AFTER_MS = 1_000;
  */
 export class OutstandingChallenges {
   /** EK hash → the claim, which lapses at the latest when its challenge expires. */
-  private readonly claims = new Map<string, { lapsesAt: number }>();
+  private readonly claims = new LapsingClaims();
+  /** TPMs named by a hello (its EK certificate's digest) with a call in line or served. */
+  private readonly places = new LapsingClaims();
 
   /** Claims `ekPublicKeyHash` for at most `ttlMs`; returns the release, or throws a Refusal. */
   claim(ekPublicKeyHash: string, ttlMs: number, now = Date.now()): () => void {
-    const held = this.claims.get(ekPublicKeyHash)?.lapsesAt;
-    // A claim past its lapse time means a release was missed: it no longer counts.
-    if (held !== undefined && held > now) {
-      throw new Refusal(
-        'exhausted',
-        'challenge-outstanding',
-        `this TPM (EK sha256:${ekPublicKeyHash}) already has a challenge outstanding on another call; one at a time`,
-        { retryAfterMs: Math.max(100, held - now) },
-      );
-    }
-    const claim = { lapsesAt: now + ttlMs };
-    this.claims.set(ekPublicKeyHash, claim);
-    return () => {
-      if (this.claims.get(ekPublicKeyHash) === claim) this.claims.delete(ekPublicKeyHash);
-    };
+    return this.claims.take(
+      ekPublicKeyHash,
+      ttlMs,
+      now,
+      (lapsesAt) =>
+        new Refusal(
+          'exhausted',
+          'challenge-outstanding',
+          `this TPM (EK sha256:${ekPublicKeyHash}) already has a challenge outstanding on another call; one at a time`,
+          { retryAfterMs: Math.max(100, lapsesAt - now) },
+        ),
+    );
   }
-
-  /** TPMs named by a hello (its EK certificate's digest) with a call in line or served. */
-  private readonly places = new Map<string, { lapsesAt: number }>();
 
   /**
    * One call per TPM a hello names, from before the call waits for a slot until it ends: the EK
@@ -45,20 +65,18 @@ export class OutstandingChallenges {
    * throws a Refusal.
    */
   hold(certificateDigest: string, maxMs: number, now = Date.now()): () => void {
-    const held = this.places.get(certificateDigest)?.lapsesAt;
-    if (held !== undefined && held > now) {
-      throw new Refusal(
-        'exhausted',
-        'call-in-progress',
-        `this TPM (EK certificate sha256:${certificateDigest}) already has a call in line or being served; one at a time`,
-        { retryAfterMs: PLACE_RETRY_AFTER_MS },
-      );
-    }
-    const place = { lapsesAt: now + maxMs };
-    this.places.set(certificateDigest, place);
-    return () => {
-      if (this.places.get(certificateDigest) === place) this.places.delete(certificateDigest);
-    };
+    return this.places.take(
+      certificateDigest,
+      maxMs,
+      now,
+      () =>
+        new Refusal(
+          'exhausted',
+          'call-in-progress',
+          `this TPM (EK certificate sha256:${certificateDigest}) already has a call in line or being served; one at a time`,
+          { retryAfterMs: PLACE_RETRY_AFTER_MS },
+        ),
+    );
   }
 
   /** TPMs with a challenge outstanding now. */
