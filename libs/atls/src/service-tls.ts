@@ -7,8 +7,9 @@ import { issueFromPublicRoot } from './public-root.js';
  * TLS for challenge services (the JoinService). Their TLS carries no attestation: the node's
  * secrets come back sealed to a key only the node holds, the node's attestation binds that key and
  * its request, and a node that wants the service's host proven asks for it inside the protocol.
- * TLS here only keeps metadata (CSR, disk UUID) off the wire. Server certificates chain to the public aTLS root, so clients that do check
- * chains (grpcurl with the root, say) pass; ours does not (see serviceChannelCredentials).
+ * TLS here only keeps metadata (CSR, disk UUID) from passive observers. Server certificates chain
+ * to the public aTLS root, so clients that do check chains (grpcurl with the root, say) pass; ours
+ * does not (see serviceChannelCredentials).
  */
 
 /** Server credentials with a fresh key and a certificate from the public aTLS root. */

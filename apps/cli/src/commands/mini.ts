@@ -94,7 +94,6 @@ function miniRebootCommand(context: CommandContext): CommandUnknownOpts {
     });
 }
 
-/** Internal: the metadata service daemon that `mini up` starts detached. */
 /** Internal: what "start the kubelet" runs on a mini node (a control plane's JoinService). */
 function miniKubeletCommand(context: CommandContext): CommandUnknownOpts {
   return new Command('kubelet').requiredOption('--node <name>').action(async (options) => {
@@ -103,6 +102,7 @@ function miniKubeletCommand(context: CommandContext): CommandUnknownOpts {
   });
 }
 
+/** Internal: the metadata service daemon that `mini up` starts detached. */
 function miniServeMetadataCommand(): CommandUnknownOpts {
   return new Command('serve-metadata')
     .requiredOption('--document <file>')
