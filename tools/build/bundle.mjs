@@ -2,20 +2,20 @@
 // Bundles one app into a single file for the node image (or for `mini`), resolving our packages to
 // their TypeScript sources.
 //   node tools/build/bundle.mjs <entry.ts> <out.mjs>          ES module (the default)
-//   node tools/build/bundle.mjs --cjs <entry.ts> <out.cjs>    CommonJS, for a Node single executable
+//   node tools/build/bundle.mjs --sea <entry.ts> <outdir>     CommonJS pieces for a Node single executable
 //   node tools/build/bundle.mjs --split <entry.ts> <out.mjs>  ES module whose dynamically imported
 //       code goes into chunks/ next to it (loaded only when used); the directory is the program
-import { build } from 'esbuild';
+import { build, transform } from 'esbuild';
 import { builtinModules } from 'node:module';
-import { chmod, readFile, rm, writeFile } from 'node:fs/promises';
-import { basename, dirname, extname, join, resolve } from 'node:path';
+import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { basename, dirname, extname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const args = process.argv.slice(2);
-const mode = args[0] === '--cjs' || args[0] === '--split' ? args[0] : undefined;
+const mode = args[0] === '--sea' || args[0] === '--split' ? args[0] : undefined;
 const [entry, outfile] = mode === undefined ? args : args.slice(1);
 if (entry === undefined || outfile === undefined) {
-  process.stderr.write('usage: bundle.mjs [--cjs | --split] <entry.ts> <out>\n');
+  process.stderr.write('usage: bundle.mjs [--sea | --split] <entry.ts> <out>\n');
   process.exit(2);
 }
 
@@ -41,14 +41,14 @@ const common = {
 const requireBanner =
   "import { createRequire as __createRequire } from 'node:module';\nconst require = __createRequire(import.meta.url);";
 
-if (mode === '--cjs') {
-  await buildCommonJs();
+if (mode === '--sea') {
+  await buildSingleExecutable();
 } else if (mode === '--split') {
   await buildSplit();
 } else {
   await build({ ...common, sourcemap: 'linked', banner: { js: `#!/usr/bin/env node\n${requireBanner}` } });
 }
-await chmod(outfile, 0o755);
+if (mode !== '--sea') await chmod(outfile, 0o755);
 
 /**
  * V8 reads (pre-parses) all of a module file before running any of it, so code that only some runs
@@ -130,12 +130,18 @@ function workspaceLibrariesWithoutSideEffects() {
 }
 
 /**
- * A Node single executable runs one CommonJS script, and esbuild cannot write CommonJS from
- * sources that use top-level await (our entry points do). So: bundle as an ES module with no
- * import statements left (built-ins become require() calls), then wrap the whole module body in
- * an async function. The module has no exports, so nothing observable changes.
+ * A Node single executable runs one CommonJS script and cannot import files, so the program is
+ * split as for --split (V8 pre-parses every byte of a script it runs: one 4 MiB script cost the
+ * bootstrapper's single executable 60 ms and 10 MiB at each start against the split bundle,
+ * measured) and each piece is turned into CommonJS: the entry becomes the executable's main
+ * script (`main.cjs`), the chunks its assets (`chunks/`), compiled by the main script only when
+ * first required. Built-ins become require() calls; import.meta stands for the executable itself.
+ * Writes the directory `out`: main.cjs, chunks/ and assets.json (asset key → file, for the
+ * executable's configuration).
  */
-async function buildCommonJs() {
+async function buildSingleExecutable() {
+  const outdir = outfile;
+  await rm(outdir, { recursive: true, force: true });
   const builtins = new Set(builtinModules.flatMap((name) => [name, `node:${name}`]));
   const builtinsAsRequire = {
     name: 'builtins-as-require',
@@ -149,44 +155,106 @@ async function buildCommonJs() {
       }));
     },
   };
-  const { metafile } = await build({
-    ...common,
+  const { entryPoints, outfile: _single, ...options } = common;
+  const { metafile, outputFiles } = await build({
+    ...options,
+    entryPoints: { main: entry },
+    outdir,
+    splitting: true,
+    chunkNames: 'chunks/[name]-[hash]',
+    // ES modules still, until transformed below; named for what they become.
+    outExtension: { '.js': '.cjs' },
     sourcemap: false,
     metafile: true,
-    plugins: [...common.plugins, builtinsAsRequire],
-    // import.meta does not exist in CommonJS; the executable itself stands in for the module file.
+    write: false,
+    plugins: [...common.plugins, builtinsAsRequire, workspaceLibrariesWithoutSideEffects()],
     define: {
       'import.meta.url': '__importMetaUrl',
       'import.meta.dirname': '__dirname',
       'import.meta.filename': '__filename',
     },
   });
-  const output = Object.values(metafile.outputs)[0];
-  const statements = (output?.imports ?? []).filter((item) => item.kind === 'import-statement');
-  if (statements.length > 0 || (output?.exports.length ?? 0) > 0) {
-    const named = statements.map((item) => item.path).join(', ');
-    throw new Error(`${outfile}: an import or export statement survived (${named}); it cannot run as CommonJS`);
+  const keyOf = (path) => relative(resolve(outdir), resolve(path));
+  const pieces = new Set(Object.keys(metafile.outputs).map(keyOf));
+  for (const [path, output] of Object.entries(metafile.outputs)) {
+    // require() of what the bundle lacks (optional add-ons) stays and fails as "not found" at run time.
+    const foreign = output.imports.filter((item) => item.kind !== 'require-call' && !pieces.has(keyOf(item.path)));
+    if (foreign.length > 0) {
+      const named = foreign.map((item) => item.path).join(', ');
+      throw new Error(`${path}: imports ${named}, which a single executable cannot load`);
+    }
   }
-  const body = await readFile(outfile, 'utf8');
+  const assets = {};
+  let main;
+  for (const file of outputFiles) {
+    const key = keyOf(file.path);
+    // Dynamic imports become require() calls, loaded on first use like the import was.
+    const { code } = await transform(file.text, {
+      format: 'cjs',
+      platform: 'node',
+      target: 'node20',
+      supported: { 'dynamic-import': false },
+      minifyWhitespace: true,
+      minifySyntax: true,
+      legalComments: 'none',
+      sourcefile: key,
+    });
+    if (key === 'main.cjs') {
+      main = code;
+      continue;
+    }
+    await mkdir(dirname(file.path), { recursive: true });
+    // Modules are strict; a compiled function body is only when it says so (the main script does).
+    await writeFile(file.path, `'use strict';${code}`);
+    assets[key] = resolve(file.path);
+  }
+  if (main === undefined) throw new Error(`${entry}: esbuild wrote no main.cjs`);
+  await mkdir(outdir, { recursive: true });
+  await writeFile(join(outdir, 'assets.json'), `${JSON.stringify(assets, null, 2)}\n`);
+  // What every piece's code may refer to without defining it.
+  const parameters = ['exports', 'require', 'module', '__nodeRequire', '__importMetaUrl', '__filename', '__dirname'];
   await writeFile(
-    outfile,
+    join(outdir, 'main.cjs'),
     [
-      "'use strict';",
-      'const __nodeRequire = require;',
-      "const __importMetaUrl = require('node:url').pathToFileURL(__filename).href;",
-      '(async () => {',
-      // Optional dependencies probe for native add-ons (ws: bufferutil) and expect "not found";
-      // a single executable's require() would also print a warning for each.
-      'const require = (id) => {',
-      "  if (__nodeRequire('node:module').isBuiltin(id)) return __nodeRequire(id);",
-      "  throw Object.assign(new Error(`Cannot find module '${id}'`), { code: 'MODULE_NOT_FOUND' });",
-      '};',
-      body,
-      '})().catch((err) => {',
-      '  process.stderr.write(`${err instanceof Error && err.stack ? err.stack : String(err)}\\n`);',
-      '  process.exitCode = 1;',
+      singleExecutableLoader(parameters),
+      `__define('main.cjs', function (${parameters.join(', ')}) {`,
+      main,
       '});',
+      "__require('main.cjs');",
       '',
     ].join('\n'),
   );
+}
+
+/**
+ * The head of a single executable's main script: a CommonJS module table whose pieces are the
+ * main script's own function and the executable's assets, compiled on first require().
+ */
+function singleExecutableLoader(parameters) {
+  return `'use strict';
+const __nodeRequire = require;
+const __importMetaUrl = require('node:url').pathToFileURL(__filename).href;
+const __pieces = new Map();
+const __modules = new Map();
+const __define = (key, body) => __pieces.set(key, body);
+const __require = (key) => {
+  const loaded = __modules.get(key);
+  if (loaded !== undefined) return loaded.exports;
+  let body = __pieces.get(key);
+  if (body === undefined) {
+    const source = require('node:sea').getAsset(key, 'utf8');
+    body = require('node:vm').compileFunction(source, ${JSON.stringify(parameters)}, { filename: key });
+  }
+  const module = { exports: {} };
+  __modules.set(key, module);
+  const requireFrom = (id) => {
+    if (id.startsWith('./') || id.startsWith('../')) return __require(require('node:path').posix.join(require('node:path').posix.dirname(key), id));
+    if (require('node:module').isBuiltin(id)) return __nodeRequire(id);
+    // Optional dependencies probe for native add-ons (ws: bufferutil) and expect "not found".
+    throw Object.assign(new Error(\`Cannot find module '\${id}'\`), { code: 'MODULE_NOT_FOUND' });
+  };
+  body.call(module.exports, module.exports, requireFrom, module, __nodeRequire, __importMetaUrl, __filename, __dirname);
+  return module.exports;
+};
+`;
 }

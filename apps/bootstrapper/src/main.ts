@@ -1,4 +1,4 @@
-import { runProgram } from '@constellation/command-line';
+import { startProgram } from '@constellation/command-line';
 import { createProgram } from './program.js';
 
-process.exitCode = await runProgram(createProgram(), process.argv);
+startProgram(createProgram());

@@ -1,5 +1,5 @@
 export { ExitCode } from './exit-code.js';
 export { logLevelOption, parseInteger, parsePort } from './option-parsers.js';
 
-export { runProgram } from './run-program.js';
+export { runProgram, startProgram } from './run-program.js';
 export { UsageError } from './usage-error.js';

@@ -69,3 +69,13 @@ function describe(err: unknown): string {
   }
   return text;
 }
+
+/**
+ * An entry point's whole body: runs the program and sets `process.exitCode` when it ends.
+ * Entry points do not await at top level because a single executable runs them as CommonJS.
+ */
+export function startProgram(program: AnyCommand, argv: readonly string[] = process.argv): void {
+  void runProgram(program, argv).then((code) => {
+    process.exitCode = code;
+  });
+}

@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { findOnPath, runCommand } from '@constellation/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -41,5 +41,27 @@ describe('one single executable per program', () => {
     const refused = await runCommand(cli, ['--eval', '1'], { timeoutMs: 30_000, env: bareEnv });
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain("unknown option '--eval'");
+  });
+
+  it('compiles the code a command imports when it runs, from the assets beside the main script', async () => {
+    // The CLI's commands are imported when they run: their code is not in the main script.
+    const work = join(outDir, '.work', 'constellation', 'pieces');
+    const assets = JSON.parse(await readFile(join(work, 'assets.json'), 'utf8')) as Record<string, string>;
+    expect(Object.keys(assets).length).toBeGreaterThan(0);
+    expect(await readFile(join(work, 'main.cjs'), 'utf8')).not.toContain('# What every node must prove');
+    const workspace = await mkdtemp(join(outDir, 'workspace-'));
+    try {
+      const generated = await runCommand(
+        executables.get('constellation')!,
+        ['--workspace', workspace, 'config', 'generate'],
+        { timeoutMs: 30_000, env: bareEnv },
+      );
+      expect(generated.code).toBe(0);
+      expect(await readFile(join(workspace, 'constellation-conf.yaml'), 'utf8')).toContain(
+        '# What every node must prove',
+      );
+    } finally {
+      await rm(workspace, { recursive: true, force: true });
+    }
   });
 });

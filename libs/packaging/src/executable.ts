@@ -16,11 +16,12 @@ export interface ExecutableOptions {
 }
 
 /**
- * Builds one program as a Node single executable application: the CommonJS bundle of its entry
- * point, prepared as a blob (with V8's code cache, so it starts faster), injected into a copy of
- * a stripped copy of the Node.js binary with postject. Returns the executable's path (`<outDir>/<command>`).
+ * Builds one program as a Node single executable application: its entry point bundled as
+ * CommonJS pieces (`bundle.mjs --sea`: the main script, and chunks as assets it compiles when
+ * first required), prepared as a blob (with V8's code cache for the main script, so it starts
+ * faster), injected into a stripped copy of the Node.js binary with postject. Returns the executable's path (`<outDir>/<command>`).
  *
- * The bundle is always rebuilt; the injection (the slow part) is skipped when the bundle, the
+ * The pieces are always rebuilt; the injection (the slow part) is skipped when the pieces, the
  * Node.js binary and postject are byte-identical to the last build's.
  */
 export async function buildExecutable(
@@ -31,8 +32,10 @@ export async function buildExecutable(
   const nodeBinary = options.nodeBinary ?? process.execPath;
   const work = join(outDir, '.work', program.command);
   await mkdir(work, { recursive: true });
-  const bundle = join(work, `${program.command}.cjs`);
-  await runTool(process.execPath, [bundleScript, '--cjs', entryPoint(program), bundle]);
+  const pieces = join(work, 'pieces');
+  await runTool(process.execPath, [bundleScript, '--sea', entryPoint(program), pieces]);
+  const main = join(pieces, 'main.cjs');
+  const assets = JSON.parse(await readFile(join(pieces, 'assets.json'), 'utf8')) as Record<string, string>;
 
   const executable = join(outDir, program.command);
   const inputsFile = join(work, 'inputs.sha256');
@@ -40,7 +43,9 @@ export async function buildExecutable(
   const postjectCli = createRequire(import.meta.url).resolve('postject/dist/cli.js');
   // This file is the recipe: a change to it must rebuild.
   const recipe = fileURLToPath(import.meta.url);
-  const inputs = (await Promise.all([bundle, nodeBinary, postjectCli, recipe].map(sha256File))).join('\n');
+  const inputs = (
+    await Promise.all([main, ...Object.values(assets).sort(), nodeBinary, postjectCli, recipe].map(sha256File))
+  ).join('\n');
   if (
     (await readIfExists(inputsFile)) === inputs &&
     (await readIfExists(outputFile)) === (await hashIfExists(executable))
@@ -52,7 +57,7 @@ export async function buildExecutable(
   const seaConfig = join(work, 'sea-config.json');
   await writeFile(
     seaConfig,
-    JSON.stringify({ main: bundle, output: blob, disableExperimentalSEAWarning: true, useCodeCache: true }),
+    JSON.stringify({ main, assets, output: blob, disableExperimentalSEAWarning: true, useCodeCache: true }),
   );
   await runTool(nodeBinary, ['--experimental-sea-config', seaConfig]);
   await rm(executable, { force: true });
