@@ -32,6 +32,25 @@ describe('ConcurrencyLimit', () => {
     expect(refusal.retryAfterMs).toBe(500);
   });
 
+  it('spreads the callers refused before any work completed by the assumed hold time', () => {
+    // A storm's first refusals come before any join completed: with no rate to go by, all of them
+    // came back after the minimum together, round after round, until the first completions.
+    const clock = { ms: 1_000_000 };
+    const limit = new ConcurrencyLimit({
+      max: 4,
+      minRetryAfterMs: 500,
+      maxRetryAfterMs: 30_000,
+      initialHoldMs: 400,
+      now: () => clock.ms,
+    });
+    for (let i = 0; i < 4; i++) limit.tryEnter();
+    // 4 slots held 400 ms each: 10 per second until completions say otherwise.
+    const waits = Array.from({ length: 40 }, () => limit.busy().retryAfterMs ?? 0);
+    expect(waits[0]).toBe(500);
+    expect(waits[20]).toBe(2_000);
+    expect(waits[39]).toBe(3_900);
+  });
+
   it('spreads a storm of refused callers over the time the backlog needs, instead of one retry-after for all', () => {
     const { limit, clock } = limitWithClock(1);
     // Work holds the one slot for 100 ms: 10 per second.

@@ -11,6 +11,11 @@ export interface ConcurrencyLimitOptions {
   minRetryAfterMs: number;
   /** The longest retry-after given, however long the backlog. */
   maxRetryAfterMs: number;
+  /**
+   * How long a slot is taken to be held until work has completed; without it, callers refused
+   * before then get the minimum retry-after and none is booked.
+   */
+  initialHoldMs?: number;
   /** Clock in ms; Date.now by default (tests pass their own). */
   now?: () => number;
 }
@@ -71,8 +76,9 @@ export class ConcurrencyLimit {
    * costs a second refusal, one that is too low leaves the slots idle.
    */
   private rate(): number | undefined {
-    if (this.holdMs === undefined) return undefined;
-    const fromHold = this.options.max / (Math.max(this.holdMs, 1) / 1000);
+    const holdMs = this.holdMs ?? this.options.initialHoldMs;
+    if (holdMs === undefined) return undefined;
+    const fromHold = this.options.max / (Math.max(holdMs, 1) / 1000);
     const first = this.completions[0] ?? 0;
     const elapsed = this.now() - first;
     // Up to now, not to the last completion: when work stops completing (an API server that went

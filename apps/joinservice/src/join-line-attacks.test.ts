@@ -20,7 +20,7 @@ let genuine: SimulatedNode;
 let replayed: Hello;
 
 beforeAll(async () => {
-  fixture = await startJoinFixture(new MemoryLogger(), { maxConcurrentTickets: 1 });
+  fixture = await startJoinFixture(new MemoryLogger(), { maxConcurrentTickets: 1, waitingCallsPerSlot: 4 });
   victim = await fixture.node('worker-21', '10.42.0.21');
   genuine = await fixture.node('worker-22', '10.42.0.22');
   replayed = victim.hello();

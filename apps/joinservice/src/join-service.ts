@@ -118,10 +118,12 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
       tickets: await createTicketService(settings, logger),
       limit: new ConcurrencyLimit({
         max: settings.maxConcurrentTickets,
-        maxWaiting: settings.maxConcurrentTickets * JOINSERVICE_DEFAULTS.waitingCallsPerSlot,
+        maxWaiting:
+          settings.maxConcurrentTickets * (settings.waitingCallsPerSlot ?? JOINSERVICE_DEFAULTS.waitingCallsPerSlot),
         maxWaitMs: JOINSERVICE_DEFAULTS.maxWaitForSlotMs,
         minRetryAfterMs: JOINSERVICE_DEFAULTS.busyRetryAfterMs,
         maxRetryAfterMs: JOINSERVICE_DEFAULTS.busyMaxRetryAfterMs,
+        initialHoldMs: JOINSERVICE_DEFAULTS.initialSlotHoldMs,
       }),
       metrics,
     }),

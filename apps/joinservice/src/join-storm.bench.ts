@@ -161,6 +161,15 @@ for (const n of GROWTH) {
     process.env['BENCH_CPU_PROF'],
   );
   console.log(`  N=${String(n).padStart(3)}: ${summary(result)}`);
+  // Which calls make the tail: a storm's first calls share the CPU with every node's handshake.
+  const slowest = [...result.joined]
+    .sort((a, b) => (b.callMs ?? 0) - (a.callMs ?? 0))
+    .slice(0, Math.max(1, Math.ceil(result.joined.length / 100)));
+  const firstTries = slowest.filter((o) => o.attempts === 1).length;
+  const lastJoined = Math.max(...slowest.map((o) => o.joinedAfterMs ?? 0));
+  console.log(
+    `         slowest 1% of calls: ${firstTries} of ${slowest.length} were first attempts; all joined by ${(lastJoined / 1000).toFixed(1)} s`,
+  );
 }
 
 // 3. The JoinService process killed during a storm and started again.
