@@ -26,6 +26,10 @@ const CLOCK_TICK_MS = 10;
 const SRC = new URL('.', import.meta.url).pathname;
 const BUNDLE = new URL('../dist/joinservice.mjs', import.meta.url).pathname;
 const SOURCE_ARGS = ['--conditions=@constellation/source', '--import', 'tsx'];
+/** The longest a node process may take to prepare its share of a storm. */
+const READY_TIMEOUT_MS = 180_000;
+/** How long after the nodes give up their processes may take to report. */
+const REPORT_MARGIN_MS = 60_000;
 
 /** The EK CA and `count` software TPMs it certified, kept in `dir` between runs. */
 export async function stormIdentities(
@@ -276,7 +280,19 @@ export class StormCluster {
     const startedAtMs = Date.now();
     for (const child of children) child.go(startedAtMs);
     const fault = options.during?.(startedAtMs);
-    const reports = await Promise.all(children.map((c) => c.done));
+    // Nodes give up at giveUpAfterMs; a process that still has not reported by then (and a
+    // margin) is killed, so a storm fails with its reason instead of hanging.
+    const bound = (options.giveUpAfterMs ?? 120_000) + REPORT_MARGIN_MS;
+    let reportTimer: NodeJS.Timeout | undefined;
+    const unreported = new Promise<never>((_, reject) => {
+      reportTimer = setTimeout(() => {
+        for (const child of children) child.kill();
+        reject(new Error(`storm node processes did not report within ${bound} ms of the start`));
+      }, bound);
+    });
+    const reports = await Promise.race([Promise.all(children.map((c) => c.done)), unreported]).finally(() => {
+      clearTimeout(reportTimer);
+    });
     await fault;
     const serviceCpuAtEnd = this.serviceCpuMs();
     const driver = process.cpuUsage(driverCpuAtGo);
@@ -315,9 +331,11 @@ export class StormCluster {
 }
 
 /** One node process: ready once it loaded its identities; `go` starts its nodes; `done` has their outcomes. */
-async function startNodeProcess(
-  ordersPath: string,
-): Promise<{ go: (startAtMs: number) => void; done: Promise<{ outcomes: NodeOutcome[]; cpuMs: number }> }> {
+async function startNodeProcess(ordersPath: string): Promise<{
+  go: (startAtMs: number) => void;
+  kill: () => void;
+  done: Promise<{ outcomes: NodeOutcome[]; cpuMs: number }>;
+}> {
   // STORM_NODES_CPU_PROF_DIR: profile the node processes too, to see what the load generator costs.
   const profileDir = process.env['STORM_NODES_CPU_PROF_DIR'];
   const profile = profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`];
@@ -346,11 +364,25 @@ async function startNodeProcess(
       else reject(new Error(`storm node process exited with ${code ?? 'a signal'}: ${stderr}`));
     });
   });
-  await Promise.race([isReady, done]);
+  // Preparing a node process's share (keys, CSRs) takes seconds; a process that never says ready
+  // must fail the storm, not hang it.
+  let readyTimer: NodeJS.Timeout | undefined;
+  const notReady = new Promise<never>((_, reject) => {
+    readyTimer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`storm node process ${ordersPath} was not ready within ${READY_TIMEOUT_MS} ms: ${stderr}`));
+    }, READY_TIMEOUT_MS);
+  });
+  try {
+    await Promise.race([isReady, done, notReady]);
+  } finally {
+    clearTimeout(readyTimer);
+  }
   return {
     go: (startAtMs) => {
       child.stdin.end(JSON.stringify({ startAtMs }));
     },
+    kill: () => child.kill('SIGKILL'),
     done,
   };
 }
