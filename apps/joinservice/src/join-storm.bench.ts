@@ -5,7 +5,8 @@
 // SOFTWARE (keys in the node process, cached on disk between runs), so that 500 swtpm processes
 // do not dominate the run; every join still does a real EK path validation, a real credential
 // activation with the EK's private key and a real quote verified by the service.
-// Prints figures; asserts nothing. BENCH_CPU_PROF=<dir> writes a CPU profile of the service.
+// Prints figures; asserts nothing. BENCH_CPU_PROF=<dir> writes a CPU profile of the service;
+// BENCH_NODE_PROCESSES=<n> runs the growth storms' nodes in n processes instead of 2.
 import { generateKeyPairSync } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { connect, createServer } from 'node:tls';
@@ -23,6 +24,7 @@ const STEADY_NODES = Number(process.env['BENCH_STEADY_NODES'] ?? 240);
 const CONCURRENT = 12;
 const GROWTH = (process.env['BENCH_GROWTH'] ?? '50,100,200,500').split(',').map(Number);
 const FAULT_NODES = Number(process.env['BENCH_FAULT_NODES'] ?? 200);
+const GROWTH_NODE_PROCESSES = Number(process.env['BENCH_NODE_PROCESSES'] ?? 2);
 const HANDSHAKES = 300;
 /** The fault run kills the service once a quarter of its nodes have their tickets. */
 const KILL_AFTER_TICKETS = Math.ceil(FAULT_NODES / 4);
@@ -157,7 +159,7 @@ for (const n of GROWTH) {
   const result = await withCluster(
     ekCa,
     identities.slice(0, n),
-    (cluster) => cluster.storm({ processes: 2 }),
+    (cluster) => cluster.storm({ processes: GROWTH_NODE_PROCESSES }),
     process.env['BENCH_CPU_PROF'],
   );
   console.log(`  N=${String(n).padStart(3)}: ${summary(result)}`);
