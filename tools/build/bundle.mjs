@@ -64,21 +64,31 @@ async function buildSplit() {
   const outdir = dirname(outfile);
   const extension = extname(outfile);
   await rm(join(outdir, 'chunks'), { recursive: true, force: true });
-  const { entryPoints, outfile: _single, ...options } = common;
   await build({
-    ...options,
-    entryPoints: { [basename(outfile, extension)]: entry },
-    outdir,
-    splitting: true,
-    chunkNames: 'chunks/[name]-[hash]',
-    outExtension: { '.js': extension },
+    ...splitBuildOptions(basename(outfile, extension), outdir, extension),
     sourcemap: 'linked',
-    plugins: [...common.plugins, workspaceLibrariesWithoutSideEffects()],
     // The shebang belongs to the entry only; esbuild keeps one from the entry source, ours has none.
     banner: { js: requireBanner },
   });
   const body = await readFile(outfile, 'utf8');
   await writeFile(outfile, `#!/usr/bin/env node\n${body}`);
+}
+
+/**
+ * The options of a build that writes the entry as `<entryName><extension>` in `outdir` and the code
+ * it imports dynamically (with what several pieces share) as chunks/ beside it.
+ */
+function splitBuildOptions(entryName, outdir, extension, plugins = []) {
+  const { entryPoints: _entryPoints, outfile: _outfile, ...options } = common;
+  return {
+    ...options,
+    entryPoints: { [entryName]: entry },
+    outdir,
+    splitting: true,
+    chunkNames: 'chunks/[name]-[hash]',
+    outExtension: { '.js': extension },
+    plugins: [...common.plugins, ...plugins, workspaceLibrariesWithoutSideEffects()],
+  };
 }
 
 /**
@@ -155,19 +165,12 @@ async function buildSingleExecutable() {
       }));
     },
   };
-  const { entryPoints, outfile: _single, ...options } = common;
   const { metafile, outputFiles } = await build({
-    ...options,
-    entryPoints: { main: entry },
-    outdir,
-    splitting: true,
-    chunkNames: 'chunks/[name]-[hash]',
     // ES modules still, until transformed below; named for what they become.
-    outExtension: { '.js': '.cjs' },
+    ...splitBuildOptions('main', outdir, '.cjs', [builtinsAsRequire]),
     sourcemap: false,
     metafile: true,
     write: false,
-    plugins: [...common.plugins, builtinsAsRequire, workspaceLibrariesWithoutSideEffects()],
     define: {
       'import.meta.url': '__importMetaUrl',
       'import.meta.dirname': '__dirname',
@@ -217,34 +220,27 @@ async function buildSingleExecutable() {
     join(outdir, 'main.cjs'),
     [
       singleExecutableLoader(parameters),
-      `__define('main.cjs', function (${parameters.join(', ')}) {`,
+      `__require('main.cjs', function (${parameters.join(', ')}) {`,
       main,
       '});',
-      "__require('main.cjs');",
       '',
     ].join('\n'),
   );
 }
 
 /**
- * The head of a single executable's main script: a CommonJS module table whose pieces are the
- * main script's own function and the executable's assets, compiled on first require().
+ * The head of a single executable's main script: a CommonJS module table. The main script runs
+ * its own piece through it; the others are the executable's assets, compiled on first require().
  */
 function singleExecutableLoader(parameters) {
   return `'use strict';
 const __nodeRequire = require;
 const __importMetaUrl = require('node:url').pathToFileURL(__filename).href;
-const __pieces = new Map();
 const __modules = new Map();
-const __define = (key, body) => __pieces.set(key, body);
-const __require = (key) => {
+const __require = (key, body) => {
   const loaded = __modules.get(key);
   if (loaded !== undefined) return loaded.exports;
-  let body = __pieces.get(key);
-  if (body === undefined) {
-    const source = require('node:sea').getAsset(key, 'utf8');
-    body = require('node:vm').compileFunction(source, ${JSON.stringify(parameters)}, { filename: key });
-  }
+  body ??= require('node:vm').compileFunction(require('node:sea').getAsset(key, 'utf8'), ${JSON.stringify(parameters)}, { filename: key });
   const module = { exports: {} };
   __modules.set(key, module);
   const requireFrom = (id) => {
