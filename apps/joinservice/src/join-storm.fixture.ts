@@ -12,6 +12,7 @@ import { clusterConfigMap } from '@constellation/kubeadm';
 import { KubeApiServer, MetadataServer } from '@constellation/sandbox';
 import type { InstanceInfo } from '@constellation/sandbox';
 import { createEkCa, freePort, openEkCa } from '@constellation/swtpm';
+import { withTimeout } from '@constellation/testing';
 import type { EkCa } from '@constellation/swtpm';
 import { CLUSTER, writeMountedFiles } from './join-service.fixture.js';
 import { PausableProxy } from './pausable-proxy.fixture.js';
@@ -283,15 +284,13 @@ export class StormCluster {
     // Nodes give up at giveUpAfterMs; a process that still has not reported by then (and a
     // margin) is killed, so a storm fails with its reason instead of hanging.
     const bound = (options.giveUpAfterMs ?? 120_000) + REPORT_MARGIN_MS;
-    let reportTimer: NodeJS.Timeout | undefined;
-    const unreported = new Promise<never>((_, reject) => {
-      reportTimer = setTimeout(() => {
-        for (const child of children) child.kill();
-        reject(new Error(`storm node processes did not report within ${bound} ms of the start`));
-      }, bound);
-    });
-    const reports = await Promise.race([Promise.all(children.map((c) => c.done)), unreported]).finally(() => {
-      clearTimeout(reportTimer);
+    const reports = await withTimeout(
+      Promise.all(children.map((c) => c.done)),
+      bound,
+      'storm node processes to report from the start',
+    ).catch((err: unknown) => {
+      for (const child of children) child.kill();
+      throw err;
     });
     await fault;
     const serviceCpuAtEnd = this.serviceCpuMs();
@@ -366,18 +365,14 @@ async function startNodeProcess(ordersPath: string): Promise<{
   });
   // Preparing a node process's share (keys, CSRs) takes seconds; a process that never says ready
   // must fail the storm, not hang it.
-  let readyTimer: NodeJS.Timeout | undefined;
-  const notReady = new Promise<never>((_, reject) => {
-    readyTimer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`storm node process ${ordersPath} was not ready within ${READY_TIMEOUT_MS} ms: ${stderr}`));
-    }, READY_TIMEOUT_MS);
+  await withTimeout(
+    Promise.race([isReady, done]),
+    READY_TIMEOUT_MS,
+    `storm node process ${ordersPath} to be ready`,
+  ).catch((err: unknown) => {
+    child.kill('SIGKILL');
+    throw new Error(`${err instanceof Error ? err.message : String(err)}: ${stderr}`, { cause: err });
   });
-  try {
-    await Promise.race([isReady, done, notReady]);
-  } finally {
-    clearTimeout(readyTimer);
-  }
   return {
     go: (startAtMs) => {
       child.stdin.end(JSON.stringify({ startAtMs }));
