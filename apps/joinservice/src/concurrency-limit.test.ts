@@ -1,10 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import { ConcurrencyLimit } from './concurrency-limit.js';
+import type { ConcurrencyLimitOptions } from './concurrency-limit.js';
 
-function limitWithClock(max: number): { limit: ConcurrencyLimit; clock: { ms: number } } {
+function limitWithClock(
+  max: number,
+  options: Partial<ConcurrencyLimitOptions> = {},
+): { limit: ConcurrencyLimit; clock: { ms: number } } {
   const clock = { ms: 1_000_000 };
   return {
-    limit: new ConcurrencyLimit({ max, minRetryAfterMs: 500, maxRetryAfterMs: 30_000, now: () => clock.ms }),
+    limit: new ConcurrencyLimit({
+      max,
+      minRetryAfterMs: 500,
+      maxRetryAfterMs: 30_000,
+      now: () => clock.ms,
+      ...options,
+    }),
     clock,
   };
 }
@@ -35,14 +45,7 @@ describe('ConcurrencyLimit', () => {
   it('spreads the callers refused before any work completed by the assumed hold time', () => {
     // A storm's first refusals come before any join completed: with no rate to go by, all of them
     // came back after the minimum together, round after round, until the first completions.
-    const clock = { ms: 1_000_000 };
-    const limit = new ConcurrencyLimit({
-      max: 4,
-      minRetryAfterMs: 500,
-      maxRetryAfterMs: 30_000,
-      initialHoldMs: 400,
-      now: () => clock.ms,
-    });
+    const { limit } = limitWithClock(4, { initialHoldMs: 400 });
     for (let i = 0; i < 4; i++) limit.tryEnter();
     // 4 slots held 400 ms each: 10 per second until completions say otherwise.
     const waits = Array.from({ length: 40 }, () => limit.busy().retryAfterMs ?? 0);
