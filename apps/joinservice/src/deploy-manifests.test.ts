@@ -93,11 +93,11 @@ describe('JoinService manifests', () => {
     expect(daemonSet.spec.template.spec.nodeSelector).toEqual({ 'node-role.kubernetes.io/control-plane': '' });
   });
 
-  it('grant no read or list access to Secrets', async () => {
+  it('grant no read, list or watch access to Secrets: create, and delete to revoke a node’s previous token', async () => {
     const role = (await documents()).find((d) => d['kind'] === 'Role') as {
       rules: { resources: string[]; verbs: string[] }[];
     };
     const secretVerbs = role.rules.filter((r) => r.resources.includes('secrets')).flatMap((r) => r.verbs);
-    expect(secretVerbs).toEqual(['create']);
+    expect(secretVerbs).toEqual(['create', 'delete']);
   });
 });

@@ -1,7 +1,7 @@
 import { createHmac, hkdfSync } from 'node:crypto';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { Refusal, errorMessage } from '@constellation/errors';
-import { bootstrapTokenSecret } from '@constellation/kubeadm';
+import { bootstrapTokenSecret, bootstrapTokenSecretName } from '@constellation/kubeadm';
 import type { BootstrapToken } from '@constellation/kubeadm';
 import type { MasterSecret } from '@constellation/keys';
 
@@ -26,6 +26,10 @@ export interface NodeToken {
 }
 
 /** 22 characters of [a-z0-9] from 256 bits: 36^22 < 2^114, so the modulo bias is negligible. */
+function apiStatus(err: unknown): number | undefined {
+  return (err as { code?: number }).code;
+}
+
 function tokenCharacters(digest: Buffer): string {
   let n = BigInt(`0x${digest.toString('hex')}`);
   let out = '';
@@ -40,15 +44,16 @@ function tokenCharacters(digest: Buffer): string {
  * Each machine's bootstrap token, derived rather than remembered: the token for (machine, period)
  * is HMAC(key from the master secret, machine ‖ period), so every replica, and this service after
  * a restart, hands a machine the same token within a period without reading any Secret (the
- * service may only create Secrets). Creating the Secret again answers 409 Conflict, which means
- * "already minted": the token is reused. Periods are `ttl − minRemaining` long and a token expires
- * `ttl` after its period starts, so a token handed out has between `minRemaining` and `ttl` left
- * and never outlives its TTL; a machine holds two live tokens only in the `minRemaining` overlap of
- * consecutive periods.
+ * service may create and delete Secrets, never read them). Creating the Secret again answers 409
+ * Conflict, which means "already minted": the token is reused. Periods are `ttl − minRemaining`
+ * long and a token expires `ttl` after its period starts, so a token handed out has between
+ * `minRemaining` and `ttl` left and never outlives its TTL. The previous period's token would live
+ * `minRemaining` into the next: minting the next revokes it, so a machine holds one live token.
  *
- * Limit: token ids have 6 characters (kubeadm's format), so two machines' ids in one period
+ * Limits: token ids have 6 characters (kubeadm's format), so two machines' ids in one period
  * collide with probability 36⁻⁶ per pair; the second machine then gets a token whose Secret holds
- * the first one's secret, its kubeadm join fails, and it gets a fresh id in the next period.
+ * the first one's secret, its kubeadm join fails, and it gets a fresh id in the next period. A
+ * replica whose clock lags a period boundary can re-create a token a peer just revoked.
  */
 export class NodeTokens {
   private readonly options: NodeTokensOptions;
@@ -77,31 +82,59 @@ export class NodeTokens {
     return { id, secret, token: `${id}.${secret}`, expires: new Date(period * this.periodMs + this.options.ttlMs) };
   }
 
-  /** The machine's token, its Secret created in the API unless it exists already. */
+  /**
+   * The machine's token, its Secret created in the API unless it exists already. The previous
+   * period's token lives `minRemaining` into this period; it is revoked (its Secret deleted) in
+   * the same step, so a machine that asks in both periods never holds two live tokens. Nothing is
+   * handed out unless both writes succeeded: a retry creates (409, reused) and revokes again.
+   */
   async tokenFor(machine: string, nodeName: string, now = Date.now()): Promise<NodeToken> {
     const token = this.derive(machine, now);
     const expiresAt = token.expires.getTime();
     if (this.minted.get(machine) === expiresAt) return { token, reused: true };
-    const { core, retryAfterMs } = this.options;
-    let reused = false;
+    const previous = this.derive(machine, now - this.periodMs);
+    const [created, revoked] = await Promise.allSettled([
+      this.createSecret(token, nodeName),
+      previous.expires.getTime() > now ? this.revoke(previous) : Promise.resolve(),
+    ]);
+    if (created.status === 'rejected') throw this.unavailable('could not create a bootstrap token', created.reason);
+    if (revoked.status === 'rejected')
+      throw this.unavailable("could not revoke the node's token of the previous period", revoked.reason);
+    this.remember(machine, expiresAt, now);
+    return { token, reused: !created.value };
+  }
+
+  /** Creates the token's Secret: true when created, false when it existed (409: minted already). */
+  private async createSecret(token: BootstrapToken, nodeName: string): Promise<boolean> {
     try {
-      await core.createNamespacedSecret({
+      await this.options.core.createNamespacedSecret({
         namespace: 'kube-system',
         body: bootstrapTokenSecret(token, `Bootstrap token for ${nodeName}, minted by the Constellation JoinService`),
       });
+      return true;
     } catch (err) {
-      if ((err as { code?: number }).code !== 409) {
-        throw new Refusal(
-          'unavailable',
-          'api-unavailable',
-          `could not create a bootstrap token in the cluster: ${errorMessage(err)}`,
-          { retryAfterMs, cause: err },
-        );
-      }
-      reused = true;
+      if (apiStatus(err) === 409) return false;
+      throw err;
     }
-    this.remember(machine, expiresAt, now);
-    return { token, reused };
+  }
+
+  /** Deletes the token's Secret; one that is gone already (404) is revoked too. */
+  private async revoke(token: BootstrapToken): Promise<void> {
+    try {
+      await this.options.core.deleteNamespacedSecret({
+        namespace: 'kube-system',
+        name: bootstrapTokenSecretName(token),
+      });
+    } catch (err) {
+      if (apiStatus(err) !== 404) throw err;
+    }
+  }
+
+  private unavailable(what: string, cause: unknown): Refusal {
+    return new Refusal('unavailable', 'api-unavailable', `${what} in the cluster: ${errorMessage(cause)}`, {
+      retryAfterMs: this.options.retryAfterMs,
+      cause,
+    });
   }
 
   private remember(machine: string, expiresAt: number, now: number): void {

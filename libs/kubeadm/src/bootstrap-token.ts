@@ -33,6 +33,11 @@ export function generateBootstrapToken(ttlMs: number, now = new Date()): Bootstr
   return { id, secret, token: `${id}.${secret}`, expires: new Date(now.getTime() + ttlMs) };
 }
 
+/** `bootstrap-token-<id>`: the name kubeadm gives a token's Secret (bootstrapapi.BootstrapTokenSecretPrefix). */
+export function bootstrapTokenSecretName(token: Pick<BootstrapToken, 'id'>): string {
+  return `bootstrap-token-${token.id}`;
+}
+
 /**
  * The Secret kubeadm creates for a bootstrap token (`kube-system/bootstrap-token-<id>`, type
  * `bootstrap.kubernetes.io/token`), usable for authentication and for signing the cluster-info
@@ -52,7 +57,7 @@ export function bootstrapTokenSecret(token: BootstrapToken, description: string)
     apiVersion: 'v1',
     kind: 'Secret',
     metadata: {
-      name: `bootstrap-token-${token.id}`,
+      name: bootstrapTokenSecretName(token),
       namespace: 'kube-system',
       labels: { [MINTED_BY_LABEL]: JOIN_SERVICE_MINTER },
     },

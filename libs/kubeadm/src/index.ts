@@ -1,5 +1,5 @@
 export type { BootstrapToken } from './bootstrap-token.js';
-export { BOOTSTRAP_TOKEN_PATTERN, bootstrapTokenSecret } from './bootstrap-token.js';
+export { BOOTSTRAP_TOKEN_PATTERN, bootstrapTokenSecret, bootstrapTokenSecretName } from './bootstrap-token.js';
 export type { ClusterConfig } from './cluster-config.js';
 export { clusterConfigMap, readClusterConfig } from './cluster-config.js';
 export { deleteUnmintedBootstrapTokens } from './init-bootstrap-token.js';

@@ -115,11 +115,13 @@ describe('the JoinService credential (deploy/joinservice/rbac.yaml)', () => {
     coordination = kc.makeApiClient(k8s.CoordinationV1Api);
   });
 
-  it('does what the JoinService does: creates token Secrets, reads the cluster ConfigMap, holds the Lease, reads Nodes', async () => {
-    await core.createNamespacedSecret({
-      namespace: 'kube-system',
-      body: { metadata: { name: 'bootstrap-token-qwerty' }, type: 'bootstrap.kubernetes.io/token' },
-    });
+  it('does what the JoinService does: creates and revokes token Secrets, reads the cluster ConfigMap, holds the Lease, reads Nodes', async () => {
+    for (const name of ['bootstrap-token-qwerty', 'bootstrap-token-asdfgh'])
+      await core.createNamespacedSecret({
+        namespace: 'kube-system',
+        body: { metadata: { name }, type: 'bootstrap.kubernetes.io/token' },
+      });
+    await core.deleteNamespacedSecret({ namespace: 'kube-system', name: 'bootstrap-token-asdfgh' });
     await core.readNamespacedConfigMap({ namespace: 'kube-system', name: 'constellation-cluster' });
     await core.createNamespacedConfigMap({
       namespace: 'kube-system',

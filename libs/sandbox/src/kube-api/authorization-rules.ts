@@ -169,7 +169,7 @@ export const AUTHORIZATION_BINDINGS: readonly AuthorizationBinding[] = [
     subjects: [user(JOIN_SERVICE_USER)],
     namespace: 'kube-system',
     rules: [
-      { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+      { apiGroups: [''], resources: ['secrets'], verbs: ['create', 'delete'] },
       { apiGroups: [''], resources: ['configmaps'], resourceNames: ['constellation-cluster'], verbs: ['get'] },
       { apiGroups: [''], resources: ['configmaps'], verbs: ['create', 'get'] },
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },

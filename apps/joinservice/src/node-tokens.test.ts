@@ -1,0 +1,122 @@
+// A machine's bootstrap tokens across the period boundary, against the API stand-in with the
+// JoinService's own RBAC (deploy/joinservice/rbac.yaml): a machine that asks in two consecutive
+// periods must not end with two live tokens, whichever process minted them.
+import { generateKeyPairSync } from 'node:crypto';
+import { join } from 'node:path';
+import * as k8s from '@kubernetes/client-node';
+import { CertificateAuthority, generateMasterSecret } from '@constellation/keys';
+import type { MasterSecret } from '@constellation/keys';
+import { bootstrapTokenSecret } from '@constellation/kubeadm';
+import { KubeApiServer, mintServiceAccountCredential } from '@constellation/sandbox';
+import { createTempDir } from '@constellation/testing';
+import type { TempDir } from '@constellation/testing';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { NodeTokens } from './node-tokens.js';
+
+const TTL_MS = 15 * 60_000;
+const MIN_REMAINING_MS = 5 * 60_000;
+const PERIOD_MS = TTL_MS - MIN_REMAINING_MS;
+const SECRETS = { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true } as const;
+
+let dir: TempDir;
+let api: KubeApiServer;
+let core: k8s.CoreV1Api;
+let masterSecret: MasterSecret;
+
+beforeAll(async () => {
+  dir = await createTempDir('constellation-node-tokens-');
+  const tokenAuthFile = join(dir.path, 'tokens.csv');
+  const { ca, certificatePem } = await CertificateAuthority.generate('kubernetes');
+  const key = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const cert = await ca.issueCertificate({
+    commonName: 'kube-apiserver',
+    publicKey: key.publicKey,
+    ips: ['127.0.0.1'],
+    usage: 'server',
+  });
+  api = await KubeApiServer.start({
+    tls: { cert, key: key.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() },
+    authentication: { tokenAuthFile },
+  });
+  const kubeconfigPath = join(dir.path, 'kubeconfig');
+  await mintServiceAccountCredential({ tokenAuthFile, kubeconfigPath, server: api.url, caPem: certificatePem });
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(kubeconfigPath);
+  core = kc.makeApiClient(k8s.CoreV1Api);
+  masterSecret = generateMasterSecret();
+});
+
+afterAll(async () => {
+  await api.close();
+  await dir.remove();
+});
+
+function tokens(): NodeTokens {
+  return new NodeTokens({ core, masterSecret, ttlMs: TTL_MS, minRemainingMs: MIN_REMAINING_MS, retryAfterMs: 1_000 });
+}
+
+/** Token ids whose Secret exists and has not expired at `now`. */
+function liveTokenIds(now: number): string[] {
+  return api.store
+    .list(SECRETS, 'kube-system')
+    .items.map((secret) => (secret as { data?: Record<string, string> }).data ?? {})
+    .filter((data) => new Date(Buffer.from(data['expiration'] ?? '', 'base64').toString()).getTime() > now)
+    .map((data) => Buffer.from(data['token-id'] ?? '', 'base64').toString())
+    .sort();
+}
+
+/** A moment `offsetMs` into a period far in the future, so no Secret of another test is live then. */
+let nextPeriod = Math.floor(Date.now() / PERIOD_MS) + 1_000;
+function periodStart(): number {
+  nextPeriod += 10;
+  return nextPeriod * PERIOD_MS;
+}
+
+describe('NodeTokens across a period boundary', () => {
+  beforeEach(() => {
+    api.requests.length = 0;
+  });
+
+  it('revokes the previous period’s token when a machine asks again while it still lives: one live token', async () => {
+    const start = periodStart();
+    const service = tokens();
+    const first = await service.tokenFor('machine-a', 'node-a', start + PERIOD_MS - 1_000);
+    const askedAgainAt = start + PERIOD_MS + 1_000; // the first token has 5 min left: still live
+    expect(first.token.expires.getTime()).toBeGreaterThan(askedAgainAt);
+    const second = await service.tokenFor('machine-a', 'node-a', askedAgainAt);
+    expect(second.token.id).not.toBe(first.token.id);
+    expect(liveTokenIds(askedAgainAt)).toEqual([second.token.id]);
+  });
+
+  it('revokes it also when another process minted the new token and died before revoking the old one', async () => {
+    const start = periodStart();
+    const first = await tokens().tokenFor('machine-b', 'node-b', start + 60_000);
+    const askedAgainAt = start + PERIOD_MS + 30_000;
+    // The killed process created the new period's Secret, then died: both tokens live.
+    const minted = tokens().derive('machine-b', askedAgainAt);
+    await core.createNamespacedSecret({ namespace: 'kube-system', body: bootstrapTokenSecret(minted, 'node-b') });
+    expect(liveTokenIds(askedAgainAt)).toEqual([first.token.id, minted.id].sort());
+
+    const restarted = await tokens().tokenFor('machine-b', 'node-b', askedAgainAt);
+    expect(restarted).toMatchObject({ reused: true, token: { id: minted.id } });
+    expect(liveTokenIds(askedAgainAt)).toEqual([minted.id]);
+  });
+
+  it('sends no delete once the previous period’s token has expired by itself', async () => {
+    const start = periodStart();
+    const askedAt = start + MIN_REMAINING_MS + 1_000;
+    const { token } = await tokens().tokenFor('machine-c', 'node-c', askedAt);
+    expect(liveTokenIds(askedAt)).toEqual([token.id]);
+    expect(api.requests.filter((r) => r.method === 'DELETE')).toEqual([]);
+  });
+
+  it('hands the same token to a repeat ask within a period without a second write', async () => {
+    const start = periodStart();
+    const service = tokens();
+    const first = await service.tokenFor('machine-d', 'node-d', start + 1_000);
+    const writes = api.requests.length;
+    const again = await service.tokenFor('machine-d', 'node-d', start + 2_000);
+    expect(again).toEqual({ token: first.token, reused: true });
+    expect(api.requests.length).toBe(writes);
+  });
+});
