@@ -33,6 +33,16 @@ export const JOINSERVICE_DEFAULTS = {
    * About what a join holds a slot for under a storm on 2 cores.
    */
   initialSlotHoldMs: 500,
+  /**
+   * TLS handshakes under way at once, against floods of connections that never finish theirs: a
+   * 500-node storm keeps a few hundred under way on 2 cores, and a bound that bites there made
+   * admitted calls slower (measured). Beyond it a newcomer cuts a handshake stalled for
+   * `staleHandshakeMs`, or is reset unanswered.
+   */
+  maxHandshakes: 1_024,
+  staleHandshakeMs: 2_000,
+  /** A handshake not done by then is cut (Node's TLS server would keep it open for ever). */
+  handshakeTimeoutMs: 10_000,
   /** How often the mounted measurements file is checked for a new version. */
   measurementsPollMs: 5_000,
   /** A join seldom needs more than one ticket: five in a row, then one a minute. */
@@ -102,6 +112,9 @@ export interface JoinServiceSettings {
   maxConcurrentTickets: number;
   /** Join calls that may wait in line for a slot, per slot; the default when absent. */
   waitingCallsPerSlot?: number;
+  /** TLS handshakes under way at once, and how long one may take; the defaults when absent. */
+  maxHandshakes?: number;
+  handshakeTimeoutMs?: number;
   measurementsPollMs: number;
 }
 

@@ -1,7 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import * as k8s from '@kubernetes/client-node';
-import { AgentAttester, OutstandingChallenges, serviceServerCredentials } from '@constellation/atls';
+import { AgentAttester, OutstandingChallenges, serviceTlsIdentity } from '@constellation/atls';
+import { BoundedTlsListener } from './bounded-tls-listener.js';
 import { createAttestationVerifier, readPemCertificates } from '@constellation/attestation';
 import type { AttestationPolicy, Measurements } from '@constellation/attestation';
 import { masterSecretFromJson } from '@constellation/keys';
@@ -130,7 +131,16 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
   );
   const health = new HealthStatus({ '': 'SERVING', 'constellation.join.v1.JoinService': 'SERVING' });
   health.addTo(server);
-  const port = await bind(server, `${settings.host}:${settings.port}`, serviceServerCredentials());
+  const listener = new BoundedTlsListener(server, {
+    ...serviceTlsIdentity(),
+    maxHandshakes: settings.maxHandshakes ?? JOINSERVICE_DEFAULTS.maxHandshakes,
+    staleHandshakeMs: JOINSERVICE_DEFAULTS.staleHandshakeMs,
+    handshakeTimeoutMs: settings.handshakeTimeoutMs ?? JOINSERVICE_DEFAULTS.handshakeTimeoutMs,
+    onShed: (reason) => {
+      metrics.shedConnections.inc({ reason });
+    },
+  });
+  const port = await listener.listen(settings.port, settings.host);
   const healthServer = createGrpcServer();
   health.addTo(healthServer);
   const healthPort = await bind(
@@ -157,6 +167,7 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
       serviceAttester?.close();
       healthServer.forceShutdown();
       await http.close();
+      await listener.close();
       await new Promise<void>((resolve) => {
         server.tryShutdown(() => {
           resolve();

@@ -82,7 +82,8 @@ function summary(result: StormResult): string {
     result.cpu.service === undefined
       ? ''
       : `; service CPU ${(result.cpu.service / result.joined.length).toFixed(1)} ms/join`;
-  return `${String(result.joined.length).padStart(4)} joined, ${result.failed.length} failed; ${result.joinsPerSecond.toFixed(1).padStart(6)} joins/s${serviceCpu}; call p50/p95/p99 ${ms(result.callMs(0.5))} ${ms(result.callMs(0.95))} ${ms(result.callMs(0.99))} ms; joined after p50/p99 ${ms(result.joinedAfterMs(0.5))} ${ms(result.joinedAfterMs(0.99))} ms; retried calls: ${retries || 'none'}${result.failed[0] === undefined ? '' : `; first failure: ${result.failed[0].lastError ?? ''}`}`;
+  const nodesCpu = `, nodes ${(result.cpu.nodes / result.joined.length).toFixed(1)} ms/join`;
+  return `${String(result.joined.length).padStart(4)} joined, ${result.failed.length} failed; ${result.joinsPerSecond.toFixed(1).padStart(6)} joins/s${serviceCpu}${nodesCpu}; call p50/p95/p99 ${ms(result.callMs(0.5))} ${ms(result.callMs(0.95))} ${ms(result.callMs(0.99))} ms; joined after p50/p99 ${ms(result.joinedAfterMs(0.5))} ${ms(result.joinedAfterMs(0.99))} ms; retried calls: ${retries || 'none'}${result.failed[0] === undefined ? '' : `; first failure: ${result.failed[0].lastError ?? ''}`}`;
 }
 
 /** A fresh cluster (API stand-in, registry, JoinService process) for `identities`; removed afterwards. */

@@ -21,6 +21,12 @@ export class JoinMetrics {
     labelNames: ['kind', 'reason'] as const,
     registers: [this.registry],
   });
+  readonly shedConnections = new Counter({
+    name: 'constellation_joinservice_shed_connections_total',
+    help: 'Connections reset before their TLS handshake for load (busy: every handshake place taken; stale: a stalled handshake cut for a newcomer).',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
   readonly ticketLatency = new Histogram({
     name: 'constellation_joinservice_ticket_seconds',
     help: 'Time from an attested request to its sealed ticket.',

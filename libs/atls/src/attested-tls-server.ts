@@ -21,6 +21,11 @@ export interface AttestedTlsServerOptions {
   logger?: Logger;
   /** Bounds on handshake attestations; the process-wide limits by default. */
   limits?: AttestationLimits;
+  /**
+   * A connection whose handshake (the server's attestation included) is not done by then is
+   * closed; 30 s by default. Node's TLS server only reports the timeout and keeps the connection.
+   */
+  handshakeTimeoutMs?: number;
 }
 
 type SniDone = (err: Error | null, context?: SecureContext) => void;
@@ -52,6 +57,7 @@ export class AttestedTlsServer {
       {
         minVersion: 'TLSv1.3',
         ALPNProtocols: ['h2'],
+        handshakeTimeout: options.handshakeTimeoutMs ?? 30_000,
         // A function, not an arrow: Node calls it with the TLSSocket as `this`, which names the peer.
         SNICallback: function (this: TLSSocket, serverName: string, done: SniDone) {
           const nonce = serverNameToNonce(serverName);
@@ -97,8 +103,11 @@ export class AttestedTlsServer {
     this.tls.on('connection', (socket: Socket) => {
       if (limits.saturated(socket.remoteAddress ?? 'unknown')) socket.destroy();
     });
-    this.tls.on('tlsClientError', (err) => {
+    // Node only reports failed and timed-out handshakes: without this, a stranger's stalled
+    // connections stay open for ever.
+    this.tls.on('tlsClientError', (err: Error, socket: TLSSocket) => {
       this.log.debug('TLS handshake failed', { error: err.message });
+      socket.destroy();
     });
   }
 

@@ -1,4 +1,5 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { connect as netConnect } from 'node:net';
 import { connect, createSecureContext, createServer } from 'node:tls';
 import type { SecureContext, Server as TlsServer } from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
@@ -244,6 +245,35 @@ describe('attested TLS (CLI to node) over real TLS with a real swtpm', () => {
     await expect(recover(dial(rogue, credentials))).rejects.toMatchObject({ code: grpc.status.UNAVAILABLE });
     expect(credentials.result).toBeUndefined();
     expect(handlerCalls).toBe(before);
+  });
+
+  it('closes connections that stall their handshake once the handshake timeout passes (attacker 3)', async () => {
+    const stalling = new AttestedTlsServer(new grpc.Server(), { issuer, handshakeTimeoutMs: 300 });
+    const stallingPort = await stalling.listen(0, '127.0.0.1');
+    try {
+      const opened = performance.now();
+      const lifetimes = await withTimeout(
+        Promise.all(
+          [Buffer.alloc(0), Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00])].map(
+            (bytes) =>
+              new Promise<number>((resolve) => {
+                const socket = netConnect(stallingPort, '127.0.0.1', () => {
+                  if (bytes.length > 0) socket.write(bytes);
+                });
+                socket.on('error', () => undefined);
+                socket.on('close', () => {
+                  resolve(performance.now() - opened);
+                });
+              }),
+          ),
+        ),
+        10_000,
+        'the server to close stalled connections',
+      );
+      expect(Math.min(...lifetimes)).toBeGreaterThanOrEqual(250);
+    } finally {
+      await stalling.close(100);
+    }
   });
 
   it('refuses a TLS client that sends no nonce', async () => {

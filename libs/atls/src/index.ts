@@ -17,4 +17,9 @@ export { ephemeralKey, open } from './seal.js';
 
 export type { ServiceAttester } from './service-attester.js';
 export { AgentAttester, issuerAttester, serveAttestationAgent } from './service-attester.js';
-export { SERVICE_CHANNEL_OPTIONS, serviceChannelCredentials, serviceServerCredentials } from './service-tls.js';
+export {
+  SERVICE_CHANNEL_OPTIONS,
+  serviceChannelCredentials,
+  serviceServerCredentials,
+  serviceTlsIdentity,
+} from './service-tls.js';

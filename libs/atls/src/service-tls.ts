@@ -12,15 +12,19 @@ import { issueFromPublicRoot } from './public-root.js';
  * does not (see serviceChannelCredentials).
  */
 
+/** A fresh P-256 key and a certificate for it from the public aTLS root, both PEM. */
+export function serviceTlsIdentity(): { key: string; cert: string } {
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  return {
+    key: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+    cert: issueFromPublicRoot(publicKey, 'constellation service'),
+  };
+}
+
 /** Server credentials with a fresh key and a certificate from the public aTLS root. */
 export function serviceServerCredentials(): grpc.ServerCredentials {
-  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  return grpc.ServerCredentials.createSsl(null, [
-    {
-      private_key: Buffer.from(privateKey.export({ type: 'pkcs8', format: 'pem' })),
-      cert_chain: Buffer.from(issueFromPublicRoot(publicKey, 'constellation service')),
-    },
-  ]);
+  const { key, cert } = serviceTlsIdentity();
+  return grpc.ServerCredentials.createSsl(null, [{ private_key: Buffer.from(key), cert_chain: Buffer.from(cert) }]);
 }
 
 let channelCredentials: grpc.ChannelCredentials | undefined;

@@ -1,0 +1,115 @@
+// The JoinService's TLS front: strangers who open connections and never finish the handshake,
+// and storms that open more than the service can shake hands with at once.
+import { connect } from 'node:net';
+import type { Socket } from 'node:net';
+import * as grpc from '@grpc/grpc-js';
+import { SERVICE_CHANNEL_OPTIONS, serviceChannelCredentials, serviceTlsIdentity } from '@constellation/atls';
+import { HealthClient, HealthStatus, createGrpcServer } from '@constellation/proto';
+import { withTimeout } from '@constellation/testing';
+import { afterEach, describe, expect, it } from 'vitest';
+import { BoundedTlsListener } from './bounded-tls-listener.js';
+import type { BoundedTlsListenerOptions } from './bounded-tls-listener.js';
+
+const open: { close: () => Promise<void> }[] = [];
+
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((o) => o.close()));
+});
+
+async function serve(options: Partial<BoundedTlsListenerOptions>): Promise<{ port: number; shed: string[] }> {
+  const server = createGrpcServer();
+  new HealthStatus({ '': 'SERVING' }).addTo(server);
+  const shed: string[] = [];
+  const listener = new BoundedTlsListener(server, {
+    ...serviceTlsIdentity(),
+    maxHandshakes: 2,
+    staleHandshakeMs: 60_000,
+    handshakeTimeoutMs: 60_000,
+    onShed: (reason) => shed.push(reason),
+    ...options,
+  });
+  const port = await listener.listen(0, '127.0.0.1');
+  open.push({ close: () => listener.close(100) });
+  return { port, shed };
+}
+
+/** A TCP connection that never sends a ClientHello; resolves once connected. */
+async function stalledConnection(port: number): Promise<{ socket: Socket; closed: Promise<string> }> {
+  const socket = connect(port, '127.0.0.1');
+  const closed = new Promise<string>((resolve) => {
+    socket.on('error', (err: NodeJS.ErrnoException) => {
+      resolve(err.code ?? err.message);
+    });
+    socket.on('close', () => {
+      resolve('closed');
+    });
+  });
+  await new Promise<void>((resolve) =>
+    socket.once('connect', () => {
+      resolve();
+    }),
+  );
+  open.push({
+    close: () => {
+      socket.destroy();
+      return Promise.resolve();
+    },
+  });
+  return { socket, closed };
+}
+
+/** A health check over the service's TLS, as a node's client makes it: a status code, 0 for OK. */
+async function healthCheck(port: number): Promise<{ code: number; details: string }> {
+  const client = new HealthClient(`127.0.0.1:${String(port)}`, serviceChannelCredentials(), SERVICE_CHANNEL_OPTIONS);
+  try {
+    return await withTimeout(
+      new Promise((resolve) => {
+        client.check({ service: '' }, new grpc.Metadata(), { deadline: Date.now() + 5_000 }, (err) => {
+          resolve({ code: err?.code ?? grpc.status.OK, details: err?.details ?? '' });
+        });
+      }),
+      10_000,
+      'health check',
+    );
+  } finally {
+    client.close();
+  }
+}
+
+describe('BoundedTlsListener', () => {
+  it('serves gRPC over TLS while handshake places are free', async () => {
+    const { port, shed } = await serve({});
+    expect(await healthCheck(port)).toEqual({ code: grpc.status.OK, details: '' });
+    expect(await healthCheck(port)).toEqual({ code: grpc.status.OK, details: '' });
+    expect(shed).toEqual([]);
+  });
+
+  it('resets a connection that finds every handshake place taken, before any TLS: the caller sees UNAVAILABLE at once', async () => {
+    const { port, shed } = await serve({});
+    await stalledConnection(port);
+    await stalledConnection(port);
+    const refused = await healthCheck(port);
+    expect(refused.code).toBe(grpc.status.UNAVAILABLE);
+    expect(shed).toEqual(['busy']);
+  });
+
+  it('cuts a handshake stalled past the stale bound when a newcomer needs its place: stalled strangers cannot lock nodes out', async () => {
+    const { port, shed } = await serve({ staleHandshakeMs: 200 });
+    const first = await stalledConnection(port);
+    await stalledConnection(port);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    expect(await healthCheck(port)).toEqual({ code: grpc.status.OK, details: '' });
+    expect(shed).toEqual(['stale']);
+    expect(await withTimeout(first.closed, 5_000, 'the oldest stalled connection to be cut')).toBe('ECONNRESET');
+  });
+
+  it('drops a handshake not finished within the timeout, whatever the load', async () => {
+    const { port, shed } = await serve({ maxHandshakes: 100, handshakeTimeoutMs: 300 });
+    const started = Date.now();
+    const stalled = await stalledConnection(port);
+    await withTimeout(stalled.closed, 5_000, 'the stalled connection to be dropped');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+    expect(shed).toEqual([]);
+    expect(await healthCheck(port)).toEqual({ code: grpc.status.OK, details: '' });
+  });
+});
