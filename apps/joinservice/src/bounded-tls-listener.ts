@@ -88,11 +88,6 @@ export class BoundedTlsListener {
     return false;
   }
 
-  /** Handshakes under way now. */
-  get handshakesUnderWay(): number {
-    return this.handshaking.size;
-  }
-
   /** Listens on `host:port` (port 0 picks a free port) and resolves with the bound port. */
   listen(port: number, host: string): Promise<number> {
     return new Promise((resolve, reject) => {

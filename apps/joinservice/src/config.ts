@@ -43,6 +43,11 @@ export const JOINSERVICE_DEFAULTS = {
   staleHandshakeMs: 2_000,
   /** A handshake not done by then is cut (Node's TLS server would keep it open for ever). */
   handshakeTimeoutMs: 10_000,
+  /**
+   * A connection with no call for this long is closed (grpc-js keeps one for ever by default). A
+   * node keeps its connection only across a refusal for load, told to come back within 10 s.
+   */
+  connectionIdleMs: 60_000,
   /** How often the mounted measurements file is checked for a new version. */
   measurementsPollMs: 5_000,
   /** A join seldom needs more than one ticket: five in a row, then one a minute. */
@@ -115,6 +120,8 @@ export interface JoinServiceSettings {
   /** TLS handshakes under way at once, and how long one may take; the defaults when absent. */
   maxHandshakes?: number;
   handshakeTimeoutMs?: number;
+  /** A connection without calls is closed after this long; the default when absent. */
+  connectionIdleMs?: number;
   measurementsPollMs: number;
 }
 

@@ -1,6 +1,8 @@
 // Attacker 3 against the JoinService port: connections that never finish (or never start) their
-// TLS handshake. Node's TLS server keeps such connections open for ever; the service must not.
+// TLS handshake, or finish it and never call. Node's TLS server and grpc-js keep such connections
+// open for ever; the service must not.
 import { connect } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { MemoryLogger } from '@constellation/logger/testing';
 import { withTimeout } from '@constellation/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,11 +10,15 @@ import { startJoinFixture } from './join-service.fixture.js';
 import type { JoinFixture, SimulatedNode } from './join-service.fixture.js';
 
 const HANDSHAKE_TIMEOUT_MS = 500;
+const CONNECTION_IDLE_MS = 1_000;
 let fixture: JoinFixture;
 let node: SimulatedNode;
 
 beforeAll(async () => {
-  fixture = await startJoinFixture(new MemoryLogger(), { handshakeTimeoutMs: HANDSHAKE_TIMEOUT_MS });
+  fixture = await startJoinFixture(new MemoryLogger(), {
+    handshakeTimeoutMs: HANDSHAKE_TIMEOUT_MS,
+    connectionIdleMs: CONNECTION_IDLE_MS,
+  });
   node = await fixture.node('worker-9', '10.42.0.9');
 });
 
@@ -57,5 +63,35 @@ describe('JoinService against connections that stall their TLS handshake (attack
     // Each was held about the timeout, not for ever (Node's default would be never).
     expect(Math.min(...lifetimes)).toBeGreaterThanOrEqual(HANDSHAKE_TIMEOUT_MS - 50);
     expect(Math.max(...lifetimes)).toBeLessThan(HANDSHAKE_TIMEOUT_MS + 5_000);
+  });
+
+  it('closes a connection that finished its handshake and never calls, once it has been idle a while', async () => {
+    const opened = performance.now();
+    const socket = tlsConnect({
+      host: '127.0.0.1',
+      port: fixture.service.port,
+      servername: 'joinservice.constellation.internal',
+      ALPNProtocols: ['h2'],
+      rejectUnauthorized: false,
+    });
+    socket.on('error', () => undefined);
+    socket.resume(); // read what the service sends (its SETTINGS, then GOAWAY), so its close is seen
+    const closed = new Promise<number>((resolve) =>
+      socket.on('close', () => {
+        resolve(performance.now() - opened);
+      }),
+    );
+    await withTimeout(
+      new Promise<void>((resolve) =>
+        socket.once('secureConnect', () => {
+          resolve();
+        }),
+      ),
+      5_000,
+      'the TLS handshake',
+    );
+    expect(socket.alpnProtocol).toBe('h2');
+    const lifetime = await withTimeout(closed, 10_000, 'the service to close the idle connection');
+    expect(lifetime).toBeGreaterThanOrEqual(CONNECTION_IDLE_MS - 50);
   });
 });

@@ -102,7 +102,10 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
   );
   const serviceAttester =
     settings.attestationAgentPath === undefined ? undefined : new AgentAttester(settings.attestationAgentPath);
-  const server = createGrpcServer({ 'grpc.max_concurrent_streams': 1_000 });
+  const server = createGrpcServer({
+    'grpc.max_concurrent_streams': 1_000,
+    'grpc.max_connection_idle_ms': settings.connectionIdleMs ?? JOINSERVICE_DEFAULTS.connectionIdleMs,
+  });
   server.addService(
     JoinServiceService,
     joinHandlers({
