@@ -45,7 +45,8 @@ export const JOINSERVICE_DEFAULTS = {
   handshakeTimeoutMs: 10_000,
   /**
    * A connection with no call for this long is closed (grpc-js keeps one for ever by default). A
-   * node keeps its connection only across a refusal for load, told to come back within 10 s.
+   * node keeps its connection only across a RESOURCE_EXHAUSTED refusal (back within 10 s for load,
+   * a minute for rate); its client reopens one closed meanwhile.
    */
   connectionIdleMs: 60_000,
   /** How often the mounted measurements file is checked for a new version. */
