@@ -1,9 +1,16 @@
 import { readdir, readFile } from 'node:fs/promises';
+import { connect } from 'node:net';
 import { join, relative } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { repoRoot } from '@constellation/testing';
+import { repoRoot, withTimeout } from '@constellation/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { clientOptions, createClient, createGrpcServer } from './grpc-factory.js';
+import {
+  SERVER_CONNECTION_IDLE_MS,
+  clientOptions,
+  createClient,
+  createGrpcServer,
+  serverOptions,
+} from './grpc-factory.js';
 import { HealthStatus } from './health-service.js';
 import * as proto from './index.js';
 import { HealthCheckResponse_ServingStatus, HealthClient } from './index.js';
@@ -175,6 +182,40 @@ describe('gRPC factory options', () => {
       expect(() => createGrpcServer({ 'grpc.max_send_message_length': value })).toThrow(RangeError);
     }
     createGrpcServer({ 'grpc.max_concurrent_streams': 10, 'grpc.max_receive_message_length': 1024 }).forceShutdown();
+  });
+
+  it('bounds how long a server keeps a connection without calls (5 min unless the caller sets it)', () => {
+    expect(serverOptions()['grpc.max_connection_idle_ms']).toBe(SERVER_CONNECTION_IDLE_MS);
+    expect(SERVER_CONNECTION_IDLE_MS).toBe(5 * 60_000);
+    expect(serverOptions({ 'grpc.max_connection_idle_ms': 60_000 })['grpc.max_connection_idle_ms']).toBe(60_000);
+  });
+});
+
+describe('gRPC factory servers against idle connections (attacker 3)', () => {
+  it('close a connection that never calls once the idle bound passes: grpc-js alone keeps it for ever', async () => {
+    const idleMs = 300;
+    const server = createGrpcServer({ 'grpc.max_connection_idle_ms': idleMs });
+    addEcho(server);
+    const address = await bind(server);
+    try {
+      const [host = '', port = ''] = address.split(':');
+      const opened = performance.now();
+      const socket = connect(Number(port), host);
+      socket.on('error', () => undefined);
+      socket.resume(); // read the server's SETTINGS and GOAWAY, so its close is seen
+      const lifetime = await withTimeout(
+        new Promise<number>((resolve) =>
+          socket.on('close', () => {
+            resolve(performance.now() - opened);
+          }),
+        ),
+        10_000,
+        'the server to close the idle connection',
+      );
+      expect(lifetime).toBeGreaterThanOrEqual(idleMs - 50);
+    } finally {
+      server.forceShutdown();
+    }
   });
 });
 

@@ -10,11 +10,13 @@ import { MAX_MESSAGE_BYTES, grpcMessageLimits } from './message-limits.js';
  *
  * each with RESOURCE_EXHAUSTED, grpc's own status for an oversized message.
  *
- * Defaults are deliberately only the limits. Other settings stay grpc-js's defaults unless the
- * caller passes them: no `grpc.max_concurrent_streams` (the JoinService sets its own), the
- * server's keepalive ping every two hours, no connection idle or age limit. Callers may tighten
- * the limits (a smaller value) but never loosen them: a larger value, or -1 (unlimited), is a
- * RangeError.
+ * Defaults are the limits and, for servers, a connection idle limit (SERVER_CONNECTION_IDLE_MS):
+ * grpc-js keeps a connection without calls open for ever, so a stranger's idle connections
+ * would pile up until the process runs out of descriptors. Other settings stay grpc-js's
+ * defaults unless the caller passes them: no `grpc.max_concurrent_streams` (the JoinService sets
+ * its own), the server's keepalive ping every two hours, no connection age limit. Callers may
+ * tighten the limits (a smaller value) but never loosen them: a larger value, or -1 (unlimited),
+ * is a RangeError.
  *
  * A guard test (grpc-factory.test.ts) fails when product code constructs `new grpc.Server(` or a
  * generated client directly.
@@ -33,9 +35,17 @@ function withLimits<T extends grpc.ChannelOptions>(options: T | undefined): T {
   return { ...grpcMessageLimits, ...options } as T;
 }
 
-/** A grpc-js server with the message limits; `options` adds to them (e.g. max concurrent streams). */
+/** A server closes a connection that has had no call for this long (callers may set their own). */
+export const SERVER_CONNECTION_IDLE_MS = 5 * 60_000;
+
+/** Server options: the limits and the idle bound, then `extra` (which may tighten or replace the idle bound). */
+export function serverOptions(extra?: grpc.ServerOptions): grpc.ServerOptions {
+  return withLimits({ 'grpc.max_connection_idle_ms': SERVER_CONNECTION_IDLE_MS, ...extra });
+}
+
+/** A grpc-js server with the message limits and the idle bound; `options` adds to them (e.g. max concurrent streams). */
 export function createGrpcServer(options?: grpc.ServerOptions): grpc.Server {
-  return new grpc.Server(withLimits(options));
+  return new grpc.Server(serverOptions(options));
 }
 
 /**
