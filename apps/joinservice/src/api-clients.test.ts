@@ -1,27 +1,17 @@
-import { generateKeyPairSync } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
-import { CertificateAuthority } from '@constellation/keys';
-import { KubeApiServer } from '@constellation/sandbox';
+import type { KubeApiServer } from '@constellation/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { boundedApiClients } from './api-clients.js';
 import { PausableProxy } from './pausable-proxy.fixture.js';
+import { startTlsApiServer } from './tls-api-server.fixture.js';
 
 let api: KubeApiServer;
 let proxy: PausableProxy;
 let kc: k8s.KubeConfig;
 
 beforeAll(async () => {
-  const { ca, certificatePem } = await CertificateAuthority.generate('kubernetes');
-  const key = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const cert = await ca.issueCertificate({
-    commonName: 'kube-apiserver',
-    publicKey: key.publicKey,
-    ips: ['127.0.0.1'],
-    usage: 'server',
-  });
-  api = await KubeApiServer.start({
-    tls: { cert, key: key.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() },
-  });
+  const { api: started, caPem: certificatePem } = await startTlsApiServer();
+  api = started;
   // A TCP proxy in front of the TLS server counts the connections the client opens.
   proxy = await PausableProxy.start(api.url);
   kc = new k8s.KubeConfig();

@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
-import { createServer } from 'node:tls';
-import type { Server as TlsServer, TLSSocket } from 'node:tls';
-import * as grpc from '@grpc/grpc-js';
+import type { TLSSocket } from 'node:tls';
+import type * as grpc from '@grpc/grpc-js';
+import { GrpcTlsFront } from '@constellation/atls';
 
 export interface BoundedTlsListenerOptions {
   /** Server key and certificate chain, PEM. */
@@ -32,31 +32,20 @@ export interface BoundedTlsListenerOptions {
  * reconnects (measured in the storm bench).
  */
 export class BoundedTlsListener {
-  private readonly tls: TlsServer;
-  private readonly injector: ReturnType<grpc.Server['createConnectionInjector']>;
+  private readonly front: GrpcTlsFront;
   /** Connections whose handshake is under way, oldest first, by remote address and port. */
   private readonly handshaking = new Map<string, { socket: Socket; since: number }>();
-  private readonly sockets = new Set<TLSSocket>();
 
   constructor(grpcServer: grpc.Server, options: BoundedTlsListenerOptions) {
-    this.injector = grpcServer.createConnectionInjector(grpc.ServerCredentials.createInsecure());
-    this.tls = createServer(
-      {
-        key: options.key,
-        cert: options.cert,
-        ALPNProtocols: ['h2'],
-        noDelay: true,
-        handshakeTimeout: options.handshakeTimeoutMs,
-      },
-      (socket) => {
-        this.sockets.add(socket);
-        socket.once('close', () => this.sockets.delete(socket));
-        this.injector.injectConnection(socket);
-      },
-    );
+    this.front = new GrpcTlsFront(grpcServer, {
+      key: options.key,
+      cert: options.cert,
+      noDelay: true,
+      handshakeTimeout: options.handshakeTimeoutMs,
+    });
     // Runs after tls.Server's own listener, which wrapped the socket: its handshake starts once
     // this returns, so a reset here costs no TLS work.
-    this.tls.on('connection', (socket: Socket) => {
+    this.front.tls.on('connection', (socket: Socket) => {
       if (
         this.handshaking.size >= options.maxHandshakes &&
         !this.evictStale(options.staleHandshakeMs, options.onShed)
@@ -69,11 +58,7 @@ export class BoundedTlsListener {
       this.handshaking.set(peer, { socket, since: performance.now() });
       socket.once('close', () => this.handshaking.delete(peer));
     });
-    this.tls.on('secureConnection', (socket: TLSSocket) => this.handshaking.delete(peerOf(socket)));
-    // Garbage, resets and handshake timeouts: Node only reports them; the connection is ours to close.
-    this.tls.on('tlsClientError', (_err: Error, socket: TLSSocket) => {
-      socket.destroy();
-    });
+    this.front.tls.on('secureConnection', (socket: TLSSocket) => this.handshaking.delete(peerOf(socket)));
   }
 
   /** Cuts the oldest handshake if it has been under way for `staleMs`; true when it did. */
@@ -90,31 +75,13 @@ export class BoundedTlsListener {
 
   /** Listens on `host:port` (port 0 picks a free port) and resolves with the bound port. */
   listen(port: number, host: string): Promise<number> {
-    return new Promise((resolve, reject) => {
-      this.tls.once('error', reject);
-      this.tls.listen(port, host, () => {
-        this.tls.off('error', reject);
-        const address = this.tls.address();
-        resolve(typeof address === 'object' && address !== null ? address.port : port);
-      });
-    });
+    return this.front.listen(port, host);
   }
 
   /** Stops accepting, lets calls in flight finish for `graceMs`, then cuts what is left. */
-  async close(graceMs = 2_000): Promise<void> {
-    const closed = new Promise<void>((resolve) =>
-      this.tls.close(() => {
-        resolve();
-      }),
-    );
-    this.injector.drain(graceMs);
+  close(graceMs = 2_000): Promise<void> {
     for (const { socket } of this.handshaking.values()) socket.destroy();
-    const cut = setTimeout(() => {
-      for (const socket of this.sockets) socket.destroy();
-    }, graceMs);
-    await closed;
-    clearTimeout(cut);
-    this.injector.destroy();
+    return this.front.close(graceMs);
   }
 }
 

@@ -1,17 +1,18 @@
 // A machine's bootstrap tokens across the period boundary, against the API stand-in with the
 // JoinService's own RBAC (deploy/joinservice/rbac.yaml): a machine that asks in two consecutive
 // periods must not end with two live tokens, whichever process minted them.
-import { generateKeyPairSync } from 'node:crypto';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import { CertificateAuthority, generateMasterSecret } from '@constellation/keys';
+import { generateMasterSecret } from '@constellation/keys';
 import type { MasterSecret } from '@constellation/keys';
 import { bootstrapTokenSecret } from '@constellation/kubeadm';
-import { KubeApiServer, mintServiceAccountCredential } from '@constellation/sandbox';
+import { mintServiceAccountCredential } from '@constellation/sandbox';
+import type { KubeApiServer } from '@constellation/sandbox';
 import { createTempDir } from '@constellation/testing';
 import type { TempDir } from '@constellation/testing';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { NodeTokens } from './node-tokens.js';
+import { startTlsApiServer } from './tls-api-server.fixture.js';
 
 const TTL_MS = 15 * 60_000;
 const MIN_REMAINING_MS = 5 * 60_000;
@@ -26,20 +27,10 @@ let masterSecret: MasterSecret;
 beforeAll(async () => {
   dir = await createTempDir('constellation-node-tokens-');
   const tokenAuthFile = join(dir.path, 'tokens.csv');
-  const { ca, certificatePem } = await CertificateAuthority.generate('kubernetes');
-  const key = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const cert = await ca.issueCertificate({
-    commonName: 'kube-apiserver',
-    publicKey: key.publicKey,
-    ips: ['127.0.0.1'],
-    usage: 'server',
-  });
-  api = await KubeApiServer.start({
-    tls: { cert, key: key.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() },
-    authentication: { tokenAuthFile },
-  });
+  let caPem: string;
+  ({ api, caPem } = await startTlsApiServer({ authentication: { tokenAuthFile } }));
   const kubeconfigPath = join(dir.path, 'kubeconfig');
-  await mintServiceAccountCredential({ tokenAuthFile, kubeconfigPath, server: api.url, caPem: certificatePem });
+  await mintServiceAccountCredential({ tokenAuthFile, kubeconfigPath, server: api.url, caPem });
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(kubeconfigPath);
   core = kc.makeApiClient(k8s.CoreV1Api);

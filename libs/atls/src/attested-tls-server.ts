@@ -1,14 +1,15 @@
 import { generateKeyPair } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
-import { createSecureContext, createServer } from 'node:tls';
+import { createSecureContext } from 'node:tls';
 import type { Socket } from 'node:net';
-import type { SecureContext, Server as TlsServer, TLSSocket } from 'node:tls';
-import * as grpc from '@grpc/grpc-js';
+import type { SecureContext, TLSSocket } from 'node:tls';
+import type * as grpc from '@grpc/grpc-js';
 import { withTpmPriority } from '@constellation/tpm';
 import type { Issuer } from '@constellation/attestation';
 import { noopLogger } from '@constellation/logger';
 import type { Logger } from '@constellation/logger';
 import { ActivationBudget, addActivationService } from './activation-service.js';
+import { GrpcTlsFront } from './grpc-tls-front.js';
 import { processAttestationLimits } from './attestation-limits.js';
 import type { AttestationLimits } from './attestation-limits.js';
 import { serverNameToNonce } from './nonce-server-name.js';
@@ -39,24 +40,21 @@ type SniDone = (err: Error | null, context?: SecureContext) => void;
  * server also serves the ActivationService (see proveServerIdentity).
  */
 export class AttestedTlsServer {
-  private readonly tls: TlsServer;
-  private readonly injector: ReturnType<grpc.Server['createConnectionInjector']>;
-  private readonly sockets = new Set<TLSSocket>();
+  private readonly front: GrpcTlsFront;
   private readonly activations = new ActivationBudget({ perConnection: true });
   private readonly log: Logger;
 
   constructor(grpcServer: grpc.Server, options: AttestedTlsServerOptions) {
     this.log = (options.logger ?? noopLogger).child({ component: 'atls-server' });
-    this.injector = grpcServer.createConnectionInjector(grpc.ServerCredentials.createInsecure());
     const issuer = options.issuer;
     const limits = options.limits ?? processAttestationLimits;
     const log = this.log;
     // Rooted issuers also answer credentials, so clients can prove the AK sits beside a certified EK.
     if (issuer.rooted !== undefined) addActivationService(grpcServer, issuer.rooted, this.activations);
-    this.tls = createServer(
+    this.front = new GrpcTlsFront(
+      grpcServer,
       {
         minVersion: 'TLSv1.3',
-        ALPNProtocols: ['h2'],
         handshakeTimeout: options.handshakeTimeoutMs ?? 30_000,
         // A function, not an arrow: Node calls it with the TLSSocket as `this`, which names the peer.
         SNICallback: function (this: TLSSocket, serverName: string, done: SniDone) {
@@ -88,39 +86,28 @@ export class AttestedTlsServer {
             });
         },
       },
-      (socket) => {
-        this.sockets.add(socket);
-        // grpc-js names a call's peer by the connection's remote address and port.
-        const peer = `${socket.remoteAddress ?? ''}:${String(socket.remotePort ?? '')}`;
-        socket.once('close', () => {
-          this.sockets.delete(socket);
-          this.activations.forget(peer);
-        });
-        this.injector.injectConnection(socket);
+      {
+        onSecure: (socket) => {
+          // grpc-js names a call's peer by the connection's remote address and port.
+          const peer = `${socket.remoteAddress ?? ''}:${String(socket.remotePort ?? '')}`;
+          socket.once('close', () => {
+            this.activations.forget(peer);
+          });
+        },
+        onHandshakeError: (err) => {
+          this.log.debug('TLS handshake failed', { error: err.message });
+        },
       },
     );
     // A peer already at its bound is cut at accept, before its ClientHello costs any TLS work.
-    this.tls.on('connection', (socket: Socket) => {
+    this.front.tls.on('connection', (socket: Socket) => {
       if (limits.saturated(socket.remoteAddress ?? 'unknown')) socket.destroy();
-    });
-    // Node only reports failed and timed-out handshakes: without this, a stranger's stalled
-    // connections stay open for ever.
-    this.tls.on('tlsClientError', (err: Error, socket: TLSSocket) => {
-      this.log.debug('TLS handshake failed', { error: err.message });
-      socket.destroy();
     });
   }
 
   /** Listens on `host:port` (port 0 picks a free port) and resolves with the bound port. */
   listen(port: number, host: string): Promise<number> {
-    return new Promise((resolve, reject) => {
-      this.tls.once('error', reject);
-      this.tls.listen(port, host, () => {
-        this.tls.off('error', reject);
-        const address = this.tls.address();
-        resolve(typeof address === 'object' && address !== null ? address.port : port);
-      });
-    });
+    return this.front.listen(port, host);
   }
 
   /**
@@ -128,19 +115,8 @@ export class AttestedTlsServer {
    * status reach the client (HTTP/2 GOAWAY, then each connection closes once idle). Connections
    * still open after `graceMs` are cut.
    */
-  async close(graceMs = 2_000): Promise<void> {
-    const closed = new Promise<void>((resolve) =>
-      this.tls.close(() => {
-        resolve();
-      }),
-    );
-    this.injector.drain(graceMs);
-    const cut = setTimeout(() => {
-      for (const socket of this.sockets) socket.destroy();
-    }, graceMs);
-    await closed;
-    clearTimeout(cut);
-    this.injector.destroy();
+  close(graceMs = 2_000): Promise<void> {
+    return this.front.close(graceMs);
   }
 }
 
