@@ -40,14 +40,29 @@ afterAll(async () => {
   await cluster.close();
 });
 
-/** A JoinService the attacker runs: accepts any genuine node and hands out its own ticket. */
-async function fakeJoinService(attester: ServiceAttester | undefined): Promise<{ issued: number; close(): void }> {
+/**
+ * A JoinService the attacker runs: accepts any genuine node and hands out its own ticket. With
+ * `busyFirst` it first refuses for load, as the real service does in a storm, so the node keeps
+ * its connection for the next attempt. `peers` records each call's connection (address:port).
+ */
+async function fakeJoinService(
+  attester: ServiceAttester | undefined,
+  options: { busyFirst?: boolean } = {},
+): Promise<{ issued: number; peers: string[]; close(): void }> {
   const roots = pemCertificatesToDer(await readFile(cluster.ekCa.rootCertPath, 'utf8'));
   const verifier = createAttestationVerifier({ variant: 'tpm2-ek', measurements: new Map(), ekRoots: roots });
   const state = { issued: 0 };
+  const peers: string[] = [];
   const server = new grpc.Server();
   server.addService(JoinServiceService, {
     issueJoinTicket: (call: grpc.ServerDuplexStream<IssueJoinTicketRequest, IssueJoinTicketResponse>) => {
+      peers.push(call.getPeer());
+      if (options.busyFirst === true && peers.length === 1) {
+        const metadata = new grpc.Metadata();
+        metadata.set('retry-after-ms', '50');
+        call.emit('error', { code: grpc.status.RESOURCE_EXHAUSTED, details: 'busy, come back', metadata });
+        return;
+      }
       serveChallenge(call, {
         validators: [verifier.validator],
         ...(verifier.identity === undefined ? {} : { identity: verifier.identity }),
@@ -86,6 +101,7 @@ async function fakeJoinService(attester: ServiceAttester | undefined): Promise<{
     get issued() {
       return state.issued;
     },
+    peers,
     close: () => {
       server.forceShutdown();
     },
@@ -93,8 +109,12 @@ async function fakeJoinService(attester: ServiceAttester | undefined): Promise<{
 }
 
 /** Runs a fresh node's JoinClient against the fake service until it refused it; checks it committed nothing. */
-async function freshNodeRefuses(name: string, attester: ServiceAttester | undefined): Promise<string> {
-  const fake = await fakeJoinService(attester);
+async function freshNodeRefuses(
+  name: string,
+  attester: ServiceAttester | undefined,
+  options: { busyFirst?: boolean; peers?: string[] } = {},
+): Promise<string> {
+  const fake = await fakeJoinService(attester, options);
   const node = await TestNode.create(cluster, name);
   const firstBootKey = randomBytes(32);
   await node.context.disk.format(firstBootKey);
@@ -122,6 +142,7 @@ async function freshNodeRefuses(name: string, attester: ServiceAttester | undefi
     expect((await node.context.tpm.pcrRead('sha256', [15])).get(15)).toEqual(Buffer.alloc(32));
     expect(await node.context.disk.testPassphrase(firstBootKey)).toBe(true);
     expect(await node.context.disk.testPassphrase(Buffer.alloc(32, 0x66))).toBe(false);
+    options.peers?.push(...fake.peers);
     return String(refusal);
   } finally {
     client.stop();
@@ -159,5 +180,16 @@ describe('a fresh node facing a fake JoinService', () => {
     expect(refusal).toContain(
       'the service failed attestation: credential activation failed: the attestation key does not live in the TPM that holds the certified endorsement key',
     );
+  });
+
+  it('uses nothing from a service that refuses for load and then, on the connection the node kept, serves without attesting its host', async () => {
+    const peers: string[] = [];
+    const refusal = await freshNodeRefuses('worker-1', undefined, { busyFirst: true, peers });
+    expect(refusal).toContain(
+      'the service did not attest its host: this node joins only through a JoinService on an attested control-plane node',
+    );
+    // The switch happened on the kept connection: the refused call and the next share it.
+    expect(peers.length).toBeGreaterThanOrEqual(2);
+    expect(peers[1]).toBe(peers[0]);
   });
 });
