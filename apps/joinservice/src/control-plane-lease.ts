@@ -1,6 +1,7 @@
 import type { CoordinationV1Api, CoreV1Api, V1Lease } from '@kubernetes/client-node';
 import { V1MicroTime } from '@kubernetes/client-node';
 import { Refusal } from '@constellation/errors';
+import { apiStatusCode } from '@constellation/kubeadm';
 
 export interface ControlPlaneLeaseOptions {
   coordination: CoordinationV1Api;
@@ -10,8 +11,6 @@ export interface ControlPlaneLeaseOptions {
   namespace?: string;
   name?: string;
 }
-
-const codeOf = (err: unknown): number | undefined => (err as { code?: number }).code;
 
 /**
  * Serialises control-plane joins (etcd grows one member at a time) with a
@@ -34,7 +33,7 @@ export class ControlPlaneLease {
       await coordination.createNamespacedLease({ namespace, body });
       return;
     } catch (err) {
-      if (codeOf(err) !== 409) throw err;
+      if (apiStatusCode(err) !== 409) throw err;
     }
     const current = await coordination.readNamespacedLease({ namespace, name });
     const holder = current.spec?.holderIdentity ?? '';
@@ -54,7 +53,7 @@ export class ControlPlaneLease {
     try {
       await coordination.replaceNamespacedLease({ namespace, name, body: replacement });
     } catch (err) {
-      if (codeOf(err) === 409) {
+      if (apiStatusCode(err) === 409) {
         throw new Refusal('unavailable', 'lease-lost', 'another control-plane node took the join lease first; retry', {
           retryAfterMs: 1_000,
         });
@@ -70,7 +69,7 @@ export class ControlPlaneLease {
       const current = await coordination.readNamespacedLease({ namespace, name });
       if (current.spec?.holderIdentity === nodeName) await coordination.deleteNamespacedLease({ namespace, name });
     } catch (err) {
-      if (codeOf(err) !== 404) throw err;
+      if (apiStatusCode(err) !== 404) throw err;
     }
   }
 
@@ -79,7 +78,7 @@ export class ControlPlaneLease {
       await this.options.core.readNode({ name: nodeName });
       return true;
     } catch (err) {
-      if (codeOf(err) === 404) return false;
+      if (apiStatusCode(err) === 404) return false;
       throw err;
     }
   }

@@ -1,7 +1,7 @@
 import { createHmac, hkdfSync } from 'node:crypto';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { Refusal, errorMessage } from '@constellation/errors';
-import { bootstrapTokenSecret, bootstrapTokenSecretName } from '@constellation/kubeadm';
+import { apiStatusCode, bootstrapTokenSecret, bootstrapTokenSecretName } from '@constellation/kubeadm';
 import type { BootstrapToken } from '@constellation/kubeadm';
 import type { MasterSecret } from '@constellation/keys';
 
@@ -26,10 +26,6 @@ export interface NodeToken {
 }
 
 /** 22 characters of [a-z0-9] from 256 bits: 36^22 < 2^114, so the modulo bias is negligible. */
-function apiStatus(err: unknown): number | undefined {
-  return (err as { code?: number }).code;
-}
-
 function tokenCharacters(digest: Buffer): string {
   let n = BigInt(`0x${digest.toString('hex')}`);
   let out = '';
@@ -113,7 +109,7 @@ export class NodeTokens {
       });
       return true;
     } catch (err) {
-      if (apiStatus(err) === 409) return false;
+      if (apiStatusCode(err) === 409) return false;
       throw err;
     }
   }
@@ -126,7 +122,7 @@ export class NodeTokens {
         name: bootstrapTokenSecretName(token),
       });
     } catch (err) {
-      if (apiStatus(err) !== 404) throw err;
+      if (apiStatusCode(err) !== 404) throw err;
     }
   }
 

@@ -6,6 +6,7 @@ import type { ClusterConfigCache } from './cluster-config-cache.js';
 import type { ClusterPki } from './cluster-pki.js';
 import { JOINSERVICE_DEFAULTS } from './config.js';
 import type { ControlPlaneLease } from './control-plane-lease.js';
+import { apiStatusCode } from '@constellation/kubeadm';
 import type { DiskBindings } from '@constellation/kubeadm';
 import type { RegisteredInstance } from './instance-registry.js';
 import type { NodeTokens } from './node-tokens.js';
@@ -123,7 +124,7 @@ export class TicketService {
       cluster = await clusterConfig.get();
     } catch (err) {
       // Absent: the cluster is not initialised yet. Anything else (a timeout, a 5xx): try again soon.
-      const absent = (err as { code?: number }).code === 404;
+      const absent = apiStatusCode(err) === 404;
       throw new Refusal(
         absent ? 'precondition' : 'unavailable',
         absent ? 'cluster-config-unavailable' : 'api-unavailable',

@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { CoreV1Api, V1ConfigMap } from '@kubernetes/client-node';
 import { Refusal, errorMessage } from '@constellation/errors';
+import { apiStatusCode } from './api-status-code.js';
 
 export interface DiskBindingsOptions {
   core: CoreV1Api;
   namespace?: string;
 }
 
-const codeOf = (err: unknown): number | undefined => (err as { code?: number }).code;
 const EK_KEY = 'ekPublicKeyHash';
 
 /**
@@ -42,7 +42,7 @@ export class DiskBindings {
       await this.core.createNamespacedConfigMap({ namespace: this.namespace, body });
       return;
     } catch (err) {
-      if (codeOf(err) !== 409) throw unavailable(err);
+      if (apiStatusCode(err) !== 409) throw unavailable(err);
     }
     // Already recorded: the same pair, unless the short name collided with another machine's.
     if (!(await this.recorded(diskUuid, ekPublicKeyHash))) throw unavailable(new Error('binding name collision'));
@@ -66,7 +66,7 @@ export class DiskBindings {
         namespace: this.namespace,
       });
     } catch (err) {
-      if (codeOf(err) === 404) return false;
+      if (apiStatusCode(err) === 404) return false;
       throw unavailable(err);
     }
     return binding.data?.[EK_KEY] === ekPublicKeyHash && binding.data['diskUuid'] === diskUuid;

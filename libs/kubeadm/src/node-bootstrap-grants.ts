@@ -1,4 +1,5 @@
 import type { RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { apiStatusCode } from './api-status-code.js';
 
 /**
  * The ClusterRoleBindings kubeadm's bootstrap-token phase makes so that a bootstrap token can run
@@ -18,7 +19,7 @@ export async function removeNodeClientBootstrapGrants(rbac: RbacAuthorizationV1A
       await rbac.deleteClusterRoleBinding({ name });
       deleted.push(name);
     } catch (err) {
-      if ((err as { code?: number }).code !== 404) throw err;
+      if (apiStatusCode(err) !== 404) throw err;
     }
   }
   return deleted;
