@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type * as grpc from '@grpc/grpc-js';
-import { GrpcTlsFront } from '@constellation/atls';
+import { GrpcTlsFront, connectionPeer } from '@constellation/atls';
 
 export interface BoundedTlsListenerOptions {
   /** Server key and certificate chain, PEM. */
@@ -54,23 +54,23 @@ export class BoundedTlsListener {
         socket.resetAndDestroy();
         return;
       }
-      const peer = peerOf(socket);
+      const peer = connectionPeer(socket);
       this.handshaking.set(peer, { socket, since: performance.now() });
       socket.once('close', () => this.handshaking.delete(peer));
     });
-    this.front.tls.on('secureConnection', (socket: TLSSocket) => this.handshaking.delete(peerOf(socket)));
+    this.front.tls.on('secureConnection', (socket: TLSSocket) => this.handshaking.delete(connectionPeer(socket)));
   }
 
   /** Cuts the oldest handshake if it has been under way for `staleMs`; true when it did. */
   private evictStale(staleMs: number, onShed: BoundedTlsListenerOptions['onShed']): boolean {
-    for (const [peer, { socket, since }] of this.handshaking) {
-      if (performance.now() - since < staleMs) return false;
-      this.handshaking.delete(peer);
-      onShed?.('stale');
-      socket.resetAndDestroy();
-      return true;
-    }
-    return false;
+    const oldest = this.handshaking.entries().next();
+    if (oldest.done === true) return false;
+    const [peer, { socket, since }] = oldest.value;
+    if (performance.now() - since < staleMs) return false;
+    this.handshaking.delete(peer);
+    onShed?.('stale');
+    socket.resetAndDestroy();
+    return true;
   }
 
   /** Listens on `host:port` (port 0 picks a free port) and resolves with the bound port. */
@@ -83,9 +83,4 @@ export class BoundedTlsListener {
     for (const { socket } of this.handshaking.values()) socket.destroy();
     return this.front.close(graceMs);
   }
-}
-
-/** A connection's remote address and port: the same for the TCP socket and the TLS socket over it. */
-function peerOf(socket: Socket): string {
-  return `${socket.remoteAddress ?? ''}:${String(socket.remotePort ?? '')}`;
 }

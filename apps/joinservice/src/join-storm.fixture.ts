@@ -8,6 +8,7 @@ import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { errorMessage } from '@constellation/errors';
 import { clusterConfigMap } from '@constellation/kubeadm';
 import { KubeApiServer, MetadataServer } from '@constellation/sandbox';
 import type { InstanceInfo } from '@constellation/sandbox';
@@ -371,7 +372,7 @@ async function startNodeProcess(ordersPath: string): Promise<{
     `storm node process ${ordersPath} to be ready`,
   ).catch((err: unknown) => {
     child.kill('SIGKILL');
-    throw new Error(`${err instanceof Error ? err.message : String(err)}: ${stderr}`, { cause: err });
+    throw new Error(`${errorMessage(err)}: ${stderr}`, { cause: err });
   });
   return {
     go: (startAtMs) => {

@@ -9,7 +9,7 @@ import type { Issuer } from '@constellation/attestation';
 import { noopLogger } from '@constellation/logger';
 import type { Logger } from '@constellation/logger';
 import { ActivationBudget, addActivationService } from './activation-service.js';
-import { GrpcTlsFront } from './grpc-tls-front.js';
+import { GrpcTlsFront, connectionPeer } from './grpc-tls-front.js';
 import { processAttestationLimits } from './attestation-limits.js';
 import type { AttestationLimits } from './attestation-limits.js';
 import { serverNameToNonce } from './nonce-server-name.js';
@@ -88,8 +88,7 @@ export class AttestedTlsServer {
       },
       {
         onSecure: (socket) => {
-          // grpc-js names a call's peer by the connection's remote address and port.
-          const peer = `${socket.remoteAddress ?? ''}:${String(socket.remotePort ?? '')}`;
+          const peer = connectionPeer(socket);
           socket.once('close', () => {
             this.activations.forget(peer);
           });

@@ -1,6 +1,15 @@
 import { createServer } from 'node:tls';
+import type { Socket } from 'node:net';
 import type { Server as TlsServer, TlsOptions, TLSSocket } from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
+
+/**
+ * A connection's remote address and port, as grpc-js names a call's peer; the same for the TCP
+ * socket and the TLS socket over it.
+ */
+export function connectionPeer(socket: Socket): string {
+  return `${socket.remoteAddress ?? ''}:${String(socket.remotePort ?? '')}`;
+}
 
 /**
  * A TLS server that hands each finished connection to a grpc-js server (its connection injector).

@@ -17,7 +17,7 @@ export { ephemeralKey, open } from './seal.js';
 
 export type { ServiceAttester } from './service-attester.js';
 export { AgentAttester, issuerAttester, serveAttestationAgent } from './service-attester.js';
-export { GrpcTlsFront } from './grpc-tls-front.js';
+export { GrpcTlsFront, connectionPeer } from './grpc-tls-front.js';
 export {
   SERVICE_CHANNEL_OPTIONS,
   serviceChannelCredentials,
