@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { generateMasterSecret } from '@constellation/keys';
 import type { MasterSecret } from '@constellation/keys';
+import { Refusal } from '@constellation/errors';
 import { bootstrapTokenSecret } from '@constellation/kubeadm';
 import { mintServiceAccountCredential } from '@constellation/sandbox';
 import type { KubeApiServer } from '@constellation/sandbox';
@@ -99,6 +100,32 @@ describe('NodeTokens across a period boundary', () => {
     const { token } = await tokens().tokenFor('machine-c', 'node-c', askedAt);
     expect(liveTokenIds(askedAt)).toEqual([token.id]);
     expect(api.requests.filter((r) => r.method === 'DELETE')).toEqual([]);
+  });
+
+  it('hands nothing out while the old token cannot be revoked, and revokes it on the next ask', async () => {
+    const start = periodStart();
+    const service = tokens();
+    const first = await service.tokenFor('machine-e', 'node-e', start + PERIOD_MS - 1_000);
+    const askedAgainAt = start + PERIOD_MS + 1_000;
+    // The API server sheds the delete (over its in-flight limit) and serves the create.
+    api.throttle((request) => request.method === 'DELETE');
+    const refused = await service.tokenFor('machine-e', 'node-e', askedAgainAt).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    api.throttle(undefined);
+    expect(refused).toBeInstanceOf(Refusal);
+    expect(refused).toMatchObject({ kind: 'unavailable', reason: 'api-unavailable', retryAfterMs: 1_000 });
+    // One line naming the status and the API server's words, not the client's header dump.
+    expect((refused as Refusal).message).toBe(
+      "could not revoke the node's token of the previous period in the cluster: HTTP 429: Too many requests, please try again later.",
+    );
+    const next = tokens().derive('machine-e', askedAgainAt);
+    expect(liveTokenIds(askedAgainAt)).toEqual([first.token.id, next.id].sort()); // created, not handed out
+
+    const retried = await service.tokenFor('machine-e', 'node-e', askedAgainAt + 1_000);
+    expect(retried).toMatchObject({ reused: true, token: { id: next.id } });
+    expect(liveTokenIds(askedAgainAt)).toEqual([next.id]);
   });
 
   it('hands the same token to a repeat ask within a period without a second write', async () => {

@@ -1,7 +1,7 @@
 import { createHmac, hkdfSync } from 'node:crypto';
 import type { CoreV1Api } from '@kubernetes/client-node';
-import { Refusal, errorMessage } from '@constellation/errors';
-import { apiStatusCode, bootstrapTokenSecret, bootstrapTokenSecretName } from '@constellation/kubeadm';
+import { Refusal } from '@constellation/errors';
+import { apiErrorMessage, apiStatusCode, bootstrapTokenSecret, bootstrapTokenSecretName } from '@constellation/kubeadm';
 import type { BootstrapToken } from '@constellation/kubeadm';
 import type { MasterSecret } from '@constellation/keys';
 
@@ -127,7 +127,7 @@ export class NodeTokens {
   }
 
   private unavailable(what: string, cause: unknown): Refusal {
-    return new Refusal('unavailable', 'api-unavailable', `${what} in the cluster: ${errorMessage(cause)}`, {
+    return new Refusal('unavailable', 'api-unavailable', `${what} in the cluster: ${apiErrorMessage(cause)}`, {
       retryAfterMs: this.options.retryAfterMs,
       cause,
     });

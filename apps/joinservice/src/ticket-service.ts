@@ -6,12 +6,12 @@ import type { ClusterConfigCache } from './cluster-config-cache.js';
 import type { ClusterPki } from './cluster-pki.js';
 import { JOINSERVICE_DEFAULTS } from './config.js';
 import type { ControlPlaneLease } from './control-plane-lease.js';
-import { apiStatusCode } from '@constellation/kubeadm';
+import { apiErrorMessage, apiStatusCode } from '@constellation/kubeadm';
 import type { DiskBindings } from '@constellation/kubeadm';
 import type { RegisteredInstance } from './instance-registry.js';
 import type { NodeTokens } from './node-tokens.js';
 import type { TicketBudget } from './ticket-budget.js';
-import { Refusal, errorMessage } from '@constellation/errors';
+import { Refusal } from '@constellation/errors';
 
 /**
  * Who the JoinService is talking to, as far as attestation established it. `machineId` names the
@@ -128,7 +128,7 @@ export class TicketService {
       throw new Refusal(
         absent ? 'precondition' : 'unavailable',
         absent ? 'cluster-config-unavailable' : 'api-unavailable',
-        `cluster configuration is not available${absent ? ' yet' : ''}: ${errorMessage(err)}`,
+        `cluster configuration is not available${absent ? ' yet' : ''}: ${apiErrorMessage(err)}`,
         absent ? {} : { retryAfterMs: JOINSERVICE_DEFAULTS.apiRetryAfterMs, cause: err },
       );
     }

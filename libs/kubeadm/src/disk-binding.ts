@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { CoreV1Api, V1ConfigMap } from '@kubernetes/client-node';
-import { Refusal, errorMessage } from '@constellation/errors';
+import { Refusal } from '@constellation/errors';
+import { apiErrorMessage } from './api-error-message.js';
 import { apiStatusCode } from './api-status-code.js';
 
 export interface DiskBindingsOptions {
@@ -82,7 +83,7 @@ function unavailable(err: unknown): Refusal {
   return new Refusal(
     'unavailable',
     'api-unavailable',
-    `could not read or record the state-disk binding: ${errorMessage(err)}`,
+    `could not read or record the state-disk binding: ${apiErrorMessage(err)}`,
     { retryAfterMs: 1_000 },
   );
 }

@@ -11,5 +11,6 @@ export { runKubeadm } from './kubeadm-runner.js';
 export { DEFAULT_KUBERNETES_VERSION } from './kubernetes-version.js';
 
 export { apiStatusCode } from './api-status-code.js';
+export { apiErrorMessage } from './api-error-message.js';
 export { DiskBindings } from './disk-binding.js';
 export { NODE_CLIENT_BOOTSTRAP_BINDINGS, removeNodeClientBootstrapGrants } from './node-bootstrap-grants.js';

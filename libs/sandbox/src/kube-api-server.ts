@@ -1,7 +1,7 @@
 import { createServer as createHttpServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import { AUTHORIZATION_BINDINGS } from './kube-api/authorization-rules.js';
+import { AUTHORIZATION_BINDINGS, MASTERS_GROUP } from './kube-api/authorization-rules.js';
 import { KubeApiError, badRequest } from './kube-api-status.js';
 import { handleResourceRequest, parseResourceRoute } from './kube-api-resources.js';
 import { AccessControl, secretReader } from './kube-api/access-control.js';
@@ -88,6 +88,7 @@ export class KubeApiServer {
   private readonly scheme: 'http' | 'https';
   private readonly access: AccessControl | undefined;
   private readonly controllers: { stop: () => void };
+  private throttled: ((request: RecordedRequest) => boolean) | undefined;
 
   private constructor(options: KubeApiServerOptions) {
     this.gitVersion = options.gitVersion ?? 'v1.32.9';
@@ -167,6 +168,16 @@ export class KubeApiServer {
     this.ready = ready;
   }
 
+  /**
+   * Answers the requests `which` picks as kube-apiserver answers one beyond its in-flight limit
+   * (staging/src/k8s.io/apiserver/pkg/server/filters/maxinflight.go, tooManyRequests): 429 with
+   * `Retry-After: 1` and a plain-text body, after authentication, never to system:masters. Plays
+   * an API server that sheds some requests and serves others; `undefined` ends it.
+   */
+  throttle(which: ((request: RecordedRequest) => boolean) | undefined): void {
+    this.throttled = which;
+  }
+
   async close(): Promise<void> {
     this.controllers.stop();
     this.server.closeAllConnections();
@@ -196,7 +207,8 @@ export class KubeApiServer {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const method = req.method ?? 'GET';
-    this.requests.push({ method, path: url.pathname });
+    const recorded = { method, path: url.pathname };
+    this.requests.push(recorded);
     if (url.pathname === '/readyz' || url.pathname === '/healthz' || url.pathname === '/livez') {
       res.writeHead(this.ready ? 200 : 500, { 'content-type': 'text/plain' }).end(this.ready ? 'ok' : 'not ready');
       return;
@@ -208,6 +220,10 @@ export class KubeApiServer {
     let user: UserInfo | undefined;
     try {
       user = await this.access?.authenticate(req);
+      if (this.throttled?.(recorded) === true && user?.groups.includes(MASTERS_GROUP) !== true) {
+        tooManyRequests(res);
+        return;
+      }
       const discovery =
         method === 'GET' ? discoveryDocument(url.pathname, RESOURCE_TYPES, `127.0.0.1:${this.port}`) : undefined;
       if (discovery !== undefined || (url.pathname === '/version' && method === 'GET')) {
@@ -253,6 +269,17 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
   } catch {
     throw badRequest('request body is not valid JSON');
   }
+}
+
+/** maxinflight.go's tooManyRequests: Go's http.Error with status 429 and `Retry-After: 1`. */
+function tooManyRequests(res: ServerResponse): void {
+  res
+    .writeHead(429, {
+      'retry-after': '1',
+      'content-type': 'text/plain; charset=utf-8',
+      'x-content-type-options': 'nosniff',
+    })
+    .end('Too many requests, please try again later.\n');
 }
 
 function respond(res: ServerResponse, code: number, body: unknown, contentType = 'application/json'): void {
