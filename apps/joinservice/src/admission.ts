@@ -9,13 +9,23 @@ export type Admission = (result: ValidationResult, proven: VerifiedTpmIdentity |
 
 /**
  * Unrooted attestations are known by their attestation key; rooted ones by their EK, looked up in
- * the platform's registry when there is one (bare metal without a registry admits the EK alone).
+ * the platform's registry when there is one. Bare metal without a registry admits the EK alone,
+ * as a control plane only when `controlPlaneEks` lists it.
  */
-export function admission(registry: InstanceRegistry | undefined): Admission {
+export function admission(
+  registry: InstanceRegistry | undefined,
+  controlPlaneEks: ReadonlySet<string> = new Set(),
+): Admission {
   return async (result, proven) => {
     if (proven === undefined) return { machineId: `ak-${result.attestationKeyName}` };
     const ek = { machineId: proven.ekPublicKeyHash, ekPublicKeyHash: proven.ekPublicKeyHash };
-    if (registry === undefined) return ek;
+    if (registry === undefined) {
+      const unregistered = {
+        mayJoinAsControlPlane: controlPlaneEks.has(proven.ekPublicKeyHash),
+        listedControlPlanes: controlPlaneEks.size,
+      };
+      return { ...ek, unregistered };
+    }
     let instance;
     try {
       instance = await registry.byEndorsementKey(proven.ekPublicKeyHash);

@@ -96,6 +96,11 @@ export interface JoinServiceSettings {
    */
   acceptUnregisteredEks: boolean;
   /**
+   * Bare metal: file of the EK hashes (`sha256:<hex>` per line) of machines that may join as
+   * control planes, which receive the cluster CA keys. Without it no unregistered machine may.
+   */
+  controlPlaneEksPath?: string;
+  /**
    * Unix socket of the host's attestation agent (served by the control-plane bootstrapper): lets
    * the service prove to joining nodes that it runs on an attested control-plane node. Nodes that
    * require it refuse a service without one.
@@ -142,6 +147,7 @@ export interface JoinServiceFlags {
   instanceRegistryUrl?: string;
   attestationAgent?: string;
   acceptUnregisteredEks: boolean;
+  controlPlaneEks?: string;
   tokenTtlSeconds: number;
   controlPlaneJoinTimeoutSeconds: number;
   challengeTtlMs: number;
@@ -163,6 +169,7 @@ export function compileSettings(flags: JoinServiceFlags): JoinServiceSettings {
     ...(existsSync(configFile('ekIntermediates')) ? { ekIntermediatesPath: configFile('ekIntermediates') } : {}),
     ...(flags.instanceRegistryUrl === undefined ? {} : { instanceRegistryUrl: flags.instanceRegistryUrl }),
     acceptUnregisteredEks: flags.acceptUnregisteredEks,
+    ...(flags.controlPlaneEks === undefined ? {} : { controlPlaneEksPath: flags.controlPlaneEks }),
     ...(flags.attestationAgent === undefined ? {} : { attestationAgentPath: flags.attestationAgent }),
     measurementSaltPath: configFile('measurementSalt'),
     masterSecretPath: flags.masterSecretFile,

@@ -1,14 +1,19 @@
 import { X509Certificate, randomBytes, randomUUID } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { expectedMeasurements } from '@constellation/attestation';
 import { SoftwareAttester } from '@constellation/attestation/testing';
 import { createKubeletCsr, deriveStateDiskKey } from '@constellation/keys';
 import { MemoryLogger } from '@constellation/logger/testing';
+import { SERVICE_CHANNEL_OPTIONS, serviceChannelCredentials } from '@constellation/atls';
+import { JoinServiceClient } from '@constellation/proto';
 import { createEkCa } from '@constellation/swtpm';
+import { createTempDir } from '@constellation/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BOOT, MEASURED_PCRS, SimulatedNode, rpcFailure, startJoinFixture } from './join-service.fixture.js';
 import type { JoinFixture } from './join-service.fixture.js';
+import { startJoinService } from './join-service.js';
 
 // Attackers 1 and 2 of the threat model against the JoinService, over real gRPC, with swtpm TPMs
 // manufactured with EK certificates and an instance registry that knows each machine.
@@ -247,6 +252,53 @@ describe('bare metal: no instance registry, the explicit switch', () => {
     } finally {
       await node.stop();
       await stranger.stop();
+      await bare.close();
+    }
+  });
+});
+
+describe('bare metal: who may join as a control plane (attacker 2 asking for the CA keys)', () => {
+  it('admits a control-plane join only for a machine listed in --control-plane-eks, and none without the list', async () => {
+    const bare = await startJoinFixture(new MemoryLogger(), {}, { registry: false });
+    const [worker, listed] = await Promise.all([
+      bare.node('metal-10', '10.42.0.80', { registered: false }),
+      bare.node('metal-11', '10.42.0.81', { registered: false }),
+    ]);
+    const lists = await createTempDir('constellation-control-plane-eks-');
+    const listPath = join(lists.path, 'control-plane-eks');
+    await writeFile(listPath, `# bare-metal control planes\n\nsha256:${listed.ekPublicKeyHash}  # rack 3\n`);
+    const service = await startJoinService(
+      { ...bare.settings, port: 0, controlPlaneEksPath: listPath },
+      new MemoryLogger(),
+    );
+    const client = new JoinServiceClient(
+      `127.0.0.1:${service.port}`,
+      serviceChannelCredentials(),
+      SERVICE_CHANNEL_OPTIONS,
+    );
+    const refusal = (node: SimulatedNode, listedCount: number): object => ({
+      code: grpc.status.PERMISSION_DENIED,
+      details: `machine sha256:${node.ekPublicKeyHash} asked to join as a control-plane node, which receives the cluster CA keys; without an instance registry only machines listed in --control-plane-eks may (${listedCount === 0 ? 'no list given' : `${listedCount} listed`})`,
+    });
+    try {
+      // A genuine worker asks for the control-plane role: without a list, no machine gets it.
+      expect(await rpcFailure(worker.requestJoin(bare.client, { controlPlane: true }))).toMatchObject(
+        refusal(worker, 0),
+      );
+      expect(await rpcFailure(listed.requestJoin(bare.client, { controlPlane: true }))).toMatchObject(
+        refusal(listed, 0),
+      );
+      // With the list, the unlisted machine is still refused; the listed one gets the CA keys.
+      expect(await rpcFailure(worker.requestJoin(client, { controlPlane: true }))).toMatchObject(refusal(worker, 1));
+      const { ticket } = await listed.requestJoin(client, { controlPlane: true });
+      expect(ticket.controlPlaneFiles.map((f) => f.name)).toContain('ca.key');
+      // The unlisted machine joins as what it is.
+      expect((await worker.requestJoin(client)).ticket.controlPlaneFiles).toEqual([]);
+    } finally {
+      client.close();
+      await service.close();
+      await lists.remove();
+      await Promise.all([worker.stop(), listed.stop()]);
       await bare.close();
     }
   });

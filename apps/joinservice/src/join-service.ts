@@ -8,6 +8,7 @@ import { masterSecretFromJson } from '@constellation/keys';
 import type { Logger } from '@constellation/logger';
 import { HealthStatus, JoinServiceService, createGrpcServer } from '@constellation/proto';
 import { admission } from './admission.js';
+import { readControlPlaneEks } from './control-plane-eks.js';
 import { boundedApiClients } from './api-clients.js';
 import { BoundedTlsListener } from './bounded-tls-listener.js';
 import { ClusterConfigCache } from './cluster-config-cache.js';
@@ -118,7 +119,7 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
         maxRequestBytes: JOINSERVICE_DEFAULTS.maxRequestBytes,
         logger,
       },
-      admit: admission(instanceRegistry(settings)),
+      admit: admission(instanceRegistry(settings), await controlPlaneEks(settings)),
       tickets: await createTicketService(settings, logger),
       limit: new ConcurrencyLimit({
         max: settings.maxConcurrentTickets,
@@ -209,6 +210,16 @@ function instanceRegistry(settings: JoinServiceSettings): InstanceRegistry | und
   throw new Error(
     'attestation variant "tpm2-ek" needs an instance registry (--instance-registry-url) to bind tickets to machines; on bare metal without one, pass --accept-unregistered-eks',
   );
+}
+
+/** Bare metal's control-plane list; only meaningful where no registry names each machine's role. */
+async function controlPlaneEks(settings: JoinServiceSettings): Promise<ReadonlySet<string> | undefined> {
+  if (settings.controlPlaneEksPath === undefined) return undefined;
+  if (!settings.acceptUnregisteredEks)
+    throw new Error(
+      "--control-plane-eks applies only with --accept-unregistered-eks: an instance registry names each machine's role itself",
+    );
+  return readControlPlaneEks(settings.controlPlaneEksPath);
 }
 
 function bind(server: grpc.Server, address: string, credentials: grpc.ServerCredentials): Promise<number> {

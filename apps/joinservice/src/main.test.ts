@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
 import { serviceChannelCredentials } from '@constellation/atls';
 import { HealthCheckResponse_ServingStatus, HealthClient } from '@constellation/proto';
 import { KubeApiServer } from '@constellation/sandbox';
@@ -50,6 +51,23 @@ describe('constellation-joinservice entry point', () => {
       expect(unbound.code).toBe(1);
       expect(unbound.stderr + unbound.stdout.toString()).toContain(
         'attestation variant "tpm2-ek" needs an instance registry (--instance-registry-url)',
+      );
+      // The bare-metal control-plane list means nothing next to a registry, which names roles itself.
+      const cpList = `${dir}/control-plane-eks`;
+      await writeFile(cpList, 'sha256:not-a-hash\n');
+      const misplaced = await run(
+        ...common,
+        '--instance-registry-url=http://127.0.0.1:9/',
+        `--control-plane-eks=${cpList}`,
+      );
+      expect(misplaced.code).toBe(1);
+      expect(misplaced.stderr + misplaced.stdout.toString()).toContain(
+        '--control-plane-eks applies only with --accept-unregistered-eks',
+      );
+      const badList = await run(...common, '--accept-unregistered-eks', `--control-plane-eks=${cpList}`);
+      expect(badList.code).toBe(1);
+      expect(badList.stderr + badList.stdout.toString()).toContain(
+        `${cpList} line 1: expected an EK hash "sha256:" followed by 64 hex digits, got "sha256:not-a-hash"`,
       );
       const child = spawn(
         process.execPath,

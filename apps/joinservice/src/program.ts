@@ -102,8 +102,12 @@ function withAdmissionOptions<Args extends unknown[], Opts extends OptionValues>
     )
     .option(
       '--accept-unregistered-eks',
-      'bare metal without a registry: admit any node whose EK certificate chains to the pinned roots, with the name and addresses it asks for',
+      'bare metal without a registry: admit any node whose EK certificate chains to the pinned roots, with the name and addresses it asks for, as a worker (see --control-plane-eks)',
       false,
+    )
+    .option(
+      '--control-plane-eks <file>',
+      'with --accept-unregistered-eks: the machines that may join as control planes (which receive the cluster CA keys), one EK hash "sha256:<hex>" per line as a refusal names it; without it none may',
     )
     .option(
       '--token-ttl-seconds <seconds>',

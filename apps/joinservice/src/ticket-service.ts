@@ -23,6 +23,11 @@ export interface AdmittedNode {
   /** The proven EK's hash (rooted variants): disk keys are derived for this machine only. */
   ekPublicKeyHash?: string;
   instance?: RegisteredInstance;
+  /**
+   * A rooted machine admitted without a registry (bare metal): whether `--control-plane-eks` lists
+   * it, the only way it may join as a control plane, and how many machines the list names.
+   */
+  unregistered?: { mayJoinAsControlPlane: boolean; listedControlPlanes: number };
 }
 
 export interface TicketServiceOptions {
@@ -114,6 +119,15 @@ export class TicketService {
         'denied',
         'role',
         `machine "${registered.name}" is registered as ${registered.role === 'control-plane' ? 'a control-plane node' : 'a worker'} but asked to join as ${request.isControlPlane ? 'a control-plane node' : 'a worker'}`,
+      );
+    }
+    const { unregistered } = node;
+    if (unregistered !== undefined && request.isControlPlane && !unregistered.mayJoinAsControlPlane) {
+      const listed = unregistered.listedControlPlanes;
+      throw new Refusal(
+        'denied',
+        'role',
+        `machine sha256:${node.machineId} asked to join as a control-plane node, which receives the cluster CA keys; without an instance registry only machines listed in --control-plane-eks may (${listed === 0 ? 'no list given' : `${listed} listed`})`,
       );
     }
     const { client, serving } = await issueKubeletCertificates(pki, request, registered);
