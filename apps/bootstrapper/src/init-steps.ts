@@ -1,6 +1,11 @@
 import * as grpc from '@grpc/grpc-js';
 import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey } from '@constellation/keys';
-import { DiskBindings, deleteUnmintedBootstrapTokens, removeNodeClientBootstrapGrants } from '@constellation/kubeadm';
+import {
+  DiskBindings,
+  NodeNameBindings,
+  deleteUnmintedBootstrapTokens,
+  removeNodeClientBootstrapGrants,
+} from '@constellation/kubeadm';
 import type { Logger } from '@constellation/logger';
 import { InitStep, StatusError } from '@constellation/proto';
 import type { InitRequest } from '@constellation/proto';
@@ -119,9 +124,13 @@ export async function bootstrapKubernetes(
   report.begin(InitStep.INIT_STEP_PUBLISH_CLUSTER_CONFIG);
   await publishClusterConfig(core, { kubernetesVersion: version, components: request.kubernetesComponents });
   // This node joined by init, not through the JoinService: record its (machine, disk) pair as a
-  // join would, so that it gets a rejoin ticket after a reboot.
+  // join would, so that it gets a rejoin ticket after a reboot, and its name as a bare-metal join
+  // would, so that no machine joining later takes it.
   const machine = context.issuer.rooted?.ekPublicKeyHash;
-  if (machine !== undefined) await new DiskBindings({ core }).bind(diskUuid, machine, self.name);
+  if (machine !== undefined) {
+    await new DiskBindings({ core }).bind(diskUuid, machine, self.name);
+    await new NodeNameBindings({ core }).bind(self.name, machine);
+  }
   report.done();
 
   report.begin(InitStep.INIT_STEP_ISSUE_ADMIN_KUBECONFIG);

@@ -7,6 +7,7 @@ import * as k8s from '@kubernetes/client-node';
 import { AttestedChannelCredentials } from '@constellation/atls';
 import { TpmValidator, componentDigest, expectedMeasurements } from '@constellation/attestation';
 import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey, markedPcr15 } from '@constellation/keys';
+import { nodeNameBindingName } from '@constellation/kubeadm';
 import { InitServiceClient, InitStep, StepState } from '@constellation/proto';
 import { readFile } from 'node:fs/promises';
 import { createTempDir, installTypeScriptCommand, runCommand, waitFor, withTimeout } from '@constellation/testing';
@@ -107,6 +108,14 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
       .makeApiClient(k8s.CoreV1Api)
       .readNamespacedConfigMap({ namespace: 'kube-system', name: 'constellation-cluster' });
     expect(published.data?.['kubernetesVersion']).toBe('v1.32.9');
+    // Its name is this machine's, as a bare-metal join would record it: no machine joins as it later.
+    const nameBinding = await kc
+      .makeApiClient(k8s.CoreV1Api)
+      .readNamespacedConfigMap({ namespace: 'kube-system', name: nodeNameBindingName('control-plane-0') });
+    expect(nameBinding.data).toEqual({
+      nodeName: 'control-plane-0',
+      ekPublicKeyHash: node.context.issuer.rooted?.ekPublicKeyHash,
+    });
     expect(node.kubeletStarts).toBe(1);
   });
 

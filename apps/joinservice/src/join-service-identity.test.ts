@@ -5,6 +5,7 @@ import * as grpc from '@grpc/grpc-js';
 import { expectedMeasurements } from '@constellation/attestation';
 import { SoftwareAttester } from '@constellation/attestation/testing';
 import { createKubeletCsr, deriveStateDiskKey } from '@constellation/keys';
+import { nodeNameBindingName } from '@constellation/kubeadm';
 import { MemoryLogger } from '@constellation/logger/testing';
 import { SERVICE_CHANNEL_OPTIONS, serviceChannelCredentials } from '@constellation/atls';
 import { JoinServiceClient } from '@constellation/proto';
@@ -24,9 +25,9 @@ let attacker: SimulatedNode | undefined;
 const nodes: SimulatedNode[] = [];
 
 const SECRETS = { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true } as const;
-const tokenCount = (): number =>
-  fixture.api.store.list(SECRETS, 'kube-system').items.filter((s) => s['type'] === 'bootstrap.kubernetes.io/token')
-    .length;
+const tokenCountIn = (f: JoinFixture): number =>
+  f.api.store.list(SECRETS, 'kube-system').items.filter((s) => s['type'] === 'bootstrap.kubernetes.io/token').length;
+const tokenCount = (): number => tokenCountIn(fixture);
 
 beforeAll(async () => {
   fixture = await startJoinFixture(new MemoryLogger());
@@ -299,6 +300,51 @@ describe('bare metal: who may join as a control plane (attacker 2 asking for the
       await service.close();
       await lists.remove();
       await Promise.all([worker.stop(), listed.stop()]);
+      await bare.close();
+    }
+  });
+});
+
+describe("bare metal: node names (attacker 2 taking another node's name)", () => {
+  it('gives a name to the first machine that joins with it, and each machine keeps its one name', async () => {
+    const bare = await startJoinFixture(new MemoryLogger(), {}, { registry: false });
+    const [first, second] = await Promise.all([
+      bare.node('metal-20', '10.42.0.90', { registered: false }),
+      bare.node('metal-22', '10.42.0.92', { registered: false }),
+    ]);
+    const asking = async (name: string, ip: string): Promise<{ clientCsrDer: Buffer; servingCsrDer: Buffer }> => ({
+      clientCsrDer: (await createKubeletCsr(name, [])).csrDer,
+      servingCsrDer: (await createKubeletCsr(name, [ip], [name])).csrDer,
+    });
+    const record = (name: string): string => `kube-system/${nodeNameBindingName(name)}`;
+    try {
+      await first.requestJoin(bare.client);
+      // Another genuine machine asks for the first one's name: a kubelet certificate for it would
+      // act as that Node.
+      const before = tokenCountIn(bare);
+      expect(await rpcFailure(second.requestJoin(bare.client, await asking('metal-20', '10.42.0.92')))).toMatchObject({
+        code: grpc.status.PERMISSION_DENIED,
+        details: `node name "metal-20" belongs to another machine (EK sha256:${first.ekPublicKeyHash}); to give it to this one, delete ConfigMap ${record('metal-20')}`,
+      });
+      expect(tokenCountIn(bare)).toBe(before);
+      // The first machine cannot collect more names either (names it never joined with stay free).
+      expect(await rpcFailure(first.requestJoin(bare.client, await asking('metal-21', '10.42.0.90')))).toMatchObject({
+        code: grpc.status.PERMISSION_DENIED,
+        details: expect.stringContaining(
+          'this machine joined the cluster as "metal-20" and asked to join as "metal-21"; a machine keeps its node name',
+        ) as unknown,
+      });
+      const recorded = bare.api.store
+        .list({ group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true }, 'kube-system')
+        .items.map((c) => (c as { metadata?: { name?: string } }).metadata?.name);
+      expect(recorded).not.toContain(nodeNameBindingName('metal-21')); // refused asks claim nothing
+      // The second machine, refused its first ask, still joins under its own name; the first rejoins as itself.
+      expect(new X509Certificate((await second.requestJoin(bare.client)).ticket.kubeletClientCert).subject).toBe(
+        'O=system:nodes\nCN=system:node:metal-22',
+      );
+      await first.requestJoin(bare.client);
+    } finally {
+      await Promise.all([first.stop(), second.stop()]);
       await bare.close();
     }
   });

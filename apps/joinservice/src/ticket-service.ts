@@ -7,7 +7,7 @@ import type { ClusterPki } from './cluster-pki.js';
 import { JOINSERVICE_DEFAULTS } from './config.js';
 import type { ControlPlaneLease } from './control-plane-lease.js';
 import { apiErrorMessage, apiStatusCode } from '@constellation/kubeadm';
-import type { DiskBindings } from '@constellation/kubeadm';
+import type { DiskBindings, NodeNameBindings } from '@constellation/kubeadm';
 import type { RegisteredInstance } from './instance-registry.js';
 import type { NodeTokens } from './node-tokens.js';
 import type { TicketBudget } from './ticket-budget.js';
@@ -40,6 +40,8 @@ export interface TicketServiceOptions {
   apiServerEndpoint: string;
   lease: ControlPlaneLease;
   disks: DiskBindings;
+  /** Bare metal: which machine each node name belongs to (a registry names machines elsewhere). */
+  names: NodeNameBindings;
   /** Tickets per machine; a node asking beyond it is told when to come back. */
   budget: TicketBudget;
   /** Each machine's bootstrap token for the current period, reused instead of minting another. */
@@ -99,6 +101,29 @@ async function issueKubeletCertificates(
 }
 
 /**
+ * The role a node may join as: the one the registry records, or on bare metal a worker unless
+ * `--control-plane-eks` lists the machine (a control plane receives the cluster CA keys).
+ */
+function checkRole(request: JoinTicketRequest, node: AdmittedNode): void {
+  const { instance: registered, unregistered } = node;
+  if (registered !== undefined && (registered.role === 'control-plane') !== request.isControlPlane) {
+    throw new Refusal(
+      'denied',
+      'role',
+      `machine "${registered.name}" is registered as ${registered.role === 'control-plane' ? 'a control-plane node' : 'a worker'} but asked to join as ${request.isControlPlane ? 'a control-plane node' : 'a worker'}`,
+    );
+  }
+  if (unregistered !== undefined && request.isControlPlane && !unregistered.mayJoinAsControlPlane) {
+    const listed = unregistered.listedControlPlanes;
+    throw new Refusal(
+      'denied',
+      'role',
+      `machine sha256:${node.machineId} asked to join as a control-plane node, which receives the cluster CA keys; without an instance registry only machines listed in --control-plane-eks may (${listed === 0 ? 'no list given' : `${listed} listed`})`,
+    );
+  }
+}
+
+/**
  * Builds tickets for attested nodes. Everything that can be refused is checked before anything
  * is written: a forged CSR or a bad disk UUID never leaves a bootstrap token behind in the API.
  */
@@ -110,26 +135,11 @@ export class TicketService {
   }
 
   async joinTicket(request: JoinTicketRequest, node: AdmittedNode): Promise<JoinTicket> {
-    const { pki, masterSecret, clusterConfig, lease, logger, disks, budget, tokens } = this.options;
+    const { pki, masterSecret, clusterConfig, lease, logger, disks, names, budget, tokens } = this.options;
     checkDiskUuid(request.diskUuid);
-    const registered = node.instance;
+    const { instance: registered, unregistered } = node;
     budget.take(`join:${node.machineId}`, `machine ${registered?.name ?? node.machineId}`);
-    if (registered !== undefined && (registered.role === 'control-plane') !== request.isControlPlane) {
-      throw new Refusal(
-        'denied',
-        'role',
-        `machine "${registered.name}" is registered as ${registered.role === 'control-plane' ? 'a control-plane node' : 'a worker'} but asked to join as ${request.isControlPlane ? 'a control-plane node' : 'a worker'}`,
-      );
-    }
-    const { unregistered } = node;
-    if (unregistered !== undefined && request.isControlPlane && !unregistered.mayJoinAsControlPlane) {
-      const listed = unregistered.listedControlPlanes;
-      throw new Refusal(
-        'denied',
-        'role',
-        `machine sha256:${node.machineId} asked to join as a control-plane node, which receives the cluster CA keys; without an instance registry only machines listed in --control-plane-eks may (${listed === 0 ? 'no list given' : `${listed} listed`})`,
-      );
-    }
+    checkRole(request, node);
     const { client, serving } = await issueKubeletCertificates(pki, request, registered);
     const role = request.isControlPlane ? 'control-plane' : 'worker';
     const log = logger.child({ node: client.nodeName, role, diskUuid: request.diskUuid, machine: node.machineId });
@@ -146,6 +156,8 @@ export class TicketService {
         absent ? {} : { retryAfterMs: JOINSERVICE_DEFAULTS.apiRetryAfterMs, cause: err },
       );
     }
+    // The first write: a name refused here leaves nothing behind.
+    if (unregistered !== undefined) await names.bind(client.nodeName, node.machineId);
     await disks.bind(request.diskUuid, node.machineId, client.nodeName);
     if (request.isControlPlane) await lease.acquire(client.nodeName);
     try {
