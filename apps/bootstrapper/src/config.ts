@@ -1,7 +1,6 @@
 import { InvalidArgumentError } from '@commander-js/extra-typings';
 import { readPemCertificates } from '@constellation/attestation/pem-file';
-import { UsageError } from '@constellation/command-line';
-import { errorMessage } from '@constellation/errors';
+import { UsageError, readOptionFile } from '@constellation/command-line';
 import { DEFAULT_KUBERNETES_VERSION } from '@constellation/kubeadm/kubernetes-version';
 import type { TpmAddress } from './tpm-address.js';
 
@@ -84,11 +83,7 @@ async function readPemOption(file: string | undefined, option: string, required:
       `${option} is required with --attestation-variant=tpm2-ek: the node checks the JoinService's TPM identity against the pinned EK CA roots before it uses a join ticket`,
     );
   }
-  try {
-    return (await readPemCertificates(file)).certificates;
-  } catch (err) {
-    throw new UsageError(`${option}: ${errorMessage(err)}`);
-  }
+  return (await readOptionFile(option, () => readPemCertificates(file))).certificates;
 }
 
 /** Reads the files the flags name; a bad file is a usage error naming the flag. */

@@ -72,6 +72,10 @@ describe('constellation-bootstrapper entry point', () => {
       );
       expect(noCertificate.code).toBe(1);
       expect(noCertificate.stderr).toContain('has no RSA EK certificate (NV index 0x01c00002)');
+      // A roots file that is not one is the user's to fix: exit code 2, naming the flag.
+      const notRoots = await run('--root', '/nonexistent-root', '--ek-roots', '/etc/hostname');
+      expect(notRoots.code).toBe(2);
+      expect(notRoots.stderr).toContain('--ek-roots: /etc/hostname holds no PEM certificate');
     } finally {
       await manufactured.stop();
       await plain.stop();

@@ -2,8 +2,7 @@ import { access } from 'node:fs/promises';
 import { Command } from '@commander-js/extra-typings';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import { readPemCertificates } from '@constellation/attestation';
-import { UsageError } from '@constellation/command-line';
-import { errorMessage } from '@constellation/errors';
+import { UsageError, readOptionFile } from '@constellation/command-line';
 import { configYaml } from '../constellation-conf.js';
 import { CLI_DEFAULTS } from '../config.js';
 import { workspaceFiles, writeWorkspaceFile } from '../workspace.js';
@@ -11,11 +10,7 @@ import type { CommandContext } from './command-context.js';
 
 async function readPemOption(file: string | undefined, option: string): Promise<string> {
   if (file === undefined) return '';
-  try {
-    return (await readPemCertificates(file)).text;
-  } catch (err) {
-    throw new UsageError(`${option}: ${errorMessage(err)}`);
-  }
+  return (await readOptionFile(option, () => readPemCertificates(file))).text;
 }
 
 /** `constellation config generate`: a commented configuration with defaults to edit. */
