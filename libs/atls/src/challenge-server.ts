@@ -372,7 +372,7 @@ class ChallengeSession {
     } else if (err instanceof Refusal) {
       // OutstandingChallenges: this TPM has a challenge on another call.
       const status = statusErrorOf(err);
-      this.finish(status?.code ?? grpc.status.RESOURCE_EXHAUSTED, err.message, 'outstanding', status?.metadata);
+      this.finish(status.code, err.message, 'outstanding', status.metadata);
     } else {
       this.log.error('could not prepare the challenge', { err });
       this.finish(

@@ -42,6 +42,8 @@ const STATUS_OF: Record<RefusalKind, grpc.status> = {
  * retry-after; a StatusError is already an answer; anything else is undefined (an internal error
  * whose text the handler decides whether to show).
  */
+export function statusErrorOf(err: Refusal | StatusError): StatusError;
+export function statusErrorOf(err: unknown): StatusError | undefined;
 export function statusErrorOf(err: unknown): StatusError | undefined {
   if (err instanceof StatusError) return err;
   if (!(err instanceof Refusal)) return undefined;
