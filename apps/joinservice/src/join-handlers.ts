@@ -37,8 +37,8 @@ function decode<T>(decoder: { decode(bytes: Uint8Array): T }, bytes: Uint8Array,
 
 export interface JoinHandlerParts {
   /** The attested-channel options every call shares (validators, identity, host proof, limits, logger). */
-  challenge: Omit<ChallengeServerOptions, 'handle' | 'onRejected'>;
-  admit: Admission;
+  challenge: Omit<ChallengeServerOptions, 'handle' | 'onRejected' | 'vetIdentity'>;
+  admission: Admission;
   tickets: TicketService;
   limit: ConcurrencyLimit;
   metrics: JoinMetrics;
@@ -49,7 +49,19 @@ export interface JoinHandlerParts {
  * to the ticket logic. Refusals from the ticket logic become statuses in serveChallenge.
  */
 export function joinHandlers(parts: JoinHandlerParts): JoinServiceServer {
-  const { challenge, admit, tickets, limit, metrics } = parts;
+  const { challenge, admission, tickets, limit, metrics } = parts;
+  const { admit } = admission;
+  // The registry's word on a TPM before its challenge; a refusal is counted as the ticket logic's.
+  const vetIdentity =
+    (kind: 'join' | 'rejoin') =>
+    async (ekPublicKeyHash: string): Promise<void> => {
+      try {
+        await admission.vet(ekPublicKeyHash);
+      } catch (err) {
+        metrics.joins.inc({ kind, role: 'unknown', outcome: refused(metrics, kind, err) });
+        throw err;
+      }
+    };
   const countRejected = (kind: 'join' | 'rejoin', reason: ChallengeRejection): void => {
     if (reason === 'outstanding') metrics.refusals.inc({ kind, reason: 'challenge-outstanding' });
     else if (reason === 'call-in-progress') metrics.refusals.inc({ kind, reason: 'tpm-call-in-progress' });
@@ -59,6 +71,7 @@ export function joinHandlers(parts: JoinHandlerParts): JoinServiceServer {
     issueJoinTicket: (call: grpc.ServerDuplexStream<IssueJoinTicketRequest, IssueJoinTicketResponse>) => {
       serveChallenge(call, {
         ...challenge,
+        vetIdentity: vetIdentity('join'),
         // Shed load before the expensive part, but only for calls that sent a well-formed hello:
         // the attestation (EK path, credential, quote) and the ticket run only for calls that got
         // a slot, so under a storm every admitted call stays fast; a few more wait in line for a
@@ -115,6 +128,7 @@ export function joinHandlers(parts: JoinHandlerParts): JoinServiceServer {
     issueRejoinTicket: (call: grpc.ServerDuplexStream<IssueRejoinTicketRequest, IssueRejoinTicketResponse>) => {
       serveChallenge(call, {
         ...challenge,
+        vetIdentity: vetIdentity('rejoin'),
         onRejected: (reason) => {
           countRejected('rejoin', reason);
         },

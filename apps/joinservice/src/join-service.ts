@@ -120,7 +120,7 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
         maxRequestBytes: JOINSERVICE_DEFAULTS.maxRequestBytes,
         logger,
       },
-      admit: admission(instanceRegistry(settings), await controlPlaneEks(settings)),
+      admission: admission(instanceRegistry(settings), await controlPlaneEks(settings)),
       tickets: await createTicketService(settings, logger),
       limit: new ConcurrencyLimit({
         max: settings.maxConcurrentTickets,

@@ -18,6 +18,7 @@ import type { OutstandingChallenges } from './outstanding-challenges.js';
 import { ServiceAttesterBusyError, serviceUserData } from './service-attester.js';
 import type { ServiceAttester } from './service-attester.js';
 import { retryAfterMetadata, statusErrorOf } from '@constellation/proto';
+import type { StatusError } from '@constellation/proto';
 import { Refusal, errorMessage } from '@constellation/errors';
 
 /** Why a challenge exchange ended without an answer; stable strings for metrics. */
@@ -39,6 +40,13 @@ export interface ChallengeServerOptions {
    * credential activation). Required when any validator's variant is rooted.
    */
   identity?: EkIdentityVerifier;
+  /**
+   * Rooted variants: vets the TPM an EK certificate names (by its EK hash, once the certificate
+   * path verified) before it is challenged, for example against the platform's registry; throws a
+   * Refusal to refuse the call. A genuine TPM nobody registered then holds no slot for the
+   * challenge's time bound while its sender stays silent. Its refusals end as 'handler' ones.
+   */
+  vetIdentity?: (ekPublicKeyHash: string) => Promise<void>;
   /**
    * Attests the machine this service runs on when a node asks for it (hello.service_nonce), and
    * answers the node's credential for that machine's AK. Without it, nodes that require an
@@ -78,6 +86,13 @@ export interface ChallengeServerOptions {
    * fill the line and one genuine TPM can hold as many challenges as the service has slots.
    */
   outstanding?: OutstandingChallenges;
+}
+
+/** A refusal from `vetIdentity`, told apart from the service's own refusals while preparing. */
+class VettingRefusal extends Error {
+  constructor(readonly status: StatusError) {
+    super(status.message);
+  }
 }
 
 /**
@@ -327,6 +342,15 @@ class ChallengeSession {
     // Claimed before the host attests: a refused duplicate costs the host's TPM nothing.
     if (pending !== undefined && this.options.outstanding !== undefined && this.state === 'preparing')
       this.releases.push(this.options.outstanding.claim(pending.ekPublicKeyHash, this.ttl));
+    // Then the platform's word on the TPM: an unknown one is refused before it holds a challenge.
+    if (pending !== undefined && this.options.vetIdentity !== undefined) {
+      try {
+        await this.options.vetIdentity(pending.ekPublicKeyHash);
+      } catch (err) {
+        const status = statusErrorOf(err);
+        throw status === undefined ? err : new VettingRefusal(status);
+      }
+    }
     if (attester === undefined) return [pending, undefined];
     if (this.state !== 'preparing') return [pending, undefined];
     return [pending, await attester.attest(serviceUserData(serviceKey.publicKey), hello.serviceNonce)];
@@ -369,6 +393,8 @@ class ChallengeSession {
       this.finish(grpc.status.PERMISSION_DENIED, `attestation rejected: ${err.message}`, `attestation:${err.reason}`);
     } else if (err instanceof ServiceAttesterBusyError) {
       this.finish(grpc.status.UNAVAILABLE, err.message, 'handler', retryAfterMetadata(1_000));
+    } else if (err instanceof VettingRefusal) {
+      this.finish(err.status.code, err.status.message, 'handler', err.status.metadata);
     } else if (err instanceof Refusal) {
       // OutstandingChallenges: this TPM has a challenge on another call.
       const status = statusErrorOf(err);
