@@ -4,8 +4,10 @@
 // the registry run here, the API behind a proxy that can stop answering.
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { copyFile, mkdir, writeFile } from 'node:fs/promises';
-import { existsSync, readFileSync } from 'node:fs';
+import { copyFile, mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { threadId } from 'node:worker_threads';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { errorMessage } from '@constellation/errors';
@@ -13,7 +15,7 @@ import { clusterConfigMap } from '@constellation/kubeadm';
 import { KubeApiServer, MetadataServer } from '@constellation/sandbox';
 import type { InstanceInfo } from '@constellation/sandbox';
 import { createEkCa, freePort, openEkCa } from '@constellation/swtpm';
-import { withTimeout } from '@constellation/testing';
+import { repoRoot, runChecked, withTimeout } from '@constellation/testing';
 import type { EkCa } from '@constellation/swtpm';
 import { CLUSTER, writeMountedFiles } from './join-service.fixture.js';
 import { PausableProxy } from './pausable-proxy.fixture.js';
@@ -330,6 +332,71 @@ export class StormCluster {
   }
 }
 
+let nodesProgram: Promise<string> | undefined;
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * The node processes' program, bundled once per run (as the bootstrapper ships): no TypeScript
+ * loader between them and their start. Twice a node process started from the sources through tsx
+ * never said ready, with nothing on stderr (cause unknown; see the report below).
+ */
+function stormNodesProgram(): Promise<string> {
+  nodesProgram ??= (async () => {
+    // One directory per process (and worker thread), removed at its exit; test workers may be
+    // ended without one, so those of processes gone are removed here.
+    for (const name of readdirSync(tmpdir())) {
+      const pid = Number(/^constellation-storm-nodes-(\d+)-\d+$/.exec(name)?.[1]);
+      if (Number.isInteger(pid) && !processAlive(pid)) rmSync(join(tmpdir(), name), { recursive: true, force: true });
+    }
+    const dir = join(tmpdir(), `constellation-storm-nodes-${process.pid}-${threadId}`);
+    mkdirSync(dir, { recursive: true });
+    process.once('exit', () => {
+      rmSync(dir, { recursive: true, force: true });
+    });
+    const program = join(dir, 'storm-nodes.mjs');
+    const root = repoRoot(SRC);
+    await runChecked(process.execPath, [join(root, 'tools/build/bundle.mjs'), join(SRC, 'storm-nodes.ts'), program], {
+      cwd: root,
+      timeoutMs: 120_000,
+    });
+    return program;
+  })();
+  return nodesProgram;
+}
+
+/**
+ * What a node process that does not answer is doing: Node's diagnostic report (asked for with
+ * SIGUSR2), its JavaScript stack and the kinds of its libuv handles, for the error.
+ */
+async function diagnosticReport(child: ChildProcess, dir: string): Promise<string> {
+  child.kill('SIGUSR2');
+  for (let waited = 0; waited < 3_000; waited += 100) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const file = (await readdir(dir)).find((name) => name.startsWith('report.') && name.endsWith('.json'));
+    if (file === undefined) continue;
+    try {
+      const report = JSON.parse(await readFile(join(dir, file), 'utf8')) as {
+        javascriptStack?: { message?: string; stack?: string[] };
+        libuv?: { type?: string; is_active?: boolean }[];
+      };
+      const handles = (report.libuv ?? []).filter((h) => h.is_active === true).map((h) => h.type ?? '?');
+      const stack = [report.javascriptStack?.message, ...(report.javascriptStack?.stack ?? [])].join(' | ');
+      return `diagnostic report ${join(dir, file)}: JavaScript stack: ${stack}; active libuv handles: ${handles.join(', ')}`;
+    } catch {
+      // Still being written.
+    }
+  }
+  return 'no diagnostic report within 3 s (its main thread did not get to it)';
+}
+
 /** One node process: ready once it loaded its identities; `go` starts its nodes; `done` has their outcomes. */
 async function startNodeProcess(ordersPath: string): Promise<{
   go: (startAtMs: number) => void;
@@ -339,7 +406,9 @@ async function startNodeProcess(ordersPath: string): Promise<{
   // STORM_NODES_CPU_PROF_DIR: profile the node processes too, to see what the load generator costs.
   const profileDir = process.env['STORM_NODES_CPU_PROF_DIR'];
   const profile = profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`];
-  const child = spawn(process.execPath, [...profile, ...SOURCE_ARGS, join(SRC, 'storm-nodes.ts'), ordersPath], {
+  const reports = mkdtempSync(join(tmpdir(), 'constellation-storm-node-report-'));
+  const diagnostics = ['--report-on-signal', '--report-signal=SIGUSR2', `--report-directory=${reports}`];
+  const child = spawn(process.execPath, [...profile, ...diagnostics, await stormNodesProgram(), ordersPath], {
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   const outcomes: NodeOutcome[] = [];
@@ -370,10 +439,12 @@ async function startNodeProcess(ordersPath: string): Promise<{
     Promise.race([isReady, done]),
     READY_TIMEOUT_MS,
     `storm node process ${ordersPath} to be ready`,
-  ).catch((err: unknown) => {
+  ).catch(async (err: unknown) => {
+    const report = await diagnosticReport(child, reports);
     child.kill('SIGKILL');
-    throw new Error(`${errorMessage(err)}: ${stderr}`, { cause: err });
+    throw new Error(`${errorMessage(err)}: ${stderr}; ${report}`, { cause: err });
   });
+  rmSync(reports, { recursive: true, force: true });
   return {
     go: (startAtMs) => {
       child.stdin.end(JSON.stringify({ startAtMs }));
