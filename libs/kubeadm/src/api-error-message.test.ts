@@ -2,20 +2,12 @@ import { KubeApiServer } from '@constellation/sandbox';
 import * as k8s from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiErrorMessage } from './api-error-message.js';
+import { ADMIN_TOKEN, USER_TOKEN, startTokenApiServer } from '@constellation/sandbox/testing';
 
-const ADMIN_TOKEN = 'admin-token-for-this-test-only';
-const USER_TOKEN = 'user-token-for-this-test-only';
 let api: KubeApiServer;
 
 beforeAll(async () => {
-  api = await KubeApiServer.start({
-    authentication: {
-      staticTokens: [
-        { token: ADMIN_TOKEN, user: 'kubernetes-admin', uid: 'admin', groups: ['system:masters'] },
-        { token: USER_TOKEN, user: 'someone', uid: 'someone', groups: [] },
-      ],
-    },
-  });
+  api = await startTokenApiServer();
 });
 
 afterAll(async () => {

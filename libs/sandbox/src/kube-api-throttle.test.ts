@@ -1,19 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KubeApiServer } from './kube-api-server.js';
+import type { KubeApiServer } from './kube-api-server.js';
+import { ADMIN_TOKEN, USER_TOKEN, startTokenApiServer } from './testing/token-api-server.js';
 
-const ADMIN_TOKEN = 'admin-token-for-this-test-only';
-const USER_TOKEN = 'user-token-for-this-test-only';
 let api: KubeApiServer;
 
 beforeAll(async () => {
-  api = await KubeApiServer.start({
-    authentication: {
-      staticTokens: [
-        { token: ADMIN_TOKEN, user: 'kubernetes-admin', uid: 'admin', groups: ['system:masters'] },
-        { token: USER_TOKEN, user: 'someone', uid: 'someone', groups: [] },
-      ],
-    },
-  });
+  api = await startTokenApiServer();
 });
 
 afterAll(async () => {

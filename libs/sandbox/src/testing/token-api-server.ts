@@ -1,0 +1,18 @@
+import { KubeApiServer } from '../kube-api-server.js';
+
+/** A cluster admin's bearer token (group system:masters) on the stand-in `startTokenApiServer` starts. */
+export const ADMIN_TOKEN = 'admin-token-for-tests-only';
+/** A user's bearer token there: authenticated, granted nothing. */
+export const USER_TOKEN = 'user-token-for-tests-only';
+
+/** The API stand-in over plain HTTP, authenticating ADMIN_TOKEN and USER_TOKEN like kube-apiserver's static tokens. */
+export function startTokenApiServer(): Promise<KubeApiServer> {
+  return KubeApiServer.start({
+    authentication: {
+      staticTokens: [
+        { token: ADMIN_TOKEN, user: 'kubernetes-admin', uid: 'admin', groups: ['system:masters'] },
+        { token: USER_TOKEN, user: 'someone', uid: 'someone', groups: [] },
+      ],
+    },
+  });
+}
