@@ -11,16 +11,21 @@ export interface Admission {
   /**
    * Before the challenge: refuses a TPM (by its verified EK certificate's key) the registry does
    * not know, so that a genuine TPM of someone else's machine holds no slot while its sender stays
-   * silent. The answer is kept for the call's admission.
+   * silent. The answer is kept for the call's admission (see ANSWER_MS).
    */
   vet: (ekPublicKeyHash: string) => Promise<void>;
   admit: Admit;
 }
 
-/** How long a vetted TPM's registry answer is reused: the challenge's TTL and its answer's checks. */
-const VETTED_MS = 30_000;
-/** Vetted answers kept at most (each a few hundred bytes), against a flood of distinct genuine TPMs. */
-const MAX_VETTED = 10_000;
+/**
+ * How long the registry's answer about a TPM is reused: the hellos naming it meanwhile cost the
+ * platform's API nothing (a stranger may hold copies of EK certificates, which are not secret), and
+ * a call's admission reuses its vetting's answer. A machine registered just after a refused hello
+ * waits this long; one removed from the registry is still admitted as long.
+ */
+const ANSWER_MS = 10_000;
+/** Answers kept at most (each a few hundred bytes), against a flood of distinct genuine TPMs. */
+const MAX_ANSWERS = 10_000;
 
 /**
  * Unrooted attestations are known by their attestation key; rooted ones by their EK, looked up in
@@ -31,11 +36,28 @@ export function admission(
   registry: InstanceRegistry | undefined,
   controlPlaneEks: ReadonlySet<string> = new Set(),
 ): Admission {
-  const vetted = new Map<string, { at: number; instance: RegisteredInstance }>();
-  const lookUp = async (ekPublicKeyHash: string): Promise<RegisteredInstance> => {
+  const answers = new Map<string, { at: number; answer: Promise<RegisteredInstance | undefined> }>();
+  /** The registry's answer, shared with every ask about the same TPM within ANSWER_MS; failures are not kept. */
+  const answer = (from: InstanceRegistry, ekPublicKeyHash: string): Promise<RegisteredInstance | undefined> => {
+    const now = Date.now();
+    const kept = answers.get(ekPublicKeyHash);
+    if (kept !== undefined && now - kept.at < ANSWER_MS) return kept.answer;
+    const fresh = from.byEndorsementKey(ekPublicKeyHash);
+    answers.delete(ekPublicKeyHash);
+    answers.set(ekPublicKeyHash, { at: now, answer: fresh });
+    for (const oldest of answers.keys()) {
+      if (answers.size <= MAX_ANSWERS) break;
+      answers.delete(oldest);
+    }
+    fresh.catch(() => {
+      if (answers.get(ekPublicKeyHash)?.answer === fresh) answers.delete(ekPublicKeyHash);
+    });
+    return fresh;
+  };
+  const lookUp = async (from: InstanceRegistry, ekPublicKeyHash: string): Promise<RegisteredInstance> => {
     let instance;
     try {
-      instance = await registry?.byEndorsementKey(ekPublicKeyHash);
+      instance = await answer(from, ekPublicKeyHash);
     } catch (err) {
       throw new Refusal(
         'unavailable',
@@ -55,14 +77,7 @@ export function admission(
   };
   return {
     vet: async (ekPublicKeyHash) => {
-      if (registry === undefined) return;
-      const instance = await lookUp(ekPublicKeyHash);
-      vetted.delete(ekPublicKeyHash);
-      vetted.set(ekPublicKeyHash, { at: Date.now(), instance });
-      for (const oldest of vetted.keys()) {
-        if (vetted.size <= MAX_VETTED) break;
-        vetted.delete(oldest);
-      }
+      if (registry !== undefined) await lookUp(registry, ekPublicKeyHash);
     },
     admit: async (result, proven) => {
       if (proven === undefined) return { machineId: `ak-${result.attestationKeyName}` };
@@ -74,13 +89,7 @@ export function admission(
         };
         return { ...ek, unregistered };
       }
-      const recent = vetted.get(proven.ekPublicKeyHash);
-      vetted.delete(proven.ekPublicKeyHash);
-      const instance =
-        recent !== undefined && Date.now() - recent.at < VETTED_MS
-          ? recent.instance
-          : await lookUp(proven.ekPublicKeyHash);
-      return { ...ek, instance };
+      return { ...ek, instance: await lookUp(registry, proven.ekPublicKeyHash) };
     },
   };
 }

@@ -71,4 +71,18 @@ describe('hellos from genuine TPMs the registry does not know (attacker 1 with V
       for (const call of calls) call.stream.cancel();
     }
   }, 30_000);
+
+  it('cost the platform one registry lookup per TPM in a while, however many hellos name it', async () => {
+    const stranger = strangers[0];
+    if (stranger === undefined) throw new Error('no stranger');
+    // Sent while the earlier answer is fresh, the hellos of one TPM are answered from it: a stranger
+    // holding copies of EK certificates cannot turn hellos into calls on the platform's API.
+    const before = fixture.registry.instanceLookups;
+    for (let i = 0; i < 5; i++) {
+      const { stream, first } = silentCall(stranger);
+      expect(await first).toMatchObject({ code: grpc.status.PERMISSION_DENIED });
+      stream.cancel();
+    }
+    expect(fixture.registry.instanceLookups - before).toBeLessThanOrEqual(1);
+  }, 30_000);
 });

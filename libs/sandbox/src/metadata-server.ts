@@ -36,6 +36,8 @@ export class MetadataServer {
   private readonly server: Server;
   private port = 0;
   private readonly artifactsDir: string | undefined;
+  /** Registry lookups answered (GET /instances), to see what callers make the platform's API do. */
+  instanceLookups = 0;
 
   private constructor(document: MetadataDocument, artifactsDir?: string) {
     this.document = document;
@@ -122,6 +124,7 @@ export class MetadataServer {
         return;
       }
       case '/instances': {
+        this.instanceLookups++;
         const ek = new URL(req.url ?? '/', 'http://localhost').searchParams.get('ek') ?? '';
         if (!/^[0-9a-f]{64}$/.test(ek)) {
           send(res, 400, {
