@@ -144,7 +144,8 @@ describe('constellation mini', () => {
   it('verifies nodes on demand, rejoins a rebooted worker, and recovers a control plane after a full shutdown', async () => {
     const workspace = await tempDirForTest();
     try {
-      expect((await constellation(workspace, 'mini', 'up', '--workers', '1', '--network', 'loopback')).code).toBe(0);
+      const up = await constellation(workspace, 'mini', 'up', '--workers', '1', '--network', 'loopback');
+      expect(up.code, up.stderr).toBe(0);
       const state = JSON.parse(await readFile(join(workspace, 'constellation-mini', 'mini.json'), 'utf8')) as MiniState;
       const [cp, worker] = state.nodes;
       if (cp === undefined || worker === undefined) throw new Error('nodes missing');
