@@ -1,7 +1,7 @@
-import { mkdtemp, readFile, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
+import { createTempDir } from '@constellation/testing';
 import { describe, expect, it } from 'vitest';
 import { joinStatusOf, recordJoinStatus } from './join-status.js';
 
@@ -33,10 +33,15 @@ describe('join status', () => {
   });
 
   it('writes the file readable by operators, replacing the previous one', async () => {
-    const path = join(await mkdtemp(join(tmpdir(), 'join-status-')), 'run', 'join-status.json');
-    await recordJoinStatus(path, joinStatusOf(0, new Error('first'), at));
-    await recordJoinStatus(path, joinStatusOf(1, undefined, at));
-    expect(JSON.parse(await readFile(path, 'utf8'))).toMatchObject({ state: 'ticket', attempts: 2 });
-    expect((await stat(path)).mode & 0o777).toBe(0o644);
+    const dir = await createTempDir('join-status-');
+    try {
+      const path = join(dir.path, 'run', 'join-status.json');
+      await recordJoinStatus(path, joinStatusOf(0, new Error('first'), at));
+      await recordJoinStatus(path, joinStatusOf(1, undefined, at));
+      expect(JSON.parse(await readFile(path, 'utf8'))).toMatchObject({ state: 'ticket', attempts: 2 });
+      expect((await stat(path)).mode & 0o777).toBe(0o644);
+    } finally {
+      await dir.remove();
+    }
   });
 });
