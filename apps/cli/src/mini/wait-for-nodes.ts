@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { waitUntil } from './bounded-wait.js';
@@ -14,6 +15,18 @@ export interface MiniNodeResult {
   /** Kubernetes' Ready condition of the node's Node object. */
   ready: boolean;
   attestation: string;
+}
+
+/** The file's last `count` non-empty lines, each cut at 400 characters, joined by " | ". */
+async function lastLines(path: string, count: number): Promise<string> {
+  const text = await readFile(path, 'utf8').catch(() => '');
+  const lines = text.split('\n').filter((line) => line.trim() !== '');
+  return lines.length === 0
+    ? '(none)'
+    : lines
+        .slice(-count)
+        .map((line) => line.slice(0, 400))
+        .join(' | ');
 }
 
 /** Whether a Node object's Ready condition is True. */
@@ -43,10 +56,13 @@ export async function waitForNodes(options: {
       ready = new Set(items.filter(nodeReady).map((n) => n.metadata?.name ?? ''));
       if (expected.every((name) => ready.has(name))) return true;
       const dead = state.nodes.find((n) => !n.tampered && !ready.has(n.name) && !isRunning(n.bootstrapperPid));
-      if (dead !== undefined)
+      if (dead !== undefined) {
+        // Its last lines say why; the whole log goes with the workspace at `mini down`.
+        const log = join(dead.dir, 'bootstrapper.log');
         throw new Error(
-          `${dead.name}'s bootstrapper stopped before joining; see ${join(dead.dir, 'bootstrapper.log')}`,
+          `${dead.name}'s bootstrapper stopped before joining; its last log lines: ${await lastLines(log, 3)} (all in ${log})`,
         );
+      }
       return undefined;
     },
     { timeoutMs: options.timeoutMs, what: `every node (${expected.join(', ')}) Ready`, intervalMs: 250 },
