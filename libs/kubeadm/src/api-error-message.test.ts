@@ -2,7 +2,7 @@ import { KubeApiServer } from '@constellation/sandbox';
 import * as k8s from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiErrorMessage } from './api-error-message.js';
-import { ADMIN_TOKEN, USER_TOKEN, startTokenApiServer } from '@constellation/sandbox/testing';
+import { ADMIN_TOKEN, USER_TOKEN, coreApiWithToken, startTokenApiServer } from '@constellation/sandbox/testing';
 
 let api: KubeApiServer;
 
@@ -14,16 +14,7 @@ afterAll(async () => {
   await api.close();
 });
 
-function core(token: string): k8s.CoreV1Api {
-  const kc = new k8s.KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'test', server: api.url, skipTLSVerify: true }], // plain HTTP stand-in
-    users: [{ name: 'user', token }],
-    contexts: [{ name: 'test', cluster: 'test', user: 'user' }],
-    currentContext: 'test',
-  });
-  return kc.makeApiClient(k8s.CoreV1Api);
-}
+const core = (token: string): k8s.CoreV1Api => coreApiWithToken(api, token);
 
 const failure = (call: Promise<unknown>): Promise<unknown> =>
   call.then(

@@ -1,7 +1,6 @@
 import { Refusal } from '@constellation/errors';
 import type { KubeApiServer } from '@constellation/sandbox';
-import { ADMIN_TOKEN, USER_TOKEN, startTokenApiServer } from '@constellation/sandbox/testing';
-import * as k8s from '@kubernetes/client-node';
+import { ADMIN_TOKEN, USER_TOKEN, coreApiWithToken, startTokenApiServer } from '@constellation/sandbox/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NodeNameBindings, machineNameBindingName, nodeNameBindingName } from './node-name-binding.js';
 
@@ -12,14 +11,7 @@ let api: KubeApiServer;
 let names: NodeNameBindings;
 
 function bindingsAs(token: string): NodeNameBindings {
-  const kc = new k8s.KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'test', server: api.url, skipTLSVerify: true }], // plain HTTP stand-in
-    users: [{ name: 'user', token }],
-    contexts: [{ name: 'test', cluster: 'test', user: 'user' }],
-    currentContext: 'test',
-  });
-  return new NodeNameBindings({ core: kc.makeApiClient(k8s.CoreV1Api) });
+  return new NodeNameBindings({ core: coreApiWithToken(api, token) });
 }
 
 beforeAll(async () => {

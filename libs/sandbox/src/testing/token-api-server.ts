@@ -1,3 +1,4 @@
+import * as k8s from '@kubernetes/client-node';
 import { KubeApiServer } from '../kube-api-server.js';
 
 /** A cluster admin's bearer token (group system:masters) on the stand-in `startTokenApiServer` starts. */
@@ -15,4 +16,16 @@ export function startTokenApiServer(): Promise<KubeApiServer> {
       ],
     },
   });
+}
+
+/** A core/v1 client of `api` (plain HTTP) that authenticates with `token`. */
+export function coreApiWithToken(api: KubeApiServer, token: string): k8s.CoreV1Api {
+  const kc = new k8s.KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'test', server: api.url, skipTLSVerify: true }], // plain HTTP stand-in
+    users: [{ name: 'user', token }],
+    contexts: [{ name: 'test', cluster: 'test', user: 'user' }],
+    currentContext: 'test',
+  });
+  return kc.makeApiClient(k8s.CoreV1Api);
 }
