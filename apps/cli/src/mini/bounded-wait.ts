@@ -1,7 +1,10 @@
+/** Thrown by a probe when waiting longer cannot help (what it waits for has failed): ends the wait at once. */
+export class WaitAbandoned extends Error {}
+
 /**
  * Polls `probe` until it returns a value (not undefined), at most `timeoutMs`. The one wait mini
  * uses: every step it waits for has an explicit signal (a file, a health endpoint, an API object),
- * and every wait has a bound and says what it waited for.
+ * and every wait has a bound and says what it waited for. A probe's other errors count as "not yet".
  */
 export async function waitUntil<T>(
   probe: () => Promise<T | undefined>,
@@ -14,6 +17,7 @@ export async function waitUntil<T>(
       const value = await probe();
       if (value !== undefined) return value;
     } catch (err) {
+      if (err instanceof WaitAbandoned) throw err;
       lastError = err;
     }
     if (Date.now() >= deadline) break;

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import { waitUntil } from './bounded-wait.js';
+import { WaitAbandoned, waitUntil } from './bounded-wait.js';
 import { readJoinStatus } from './join-refusal.js';
 import { isRunning } from './mini-state.js';
 import type { MiniState } from './mini-state.js';
@@ -35,8 +35,8 @@ export function nodeReady(node: k8s.V1Node): boolean {
 }
 
 /**
- * Waits until every honest node is a Ready Node in the API, failing early when a bootstrapper
- * exits, then reports each machine: joined ones from the API, the others with the refusal their
+ * Waits until every honest node is a Ready Node in the API, failing at once when an honest node's
+ * bootstrapper exits before its node is Ready, then reports each machine: joined ones from the API, the others with the refusal their
  * bootstrapper recorded (a tampered node's first refusal may take a moment).
  */
 export async function waitForNodes(options: {
@@ -59,7 +59,7 @@ export async function waitForNodes(options: {
       if (dead !== undefined) {
         // Its last lines say why; the whole log goes with the workspace at `mini down`.
         const log = join(dead.dir, 'bootstrapper.log');
-        throw new Error(
+        throw new WaitAbandoned(
           `${dead.name}'s bootstrapper stopped before joining; its last log lines: ${await lastLines(log, 3)} (all in ${log})`,
         );
       }
@@ -67,6 +67,7 @@ export async function waitForNodes(options: {
     },
     { timeoutMs: options.timeoutMs, what: `every node (${expected.join(', ')}) Ready`, intervalMs: 250 },
   ).catch((err: unknown) => {
+    if (err instanceof WaitAbandoned) throw err;
     const missing = expected.filter((name) => !ready.has(name));
     throw new Error(`not Ready after ${options.timeoutMs} ms: ${missing.join(', ')} (logs in ${state.dir})`, {
       cause: err,
