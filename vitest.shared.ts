@@ -5,8 +5,16 @@ import type { UserWorkspaceConfig } from 'vitest/config';
 // so tests never depend on a prior build.
 const sourceConditions = ['@constellation/source', 'node', 'import', 'default'];
 
+export interface PackageProjectOptions {
+  /** Bound of every test and hook (default 30 s). */
+  timeoutMs?: number;
+  /** Files run once before any test of any package starts (paths relative to the package). */
+  globalSetup?: string[];
+}
+
 /** The vitest project for one package: tests beside the code, every test bounded in time. */
-export function packageProject(name: string, timeoutMs = 30_000): UserWorkspaceConfig {
+export function packageProject(name: string, options: PackageProjectOptions = {}): UserWorkspaceConfig {
+  const timeoutMs = options.timeoutMs ?? 30_000;
   return defineProject({
     resolve: { conditions: sourceConditions },
     ssr: { resolve: { conditions: sourceConditions, externalConditions: sourceConditions } },
@@ -16,6 +24,7 @@ export function packageProject(name: string, timeoutMs = 30_000): UserWorkspaceC
       environment: 'node',
       testTimeout: timeoutMs,
       hookTimeout: timeoutMs,
+      ...(options.globalSetup === undefined ? {} : { globalSetup: options.globalSetup }),
     },
   });
 }

@@ -1,3 +1,3 @@
 import { packageProject } from '../../vitest.shared.ts';
 
-export default packageProject('packaging', 600_000);
+export default packageProject('packaging', { timeoutMs: 600_000 });

@@ -4,17 +4,9 @@ import { join } from 'node:path';
 import { componentDigest, expectedMeasurements, measureBoot } from '@constellation/attestation';
 import { hashInitSecret } from '@constellation/keys';
 import { MetadataServer } from '@constellation/sandbox';
-import {
-  buildBundles,
-  repoRoot,
-  startSwtpm,
-  tempDirForTest,
-  useTestEkCa,
-  waitFor,
-  withTimeout,
-} from '@constellation/testing';
+import { repoRoot, startSwtpm, tempDirForTest, useTestEkCa, waitFor, withTimeout } from '@constellation/testing';
 import { SocketTransport, Tpm } from '@constellation/tpm';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { configYaml } from './constellation-conf.js';
 import { runInit } from './init-command.js';
 import { workspaceFiles, writeWorkspaceFile } from './workspace.js';
@@ -24,10 +16,6 @@ const root = repoRoot();
 const bundle = join(root, 'apps/bootstrapper/dist/bootstrapper.mjs');
 const BOOT = [{ pcr: 9, description: 'bootstrapper bundle', digest: componentDigest('bundle v1') }];
 const ekCa = useTestEkCa();
-
-beforeAll(async () => {
-  await buildBundles(['@constellation/bootstrapper'], 240_000);
-}, 250_000);
 
 describe('constellation init', () => {
   it('refuses a node whose measurements differ from the config before sending any secret', async () => {

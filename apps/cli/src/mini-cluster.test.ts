@@ -1,6 +1,6 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { buildBundles, repoRoot, requireProgram, runCommand, tempDirForTest, waitFor } from '@constellation/testing';
+import { repoRoot, requireProgram, runCommand, tempDirForTest, waitFor } from '@constellation/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { isRunning } from './mini/mini-state.js';
 import type { MiniNode, MiniState } from './mini/mini-state.js';
@@ -15,10 +15,6 @@ const kubectl = (kubeconfig: string, ...args: string[]) =>
 
 beforeAll(async () => {
   kubectlPath = await requireProgram('kubectl', 'kubernetes-client');
-  await buildBundles(
-    ['@constellation/cli', '@constellation/bootstrapper', '@constellation/joinservice', '@constellation/sandbox'],
-    240_000,
-  );
 }, 250_000);
 
 /** A kubeconfig for the cluster's API with `user` as credentials (none when undefined). */

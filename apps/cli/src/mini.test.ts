@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import { buildBundles, repoRoot, runCommand, tempDirForTest, waitFor } from '@constellation/testing';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { repoRoot, runCommand, tempDirForTest, waitFor } from '@constellation/testing';
+import { describe, expect, it } from 'vitest';
 import { isRunning } from './mini/mini-state.js';
 import type { MiniState } from './mini/mini-state.js';
 
@@ -10,14 +10,6 @@ const root = repoRoot();
 const cli = join(root, 'apps/cli/dist/constellation.mjs');
 const constellation = (workspace: string, ...args: string[]) =>
   runCommand(process.execPath, [cli, '--workspace', workspace, ...args], { timeoutMs: 180_000 });
-
-beforeAll(async () => {
-  // mini runs the bundles a node image would carry; build them (cached when CI built them already).
-  await buildBundles(
-    ['@constellation/cli', '@constellation/bootstrapper', '@constellation/joinservice', '@constellation/sandbox'],
-    240_000,
-  );
-}, 250_000);
 
 describe('constellation mini', () => {
   it('brings up a cluster whose honest nodes join and whose tampered node is refused by PCR, then cleans up completely', async () => {
