@@ -62,7 +62,23 @@ describe('waitForNodes', () => {
     await mkdir(join(dir, 'worker-1'), { recursive: true });
     await writeFile(
       join(dir, 'worker-1', 'bootstrapper.log'),
-      ['{"message":"one"}', '{"message":"two"}', '{"message":"kubeadm join failed"}', ''].join('\n'),
+      [
+        '{"message":"one"}',
+        '{"message":"two"}',
+        '{"message":"join ticket received"}',
+        // Node's report of an uncaught error: only its headline says what happened.
+        'node:internal/modules/esm/resolve:283',
+        '    throw new ERR_MODULE_NOT_FOUND(',
+        '          ^',
+        '',
+        "Error [ERR_MODULE_NOT_FOUND]: Cannot find module '/image/chunks/chunk-1.mjs' imported from /image/chunks/chunk-2.mjs",
+        '    at finalizeResolution (node:internal/modules/esm/resolve:283:11) {',
+        "  code: 'ERR_MODULE_NOT_FOUND',",
+        '}',
+        '',
+        'Node.js v20.20.2',
+        '',
+      ].join('\n'),
     );
     const kc = new k8s.KubeConfig();
     kc.loadFromOptions({
@@ -80,7 +96,7 @@ describe('waitForNodes', () => {
       (err: unknown) => err as Error,
     );
     expect(failure.message).toBe(
-      `worker-1's bootstrapper stopped before joining; its last log lines: {"message":"one"} | {"message":"two"} | {"message":"kubeadm join failed"} (all in ${join(dir, 'worker-1', 'bootstrapper.log')})`,
+      `worker-1's bootstrapper stopped before joining; its last log lines: {"message":"two"} | {"message":"join ticket received"} | Error [ERR_MODULE_NOT_FOUND]: Cannot find module '/image/chunks/chunk-1.mjs' imported from /image/chunks/chunk-2.mjs (all in ${join(dir, 'worker-1', 'bootstrapper.log')})`,
     );
   });
 });

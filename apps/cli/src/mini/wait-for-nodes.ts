@@ -17,10 +17,14 @@ export interface MiniNodeResult {
   attestation: string;
 }
 
-/** The file's last `count` non-empty lines, each cut at 400 characters, joined by " | ". */
-async function lastLines(path: string, count: number): Promise<string> {
+/**
+ * The file's last `count` lines that say something, each cut at 400 characters, joined by " | ":
+ * log entries (JSON) and error headlines; a crash's source excerpt, stack frames and error fields
+ * would crowd out the headline and the entries before it.
+ */
+async function lastTellingLines(path: string, count: number): Promise<string> {
   const text = await readFile(path, 'utf8').catch(() => '');
-  const lines = text.split('\n').filter((line) => line.trim() !== '');
+  const lines = text.split('\n').filter((line) => line.startsWith('{') || /^[A-Za-z]*Error\b/.test(line));
   return lines.length === 0
     ? '(none)'
     : lines
@@ -60,7 +64,7 @@ export async function waitForNodes(options: {
         // Its last lines say why; the whole log goes with the workspace at `mini down`.
         const log = join(dead.dir, 'bootstrapper.log');
         throw new WaitAbandoned(
-          `${dead.name}'s bootstrapper stopped before joining; its last log lines: ${await lastLines(log, 3)} (all in ${log})`,
+          `${dead.name}'s bootstrapper stopped before joining; its last log lines: ${await lastTellingLines(log, 3)} (all in ${log})`,
         );
       }
       return undefined;
