@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { cp as copy, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { repoRoot, runCommand, tempDirForTest, waitFor } from '@constellation/testing';
@@ -133,11 +133,36 @@ describe('constellation mini', () => {
     expect(await readdir(workspace)).toEqual([]);
   }, 240_000);
 
-  it('verifies nodes on demand, rejoins a rebooted worker, and recovers a control plane after a full shutdown', async () => {
+  it('verifies nodes on demand, rejoins a rebooted worker, and recovers a control plane after a full shutdown, all after the build it came from is gone', async () => {
     const workspace = await tempDirForTest();
     try {
-      const up = await constellation(workspace, 'mini', 'up', '--workers', '1', '--network', 'loopback');
+      // Up from a copy of the build, which is then deleted as a rebuild deletes the files it
+      // rewrites: the nodes and their services run from the image mini up copied.
+      const build = await tempDirForTest();
+      for (const path of [
+        'apps/cli/dist',
+        'apps/bootstrapper/dist',
+        'apps/joinservice/dist',
+        'libs/sandbox/dist/kubeadm.mjs',
+      ])
+        await copy(join(root, path), join(build, path), { recursive: true });
+      const up = await runCommand(
+        process.execPath,
+        [
+          join(build, 'apps/cli/dist/constellation.mjs'),
+          '--workspace',
+          workspace,
+          'mini',
+          'up',
+          '--workers',
+          '1',
+          '--network',
+          'loopback',
+        ],
+        { timeoutMs: 180_000 },
+      );
       expect(up.code, up.stderr).toBe(0);
+      for (const dir of ['apps', 'libs']) await rm(join(build, dir), { recursive: true });
       const state = JSON.parse(await readFile(join(workspace, 'constellation-mini', 'mini.json'), 'utf8')) as MiniState;
       const [cp, worker] = state.nodes;
       if (cp === undefined || worker === undefined) throw new Error('nodes missing');

@@ -1,6 +1,6 @@
-import { access } from 'node:fs/promises';
+import { access, cp } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 
 /** The programs `mini` runs: the bundles the build produces, as the node image would carry them. */
 export interface MiniArtifacts {
@@ -33,4 +33,21 @@ export async function findArtifacts(): Promise<MiniArtifacts> {
     }
   }
   return artifacts;
+}
+
+/**
+ * The node image: copies of the programs the nodes and their services run (each with the chunks it
+ * loads later), taken once at `mini up` into `<dir>/image`. A rebuild of the repository while the
+ * cluster runs (`npm run build`, `npm test`) deletes and rewrites the build's files; nodes running
+ * from them failed to load a chunk on their way to joining, and a rebooted node measured a
+ * bootstrapper the cluster does not expect. kubeadm needs no copy: nodes install their own.
+ */
+export async function copyNodeImage(artifacts: MiniArtifacts, dir: string): Promise<MiniArtifacts> {
+  const image = { ...artifacts };
+  for (const name of ['cli', 'bootstrapper', 'joinservice'] as const) {
+    const copy = join(dir, 'image', name);
+    await cp(dirname(artifacts[name]), copy, { recursive: true });
+    image[name] = join(copy, basename(artifacts[name]));
+  }
+  return image;
 }

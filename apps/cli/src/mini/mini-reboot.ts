@@ -2,7 +2,6 @@ import { join } from 'node:path';
 import { measureBoot } from '@constellation/attestation';
 import { UsageError } from '@constellation/command-line';
 import { SocketTransport, SwtpmControl, Tpm } from '@constellation/tpm';
-import { findArtifacts } from './artifacts.js';
 import { selfCommand } from '../self-command.js';
 import { bootChain } from './boot-chain.js';
 import { spawnDetached } from './detached.js';
@@ -40,7 +39,7 @@ export async function miniReboot(
   const tpm = new Tpm(new SocketTransport({ path: node.tpmSocket }));
   try {
     await tpm.startup();
-    const { bootstrapper } = await findArtifacts();
+    const { bootstrapper } = state.artifacts;
     const bundle = node.tampered ? tamperedBootstrapper(node.dir, bootstrapper) : bootstrapper;
     await measureBoot(tpm, await bootChain(bundle));
   } finally {

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeWorkspaceFile } from '../workspace.js';
+import type { MiniArtifacts } from './artifacts.js';
 import type { MiniNetwork } from './network.js';
 
 export interface MiniNode {
@@ -35,6 +36,8 @@ export interface MiniState {
   joinServiceKubeconfig?: string;
   apiServerPort: number;
   network: MiniNetwork;
+  /** The programs the nodes run: the node image mini up copied into `dir` (see copyNodeImage). */
+  artifacts: MiniArtifacts;
   nodes: MiniNode[];
 }
 

@@ -15,7 +15,7 @@ import { CLI_DEFAULTS } from '../config.js';
 import { runInit } from '../init-command.js';
 import { selfCommand } from '../self-command.js';
 import { workspaceFiles, writeWorkspaceFile } from '../workspace.js';
-import { findArtifacts } from './artifacts.js';
+import { copyNodeImage, findArtifacts } from './artifacts.js';
 import type { MiniArtifacts } from './artifacts.js';
 import { bootChain } from './boot-chain.js';
 import { waitUntil } from './bounded-wait.js';
@@ -73,10 +73,11 @@ interface Bring {
 export async function miniUp(options: MiniUpOptions): Promise<MiniUpResult> {
   const started = Date.now();
   await refuseRunningCluster(options.workspace);
-  const artifacts = await findArtifacts();
+  const built = await findArtifacts();
   const dir = miniDir(options.workspace);
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
+  const artifacts = await copyNodeImage(built, dir);
   const files = workspaceFiles(options.workspace);
   for (const stale of [files.state, files.kubeconfig, files.masterSecret, files.initSecret])
     await rm(stale, { force: true });
@@ -98,6 +99,7 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniUpResult> {
     joinServicePort: mode === 'namespaces' ? 30090 : await freePort(),
     apiServerPort: mode === 'namespaces' ? 6443 : await freePort(),
     network,
+    artifacts,
     nodes: [],
   };
   await writeMiniState(options.workspace, state);

@@ -1,7 +1,6 @@
 import { access } from 'node:fs/promises';
 import { UsageError } from '@constellation/command-line';
 import { workspaceFiles } from '../workspace.js';
-import { findArtifacts } from './artifacts.js';
 import { readMiniState } from './mini-state.js';
 import { startNodeJoinService } from './node-joinservice.js';
 
@@ -36,7 +35,7 @@ export async function miniKubelet(workspace: string, name: string, print: (line:
     workspace,
     state,
     node,
-    artifacts: await findArtifacts(),
+    artifacts: state.artifacts,
     apiServerEndpoint: apiServerEndpoint(state),
   });
   print(`${name}: JoinService serving on ${service.host}:${service.port} (pid ${service.pid})`);

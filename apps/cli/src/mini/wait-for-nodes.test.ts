@@ -54,6 +54,7 @@ describe('waitForNodes', () => {
       joinServicePort: 0,
       apiServerPort: 0,
       network: { mode: 'loopback', hostIp: '127.0.0.1', nodeIps: [], namespaces: [], bridge: '' },
+      artifacts: { root: dir, cli: '', bootstrapper: '', joinservice: '', kubeadm: '' },
       nodes: [
         miniNode(dir, 'control-plane-0', 'control-plane', process.pid),
         miniNode(dir, 'worker-1', 'worker', await exitedPid()),
