@@ -4,6 +4,7 @@ import { InitServiceService, createGrpcServer } from '@constellation/proto';
 import type { FatalAction } from './fatal-action.js';
 import { initService } from './init-service.js';
 import { JoinClient } from './join-client.js';
+import { forgetKubernetesConfigured, isKubernetesConfigured } from './kubernetes-configured.js';
 import { assessNode } from './node-assessment.js';
 import type { NodeAssessment } from './node-assessment.js';
 import type { NodeContext } from './node-context.js';
@@ -28,9 +29,19 @@ export interface BootstrapperOptions {
   committedTimeoutMs?: number;
 }
 
+/** The fatal path's first step: the next boot formats the state disk (a failure is logged, not thrown). */
+async function markDiskForReset(context: NodeContext): Promise<void> {
+  try {
+    await context.disk.setInitialized(false);
+  } catch (err) {
+    context.logger.error('could not mark the state disk for reset', { err });
+  }
+}
+
 /**
  * Decides the node's path from its state and runs it:
- *  - PCR 15 already marked (this boot committed before a restart of the process): start the kubelet;
+ *  - PCR 15 already marked (this boot committed before a restart of the process): start the kubelet
+ *    if that boot had configured Kubernetes, else take the fatal path;
  *  - state disk initialised: rejoin (rejoin ticket, or recovery on control planes);
  *  - otherwise: InitServer and JoinClient race for the node lock; the loser stops.
  * Past the point of no return every failure marks the state disk for reset and runs the fatal action.
@@ -49,11 +60,8 @@ export class Bootstrapper {
     const { context } = this;
     const log = context.logger.child({ component: 'bootstrapper' });
     const state = await assessment;
-    if (state === 'marked') {
-      log.info('PCR 15 is already marked: this node joined a cluster during this boot; starting the kubelet');
-      await context.startKubelet();
-      return 'already-bootstrapped';
-    }
+    if (state === 'marked') return this.restartedPastPointOfNoReturn();
+    await forgetKubernetesConfigured(context.paths);
     if (state === 'initialized') {
       log.info('state disk belongs to a cluster: rejoining');
       return rejoin(context, {
@@ -68,6 +76,27 @@ export class Bootstrapper {
       });
     }
     return this.initOrJoin();
+  }
+
+  /**
+   * PCR 15 is marked: a bootstrapper of this boot passed the point of no return and then stopped
+   * (systemd restarts it). If it had configured Kubernetes, only the kubelet's start remains;
+   * otherwise it died mid-way, and the node takes the fatal path as if it had failed there.
+   */
+  private async restartedPastPointOfNoReturn(): Promise<BootstrapOutcome> {
+    const { context } = this;
+    const log = context.logger.child({ component: 'bootstrapper' });
+    if (await isKubernetesConfigured(context.paths)) {
+      log.info('PCR 15 is already marked: this node joined a cluster during this boot; starting the kubelet');
+      await context.startKubelet();
+      return 'already-bootstrapped';
+    }
+    const error = new Error(
+      "PCR 15 is marked, but this boot's bootstrapper stopped before the node's Kubernetes configuration was complete (it died or was killed past the point of no return); the node resets and reboots",
+    );
+    await markDiskForReset(context);
+    await this.options.fatal(error);
+    throw error;
   }
 
   private initOrJoin(): Promise<BootstrapOutcome> {
@@ -103,11 +132,7 @@ export class Bootstrapper {
         clearTimeout(deadline);
         void (async () => {
           await closeInitServer(); // drains: the failure, logs and status reach the client first
-          try {
-            await context.disk.setInitialized(false);
-          } catch (err) {
-            context.logger.error('could not mark the state disk for reset', { err });
-          }
+          await markDiskForReset(context);
           await options.fatal(error);
           reject(error);
         })();

@@ -4,6 +4,7 @@ import { verifyInitSecret } from '@constellation/keys';
 import { InitStep, StepState, statusErrorOf } from '@constellation/proto';
 import type { InitRequest, InitResponse, InitServiceServer } from '@constellation/proto';
 import { checkInitRequest } from './init-request.js';
+import { recordKubernetesConfigured } from './kubernetes-configured.js';
 import type { StepReporter } from './init-steps.js';
 import type { NodeContext } from './node-context.js';
 
@@ -89,6 +90,7 @@ export function initService(context: NodeContext, hooks: InitServiceHooks): Init
         hooks.committed();
       });
       const { kubeconfig, version } = await bootstrapKubernetes(context, call.request, diskUuid, report, log);
+      await recordKubernetesConfigured(context.paths);
       await context.startKubelet();
       call.write({ kind: { $case: 'success', value: { kubeconfig, clusterId, kubernetesVersion: version } } });
       call.end();

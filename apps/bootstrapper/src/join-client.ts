@@ -10,6 +10,7 @@ import type { NodeContext } from './node-context.js';
 import { recordJoinStatus, joinStatusOf } from './join-status.js';
 import { writeNodeState } from './node-state.js';
 import { checkCredential, writeClientCredential, writeServingCredential } from './kubelet-credentials.js';
+import { recordKubernetesConfigured } from './kubernetes-configured.js';
 import { errorMessage } from '@constellation/errors';
 
 export interface JoinClientOptions {
@@ -162,6 +163,7 @@ export class JoinClient {
       caCertHashes: [ticket.discoveryTokenCaCertHash],
       ...(role === 'control-plane' ? { controlPlane: { bindPort: context.apiServerBindPort } } : {}),
     });
+    await recordKubernetesConfigured(context.paths);
     await context.startKubelet();
     log.info('joined the cluster', { clusterId: clusterId.toString('hex') });
     return 'joined';

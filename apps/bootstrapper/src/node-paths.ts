@@ -23,6 +23,8 @@ export interface NodePaths {
   kubeadmDir: string;
   /** What the node last heard from the JoinService (JSON, see join-status.ts). */
   joinStatus: string;
+  /** This boot configured Kubernetes on the node; only the kubelet's start remained (kubernetes-configured.ts). */
+  kubernetesConfigured: string;
   /** Control planes: the local attestation agent for the JoinService on this machine (unix socket, 0600). */
   attestationAgentSocket: string;
 }
@@ -39,6 +41,7 @@ export function nodePaths(root: string): NodePaths {
     adminConf: join(root, 'etc', 'kubernetes', 'admin.conf'),
     kubeadmDir: join(root, 'run', 'kubeadm'),
     joinStatus: join(root, 'run', 'constellation', 'join-status.json'),
+    kubernetesConfigured: join(root, 'run', 'constellation', 'kubernetes-configured'),
     attestationAgentSocket: join(root, 'run', 'constellation', 'attestation-agent.sock'),
   };
 }

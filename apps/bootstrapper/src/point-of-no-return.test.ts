@@ -32,6 +32,8 @@ beforeAll(async () => {
     ...WORKERS.map((name, i) => ({ name, role: 'worker' as const, ip: `127.0.1.${i + 1}` })),
     { name: 'cp-prep-fails', role: 'control-plane', ip: '127.0.2.1' },
     { name: 'cp-kubeadm-hangs', role: 'control-plane', ip: '127.0.2.3' },
+    { name: 'died-mid-join', role: 'worker', ip: '127.0.3.1' },
+    { name: 'restarts-after-join', role: 'worker', ip: '127.0.3.2' },
   ]);
   controlPlane = await TestNode.create(cluster, 'control-plane-0');
   const outcome = controlPlane.bootstrapper().run();
@@ -152,6 +154,44 @@ describe('init: every failure after the lock ends in the fatal action', () => {
     const node = await TestNode.create(cluster, 'cp-kubeadm-hangs', { kubeadm: await script('sleep 30') });
     try {
       await initFails(node, /did not finish joining the cluster within 3000 ms after the point of no return/, 3_000);
+    } finally {
+      await node.stop();
+    }
+  });
+});
+
+// systemd restarts a bootstrapper that died (Restart=on-failure), and PCR 15 stays marked until
+// the machine reboots. Found on main: a process that died between the point of no return and the
+// end of kubeadm came back, saw the mark, and started the kubelet of a node that never joined; the
+// node hung outside the cluster, with nothing rebooting it.
+describe('a bootstrapper restarted during the boot in which it passed the point of no return', () => {
+  it('that died before its node was configured marks the state disk for reset and reboots, starting no kubelet', async () => {
+    const node = await TestNode.create(cluster, 'died-mid-join');
+    try {
+      // What the dead process left: a state disk of a cluster's, and PCR 15 marked by the lock.
+      await node.context.disk.format(randomBytes(32));
+      await node.context.disk.setInitialized(true);
+      expect(await node.context.lock.tryLock(randomBytes(32), 'join')).toBe(true);
+      const reason =
+        /PCR 15 is marked, but this boot's bootstrapper stopped before the node's Kubernetes configuration was complete/;
+      await expect(withTimeout(node.bootstrapper().run(), 30_000, 'restart')).rejects.toThrow(reason);
+      expect(node.kubeletStarts).toBe(0);
+      expect(node.fatalErrors.map((e) => e.message)).toEqual([expect.stringMatching(reason)]);
+      expect(await node.context.disk.isInitialized()).toBe(false);
+    } finally {
+      await node.stop();
+    }
+  });
+
+  it('that died after its node joined starts the kubelet again', async () => {
+    const node = await TestNode.create(cluster, 'restarts-after-join');
+    try {
+      expect(await withTimeout(node.bootstrapper().run(), 60_000, 'join')).toBe('joined');
+      expect(node.kubeletStarts).toBe(1);
+      expect(await withTimeout(node.bootstrapper().run(), 30_000, 'restart')).toBe('already-bootstrapped');
+      expect(node.kubeletStarts).toBe(2);
+      expect(node.fatalErrors).toEqual([]);
+      expect(await node.context.disk.isInitialized()).toBe(true);
     } finally {
       await node.stop();
     }

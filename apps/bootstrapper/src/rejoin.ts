@@ -4,6 +4,7 @@ import { deriveClusterId } from '@constellation/keys';
 import { RecoveryServiceService, RejoinTicketRequest, createGrpcServer } from '@constellation/proto';
 import { JoinServiceConnection, nextAttemptDelay } from './join-service-client.js';
 import type { NodeContext } from './node-context.js';
+import { recordKubernetesConfigured } from './kubernetes-configured.js';
 import { readNodeState } from './node-state.js';
 import { recoveryService } from './recovery-service.js';
 import { errorMessage } from '@constellation/errors';
@@ -105,6 +106,8 @@ export async function rejoin(context: NodeContext, options: RejoinOptions): Prom
     const keys = await Promise.race([ticketed, recovered]);
     progress.settled = true;
     settledBy = keys.source;
+    // Before the mark: the node's configuration is from an earlier boot; only the kubelet remains.
+    await recordKubernetesConfigured(context.paths);
     if (!(await context.lock.tryLock(state.clusterId, 'rejoin')))
       throw new Error('node lock already taken during rejoin');
     await context.startKubelet();
