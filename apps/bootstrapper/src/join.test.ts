@@ -162,6 +162,10 @@ describe('join, rejoin and recovery with the real JoinService', () => {
     expect(worker.logger.entries.find((e) => e.message === 'rejoined the cluster')?.fields['source']).toBe(
       'rejoin-ticket',
     );
+    // A bootstrapper restarted in the same boot (systemd, after a crash) finds the rejoin's record.
+    expect(await withTimeout(worker.bootstrapper().run(), 30_000, 'restart')).toBe('already-bootstrapped');
+    expect(worker.kubeletStarts).toBe(2);
+    expect(worker.fatalErrors).toEqual([]);
   });
 
   it('after a full control-plane shutdown, a control plane is recovered with the master secret over attested TLS', async () => {
