@@ -223,6 +223,22 @@ describe('constellation mini', () => {
     }
   }, 240_000);
 
+  it('mini reboot of a cluster an older CLI started (no node image in mini.json) says what to do and touches nothing', async () => {
+    const workspace = await tempDirForTest();
+    const dir = join(workspace, 'constellation-mini');
+    const { mkdir, writeFile } = await import('node:fs/promises');
+    await mkdir(dir, { recursive: true });
+    const node = { name: 'worker-1', role: 'worker', dir: join(dir, 'worker-1'), bootstrapperPid: -1, swtpmPid: -1 };
+    const state = { startedAt: 'then', dir, metadataPid: -1, network: { mode: 'loopback' }, nodes: [node] };
+    await writeFile(join(dir, 'mini.json'), JSON.stringify(state));
+    const reboot = await constellation(workspace, 'mini', 'reboot', 'worker-1');
+    expect(reboot.code).toBe(2);
+    expect(reboot.stderr).toMatch(
+      /the mini cluster in .* was started by an older constellation, which kept no node image: run `.+ mini down`, then mini up/,
+    );
+    expect(JSON.parse(await readFile(join(dir, 'mini.json'), 'utf8'))).toEqual(state);
+  });
+
   it('mini down on an empty workspace says so and succeeds', async () => {
     const result = await constellation(await tempDirForTest(), 'mini', 'down');
     expect(result.code).toBe(0);

@@ -5,7 +5,7 @@ import { SocketTransport, SwtpmControl, Tpm } from '@constellation/tpm';
 import { selfCommand } from '../self-command.js';
 import { bootChain } from './boot-chain.js';
 import { spawnDetached } from './detached.js';
-import { readMiniState, stopProcess, writeMiniState } from './mini-state.js';
+import { nodeImage, readMiniState, stopProcess, writeMiniState } from './mini-state.js';
 import { readNodeJoinService } from './node-joinservice.js';
 import { tamperedBootstrapper } from './start-node.js';
 
@@ -27,6 +27,7 @@ export async function miniReboot(
   const node = state.nodes.find((n) => n.name === name);
   if (node === undefined)
     throw new UsageError(`no node "${name}"; nodes: ${state.nodes.map((n) => n.name).join(', ')}`);
+  const { bootstrapper } = nodeImage(state, workspace);
   if (stopJoinService) {
     for (const controlPlane of state.nodes.filter((n) => n.role === 'control-plane')) {
       const joinService = await readNodeJoinService(controlPlane);
@@ -39,7 +40,6 @@ export async function miniReboot(
   const tpm = new Tpm(new SocketTransport({ path: node.tpmSocket }));
   try {
     await tpm.startup();
-    const { bootstrapper } = state.artifacts;
     const bundle = node.tampered ? tamperedBootstrapper(node.dir, bootstrapper) : bootstrapper;
     await measureBoot(tpm, await bootChain(bundle));
   } finally {

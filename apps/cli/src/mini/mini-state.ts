@@ -1,5 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { UsageError } from '@constellation/command-line';
+import { selfCommand } from '../self-command.js';
 import { writeWorkspaceFile } from '../workspace.js';
 import type { MiniArtifacts } from './artifacts.js';
 import type { MiniNetwork } from './network.js';
@@ -36,8 +38,8 @@ export interface MiniState {
   joinServiceKubeconfig?: string;
   apiServerPort: number;
   network: MiniNetwork;
-  /** The programs the nodes run: the node image mini up copied into `dir` (see copyNodeImage). */
-  artifacts: MiniArtifacts;
+  /** The programs the nodes run: the node image mini up copied into `dir` (see copyNodeImage); read it with nodeImage. */
+  artifacts?: MiniArtifacts;
   nodes: MiniNode[];
 }
 
@@ -50,6 +52,14 @@ export async function readMiniState(workspace: string): Promise<MiniState | unde
   } catch {
     return undefined;
   }
+}
+
+/** The cluster's node image; a cluster started by a CLI from before node images has none. */
+export function nodeImage(state: MiniState, workspace: string): MiniArtifacts {
+  if (state.artifacts !== undefined) return state.artifacts;
+  throw new UsageError(
+    `the mini cluster in ${workspace} was started by an older constellation, which kept no node image: run \`${selfCommand(workspace, ['mini', 'down'])}\`, then mini up`,
+  );
 }
 
 export async function writeMiniState(workspace: string, state: MiniState): Promise<void> {

@@ -1,7 +1,7 @@
 import { access } from 'node:fs/promises';
 import { UsageError } from '@constellation/command-line';
 import { workspaceFiles } from '../workspace.js';
-import { readMiniState } from './mini-state.js';
+import { nodeImage, readMiniState } from './mini-state.js';
 import { startNodeJoinService } from './node-joinservice.js';
 
 /** The node's API endpoint as every node sees it: the first control plane's API server port. */
@@ -35,7 +35,7 @@ export async function miniKubelet(workspace: string, name: string, print: (line:
     workspace,
     state,
     node,
-    artifacts: state.artifacts,
+    artifacts: nodeImage(state, workspace),
     apiServerEndpoint: apiServerEndpoint(state),
   });
   print(`${name}: JoinService serving on ${service.host}:${service.port} (pid ${service.pid})`);
