@@ -1,6 +1,7 @@
 import { X509Certificate, createPrivateKey } from 'node:crypto';
-import { access, mkdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { pathExists } from '@constellation/files';
 import { CertificateAuthority, createKubeletCsr } from '@constellation/keys';
 import type { NodePaths } from './node-paths.js';
 import { writeFileAtomic } from './secure-files.js';
@@ -70,12 +71,6 @@ export async function writeClientCredential(
   return current;
 }
 
-const exists = (path: string): Promise<boolean> =>
-  access(path).then(
-    () => true,
-    () => false,
-  );
-
 /**
  * The cluster CA at `<pki>/ca.{crt,key}`: created here on the first node, before kubeadm init,
  * whose certs phase then uses it as it is ("Using existing ca certificate authority"). An
@@ -84,7 +79,7 @@ const exists = (path: string): Promise<boolean> =>
 async function clusterCa(pkiDir: string): Promise<CertificateAuthority> {
   const crt = join(pkiDir, 'ca.crt');
   const key = join(pkiDir, 'ca.key');
-  const [hasCrt, hasKey] = await Promise.all([exists(crt), exists(key)]);
+  const [hasCrt, hasKey] = await Promise.all([pathExists(crt), pathExists(key)]);
   if (hasCrt !== hasKey)
     throw new Error(`the cluster CA in ${pkiDir} is incomplete: ${hasCrt ? 'ca.key' : 'ca.crt'} is missing`);
   if (hasCrt) return CertificateAuthority.fromPem(await readFile(crt, 'utf8'), await readFile(key, 'utf8'));

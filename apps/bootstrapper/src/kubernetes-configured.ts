@@ -1,4 +1,5 @@
-import { access, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
+import { pathExists } from '@constellation/files';
 import type { NodePaths } from './node-paths.js';
 import { writeFileAtomic } from './secure-files.js';
 
@@ -12,11 +13,8 @@ export async function recordKubernetesConfigured(paths: Pick<NodePaths, 'kuberne
   await writeFileAtomic(paths.kubernetesConfigured, `${new Date().toISOString()}\n`);
 }
 
-export async function isKubernetesConfigured(paths: Pick<NodePaths, 'kubernetesConfigured'>): Promise<boolean> {
-  return access(paths.kubernetesConfigured).then(
-    () => true,
-    () => false,
-  );
+export function isKubernetesConfigured(paths: Pick<NodePaths, 'kubernetesConfigured'>): Promise<boolean> {
+  return pathExists(paths.kubernetesConfigured);
 }
 
 /** Removes a record no boot of this machine's current PCR 15 wrote (one /run kept across a restart of the TPM). */

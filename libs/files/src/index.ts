@@ -1,5 +1,6 @@
 export type { ExclusiveTempFile } from './exclusive-temp-file.js';
 export { createExclusiveTempFile } from './exclusive-temp-file.js';
+export { pathExists } from './path-exists.js';
 export { syncDirectory } from './sync-directory.js';
 
 export { writeFileAtomic } from './write-file-atomic.js';

@@ -1,7 +1,7 @@
-import { access } from 'node:fs/promises';
 import { Command } from '@commander-js/extra-typings';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import { readPemCertificates } from '@constellation/attestation';
+import { pathExists } from '@constellation/files';
 import { UsageError, readOptionFile } from '@constellation/command-line';
 import { configYaml } from '../constellation-conf.js';
 import { CLI_DEFAULTS } from '../config.js';
@@ -33,11 +33,8 @@ export function configCommand(context: CommandContext): CommandUnknownOpts {
       const ekRoots = await readPemOption(options.ekRoots, '--ek-roots');
       const ekIntermediates = await readPemOption(options.ekIntermediates, '--ek-intermediates');
       const path = workspaceFiles(context.workspace()).config;
-      const exists = await access(path).then(
-        () => true,
-        () => false,
-      );
-      if (exists && !options.force) throw new UsageError(`${path} exists; use --force to overwrite it`);
+      if ((await pathExists(path)) && !options.force)
+        throw new UsageError(`${path} exists; use --force to overwrite it`);
       const yaml = configYaml({
         name: 'constellation',
         kubernetesVersion: CLI_DEFAULTS.kubernetesVersion,

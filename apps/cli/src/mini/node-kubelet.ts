@@ -1,5 +1,5 @@
-import { access } from 'node:fs/promises';
 import { UsageError } from '@constellation/command-line';
+import { pathExists } from '@constellation/files';
 import { workspaceFiles } from '../workspace.js';
 import { nodeImage, readMiniState } from './mini-state.js';
 import { startNodeJoinService } from './node-joinservice.js';
@@ -21,14 +21,7 @@ export async function miniKubelet(workspace: string, name: string, print: (line:
   if (node === undefined) throw new UsageError(`no node "${name}" in the mini cluster`);
   if (node.role !== 'control-plane') return;
   const files = workspaceFiles(workspace);
-  const initialised = await Promise.all(
-    [files.state, files.masterSecret].map((f) =>
-      access(f).then(
-        () => true,
-        () => false,
-      ),
-    ),
-  );
+  const initialised = await Promise.all([files.state, files.masterSecret].map(pathExists));
   // During the first init the CLI has not written them yet; `mini up` starts this JoinService itself.
   if (initialised.includes(false)) return;
   const service = await startNodeJoinService({

@@ -1,7 +1,8 @@
 import { generateKeyPairSync } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
-import { access, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { pathExists } from '@constellation/files';
 import { CertificateAuthority, SHARED_CONTROL_PLANE_PKI_FILES } from '@constellation/keys';
 
 export interface ClusterPkiFiles {
@@ -11,12 +12,6 @@ export interface ClusterPkiFiles {
   adminCertPem: string;
   adminKeyPem: string;
 }
-
-const exists = (path: string): Promise<boolean> =>
-  access(path).then(
-    () => true,
-    () => false,
-  );
 
 async function writeSecret(path: string, content: string): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
@@ -36,7 +31,7 @@ function keyPair(): { publicKey: KeyObject; keyPem: string; pubPem: string } {
 async function ensureCa(dir: string, name: string, commonName: string): Promise<CertificateAuthority> {
   const crt = join(dir, `${name}.crt`);
   const key = join(dir, `${name}.key`);
-  if (!(await exists(crt))) {
+  if (!(await pathExists(crt))) {
     const generated = await CertificateAuthority.generate(commonName);
     await mkdir(dirname(crt), { recursive: true });
     await writeFile(crt, generated.certificatePem);
@@ -58,7 +53,7 @@ export async function ensureClusterPki(
   const ca = await ensureCa(dir, 'ca', 'kubernetes');
   await ensureCa(dir, 'front-proxy-ca', 'front-proxy-ca');
   await ensureCa(dir, join('etcd', 'ca'), 'etcd-ca');
-  if (!(await exists(join(dir, 'sa.key')))) {
+  if (!(await pathExists(join(dir, 'sa.key')))) {
     const sa = keyPair();
     await writeSecret(join(dir, 'sa.key'), sa.keyPem);
     await writeFile(join(dir, 'sa.pub'), sa.pubPem);
@@ -98,7 +93,7 @@ export async function ensureClusterPki(
 
 export async function missingSharedPki(dir: string): Promise<string[]> {
   const missing: string[] = [];
-  for (const file of SHARED_CONTROL_PLANE_PKI_FILES) if (!(await exists(join(dir, file)))) missing.push(file);
+  for (const file of SHARED_CONTROL_PLANE_PKI_FILES) if (!(await pathExists(join(dir, file)))) missing.push(file);
   return missing;
 }
 
