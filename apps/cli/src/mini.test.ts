@@ -1,4 +1,4 @@
-import { cp as copy, readFile, rm } from 'node:fs/promises';
+import { cp as copy, mkdir, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { repoRoot, runCommand, tempDirForTest, waitFor } from '@constellation/testing';
@@ -89,7 +89,6 @@ describe('constellation mini', () => {
       // No node can reach another node's TPM: swtpm listens on owner-only unix sockets in each
       // node's directory and on no TCP or UDP port at all (before, anyone on the bridge could reset
       // or clone a TPM through its TCP control port).
-      const { stat } = await import('node:fs/promises');
       for (const node of state.nodes) {
         for (const socket of [node.tpmSocket, `${node.tpmSocket}.ctrl`]) {
           const info = await stat(socket);
@@ -129,7 +128,6 @@ describe('constellation mini', () => {
     }
     const left = await runCommand('pgrep', ['-f', workspace], { timeoutMs: 10_000 });
     expect(left.stdout.toString().trim()).toBe('');
-    const { readdir } = await import('node:fs/promises');
     expect(await readdir(workspace)).toEqual([]);
   }, 240_000);
 
@@ -190,7 +188,6 @@ describe('constellation mini', () => {
       // A changed expectation is reported PCR by PCR and fails the command.
       const config = join(workspace, 'constellation-conf.yaml');
       const original = await readFile(config, 'utf8');
-      const { writeFile } = await import('node:fs/promises');
       await writeFile(config, original.replace(/(4:\n\s+expected: ")[0-9a-f]{64}/, `$1${'ab'.repeat(32)}`));
       const mismatch = await constellation(workspace, 'verify', '--node', `${worker.ip}:${worker.verifyPort}`);
       expect(mismatch.code).toBe(1);
@@ -226,7 +223,6 @@ describe('constellation mini', () => {
   it('mini reboot of a cluster an older CLI started (no node image in mini.json) says what to do and touches nothing', async () => {
     const workspace = await tempDirForTest();
     const dir = join(workspace, 'constellation-mini');
-    const { mkdir, writeFile } = await import('node:fs/promises');
     await mkdir(dir, { recursive: true });
     const node = { name: 'worker-1', role: 'worker', dir: join(dir, 'worker-1'), bootstrapperPid: -1, swtpmPid: -1 };
     const state = { startedAt: 'then', dir, metadataPid: -1, network: { mode: 'loopback' }, nodes: [node] };

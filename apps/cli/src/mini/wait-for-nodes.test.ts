@@ -1,8 +1,12 @@
 import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import * as k8s from '@kubernetes/client-node';
-import { ADMIN_TOKEN, coreApiWithToken, startTokenApiServer } from '@constellation/sandbox/testing';
+import {
+  ADMIN_TOKEN,
+  coreApiWithToken,
+  kubeConfigWithToken,
+  startTokenApiServer,
+} from '@constellation/sandbox/testing';
 import { tempDirForTest } from '@constellation/testing';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { MiniNode, MiniState } from './mini-state.js';
@@ -81,15 +85,8 @@ describe('waitForNodes', () => {
         '',
       ].join('\n'),
     );
-    const kc = new k8s.KubeConfig();
-    kc.loadFromOptions({
-      clusters: [{ name: 'mini', server: api.url, skipTLSVerify: true }], // plain HTTP stand-in
-      users: [{ name: 'admin', token: ADMIN_TOKEN }],
-      contexts: [{ name: 'mini', cluster: 'mini', user: 'admin' }],
-      currentContext: 'mini',
-    });
     const kubeconfig = join(dir, 'admin.conf');
-    await writeFile(kubeconfig, kc.exportConfig());
+    await writeFile(kubeconfig, kubeConfigWithToken(api, ADMIN_TOKEN).exportConfig());
 
     // A bound the test's own timeout is far below: only an early failure ends the wait in time.
     const failure = await waitForNodes({ state, kubeconfig, timeoutMs: 600_000 }).then(

@@ -40,8 +40,9 @@ export function nodeReady(node: k8s.V1Node): boolean {
 
 /**
  * Waits until every honest node is a Ready Node in the API, failing at once when an honest node's
- * bootstrapper exits before its node is Ready, then reports each machine: joined ones from the API, the others with the refusal their
- * bootstrapper recorded (a tampered node's first refusal may take a moment).
+ * bootstrapper exits before its node is Ready, then reports each machine: joined ones from the
+ * API, the others with the refusal their bootstrapper recorded (a tampered node's first refusal
+ * may take a moment).
  */
 export async function waitForNodes(options: {
   state: MiniState;

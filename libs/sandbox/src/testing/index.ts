@@ -4,4 +4,10 @@ import { fileURLToPath } from 'node:url';
 
 /** The kubeadm stand-in's TypeScript entry (`kubeadm init|join|reset|token …`). */
 export const KUBEADM_STANDIN_ENTRY = fileURLToPath(new URL('../kubeadm-standin/main.ts', import.meta.url));
-export { ADMIN_TOKEN, USER_TOKEN, coreApiWithToken, startTokenApiServer } from './token-api-server.js';
+export {
+  ADMIN_TOKEN,
+  USER_TOKEN,
+  coreApiWithToken,
+  kubeConfigWithToken,
+  startTokenApiServer,
+} from './token-api-server.js';

@@ -18,8 +18,8 @@ export function startTokenApiServer(): Promise<KubeApiServer> {
   });
 }
 
-/** A core/v1 client of `api` (plain HTTP) that authenticates with `token`. */
-export function coreApiWithToken(api: KubeApiServer, token: string): k8s.CoreV1Api {
+/** A kubeconfig for `api` (plain HTTP) that authenticates with `token`. */
+export function kubeConfigWithToken(api: KubeApiServer, token: string): k8s.KubeConfig {
   const kc = new k8s.KubeConfig();
   kc.loadFromOptions({
     clusters: [{ name: 'test', server: api.url, skipTLSVerify: true }], // plain HTTP stand-in
@@ -27,5 +27,10 @@ export function coreApiWithToken(api: KubeApiServer, token: string): k8s.CoreV1A
     contexts: [{ name: 'test', cluster: 'test', user: 'user' }],
     currentContext: 'test',
   });
-  return kc.makeApiClient(k8s.CoreV1Api);
+  return kc;
+}
+
+/** A core/v1 client of `api` (plain HTTP) that authenticates with `token`. */
+export function coreApiWithToken(api: KubeApiServer, token: string): k8s.CoreV1Api {
+  return kubeConfigWithToken(api, token).makeApiClient(k8s.CoreV1Api);
 }
