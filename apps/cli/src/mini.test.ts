@@ -220,7 +220,7 @@ describe('constellation mini', () => {
     }
   }, 240_000);
 
-  it('mini reboot of a cluster an older CLI started (no node image in mini.json) says what to do and touches nothing', async () => {
+  it('mini reboot of a cluster an older CLI started (no node image in mini.json) says what to do (both commands run as printed) and touches nothing', async () => {
     const workspace = await tempDirForTest();
     const dir = join(workspace, 'constellation-mini');
     await mkdir(dir, { recursive: true });
@@ -230,10 +230,19 @@ describe('constellation mini', () => {
     const reboot = await constellation(workspace, 'mini', 'reboot', 'worker-1');
     expect(reboot.code).toBe(2);
     expect(reboot.stderr).toMatch(
-      /the mini cluster in .* was started by an older constellation, which kept no node image: run `.+ mini down`, then mini up/,
+      /the mini cluster in .* was started by an older constellation, which kept no node image: run `.+ mini down`, then `.+ mini up`$/m,
     );
     expect(JSON.parse(await readFile(join(dir, 'mini.json'), 'utf8'))).toEqual(state);
-  });
+    // Both commands it names run exactly as printed.
+    const [, down, up] = /run `(.+ mini down)`, then `(.+ mini up)`$/m.exec(reboot.stderr) ?? [];
+    try {
+      expect((await runCommand('bash', ['-c', down ?? 'false'], { timeoutMs: 60_000 })).code).toBe(0);
+      const again = await runCommand('bash', ['-c', up ?? 'false'], { timeoutMs: 180_000 });
+      expect(again.code, again.stderr).toBe(0);
+    } finally {
+      expect((await constellation(workspace, 'mini', 'down')).code).toBe(0);
+    }
+  }, 240_000);
 
   it('mini down on an empty workspace says so and succeeds', async () => {
     const result = await constellation(await tempDirForTest(), 'mini', 'down');

@@ -58,7 +58,7 @@ export async function readMiniState(workspace: string): Promise<MiniState | unde
 export function nodeImage(state: MiniState, workspace: string): MiniArtifacts {
   if (state.artifacts !== undefined) return state.artifacts;
   throw new UsageError(
-    `the mini cluster in ${workspace} was started by an older constellation, which kept no node image: run \`${selfCommand(workspace, ['mini', 'down'])}\`, then mini up`,
+    `the mini cluster in ${workspace} was started by an older constellation, which kept no node image: run \`${selfCommand(workspace, ['mini', 'down'])}\`, then \`${selfCommand(workspace, ['mini', 'up'])}\``,
   );
 }
 
