@@ -10,7 +10,7 @@ import type { NodeAssessment } from './node-assessment.js';
 import type { NodeContext } from './node-context.js';
 import { rejoin } from './rejoin.js';
 
-export type BootstrapOutcome = 'initialized' | 'joined' | 'rejoined' | 'already-bootstrapped';
+export type BootstrapOutcome = 'initialized' | 'joined' | 'rejoined' | 'already-bootstrapped' | 'stopped';
 
 export interface BootstrapperOptions {
   initHost: string;
@@ -27,6 +27,12 @@ export interface BootstrapperOptions {
    * any other failure past the point of no return (disk marked for reset, fatal action). 20 min.
    */
   committedTimeoutMs?: number;
+  /**
+   * Ends a fresh node's start before the point of no return: the InitServer closes, the join
+   * client stops polling (and records nothing more), and `run` resolves 'stopped'. Past the point
+   * of no return it is ignored: the node joins or resets.
+   */
+  signal?: AbortSignal;
 }
 
 /** The fatal path's first step: the next boot formats the state disk (a failure is logged, not thrown). */
@@ -110,7 +116,9 @@ export class Bootstrapper {
       };
       // Past the point of no return the node must end up in the cluster or reset, never hang locked.
       let deadline: NodeJS.Timeout | undefined;
+      let committed = false;
       const startDeadline = (): void => {
+        committed = true;
         const ms = options.committedTimeoutMs ?? 20 * 60_000;
         deadline = setTimeout(() => {
           fatal(new Error(`the node did not finish joining the cluster within ${ms} ms after the point of no return`));
@@ -125,6 +133,14 @@ export class Bootstrapper {
           void closeInitServer();
         },
       });
+      const stop = (): void => {
+        if (committed) return;
+        joinClient.stop();
+        void closeInitServer().then(() => {
+          // An Init call in flight may have passed the point of no return meanwhile: it ends the run.
+          if (!committed) resolve('stopped');
+        });
+      };
       let failed = false;
       const fatal = (error: Error): void => {
         if (failed) return;
@@ -167,6 +183,11 @@ export class Bootstrapper {
         (port) => {
           context.logger.info('init server listening', { port });
           options.onListening?.('init', port);
+          if (options.signal?.aborted === true) {
+            stop();
+            return;
+          }
+          options.signal?.addEventListener('abort', stop, { once: true });
           joinClient.run().then(
             (outcome) => {
               if (outcome !== 'joined' || failed) return;

@@ -1,5 +1,5 @@
 import { X509Certificate, createPrivateKey, randomBytes } from 'node:crypto';
-import { mkdir, stat, writeFile } from 'node:fs/promises';
+import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import { connect } from 'node:tls';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -10,7 +10,14 @@ import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey, markedPcr
 import { nodeNameBindingName } from '@constellation/kubeadm';
 import { InitServiceClient, InitStep, StepState } from '@constellation/proto';
 import { readFile } from 'node:fs/promises';
-import { createTempDir, installTypeScriptCommand, runCommand, waitFor, withTimeout } from '@constellation/testing';
+import {
+  createTempDir,
+  installTypeScriptCommand,
+  runCommand,
+  sleep,
+  waitFor,
+  withTimeout,
+} from '@constellation/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BootstrapOutcome } from './bootstrapper.js';
 import { BOOT, MEASUREMENTS, TestNode, callInit, initRequest, startCluster } from './node.fixture.js';
@@ -292,6 +299,51 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
     await expect(withTimeout(outcome, 10_000, 'outcome')).rejects.toThrow(/kubeadm init failed/);
     expect(node.fatalErrors).toHaveLength(1);
     expect(await node.context.disk.isInitialized()).toBe(false);
+  });
+
+  it("stops when its signal aborts before the point of no return: the InitServer closes, the join client records nothing more, run resolves 'stopped'", async () => {
+    const cluster = await startCluster([{ name: 'control-plane-0', role: 'control-plane', ip: '127.0.0.1' }]);
+    cleanups.push(() => cluster.close());
+    const node = await TestNode.create(cluster, 'control-plane-0');
+    cleanups.push(() => node.stop());
+    const stopping = new AbortController();
+    const outcome = node.bootstrapper({ signal: stopping.signal }).run();
+    outcome.catch(() => undefined);
+    // No JoinService runs: the join client records each refused attempt.
+    const { joinStatus } = node.context.paths;
+    await waitFor(
+      () =>
+        stat(joinStatus).then(
+          () => true,
+          () => false,
+        ),
+      {
+        timeoutMs: 20_000,
+        description: "the join client's first recorded attempt",
+      },
+    );
+    const port = node.initPort;
+    stopping.abort();
+    expect(await withTimeout(outcome, 10_000, 'outcome')).toBe('stopped');
+    const refused = await new Promise<Error | undefined>((resolve) => {
+      const socket = connect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => {
+        socket.destroy();
+        resolve(undefined);
+      });
+      socket.once('error', resolve);
+    });
+    expect(errorMessage(refused)).toMatch(/ECONNREFUSED/);
+    await rm(joinStatus);
+    // Several of the fixture's join attempts (backoff 50 to 300 ms) would have passed.
+    await sleep(1_500);
+    expect(
+      await stat(joinStatus).then(
+        () => 'recorded again',
+        () => 'nothing recorded',
+      ),
+    ).toBe('nothing recorded');
+    expect(node.context.lock.heldBy).toBeUndefined();
+    expect(node.fatalErrors).toEqual([]);
   });
 
   it('before the point of no return, a failure is retry-safe: no reset, no reboot, the node keeps serving', async () => {

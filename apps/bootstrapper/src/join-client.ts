@@ -74,7 +74,9 @@ export class JoinClient {
       // Nothing is recorded once stopped: the InitServer owns the node (and its files) then.
       if (this.running() && (ticket !== undefined || failure !== undefined))
         await recordJoinStatus(this.context.paths.joinStatus, joinStatusOf(attempt, failure));
-      if (ticket !== undefined) return this.activate(ticket.ticket, ticket.keys, ticket.role);
+      // A ticket that arrives once stopped is not used: the node stays as it is.
+      if (ticket !== undefined)
+        return this.running() ? this.activate(ticket.ticket, ticket.keys, ticket.role) : 'stopped';
       const delayMs = nextAttemptDelay(attempt, failure, this.options.initialBackoffMs, this.options.maxBackoffMs);
       if (failure !== undefined) {
         const code = (failure as { code?: number }).code;

@@ -1,10 +1,11 @@
-import { X509Certificate, createPrivateKey } from 'node:crypto';
+import { X509Certificate, createPrivateKey, randomBytes } from 'node:crypto';
 import { readFile, readlink, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as k8s from '@kubernetes/client-node';
 import { AttestedChannelCredentials, proveServerIdentity } from '@constellation/atls';
 import { TpmValidator } from '@constellation/attestation';
+import type { Issuer } from '@constellation/attestation';
 import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey, markedPcr15 } from '@constellation/keys';
 import { RecoveryServiceClient } from '@constellation/proto';
 import type { RecoverResponse } from '@constellation/proto';
@@ -18,6 +19,8 @@ import {
   startCluster,
   startJoinServiceProcess,
 } from './node.fixture.js';
+import { JoinClient } from './join-client.js';
+import { writeFileAtomic } from './secure-files.js';
 import type { RunningJoinService } from './node.fixture.js';
 import type { Cluster } from './node.fixture.js';
 
@@ -44,6 +47,7 @@ beforeAll(async () => {
   cluster = await startCluster([
     { name: 'control-plane-0', role: 'control-plane', ip: '127.0.0.1' },
     { name: 'worker-1', role: 'worker', ip: '127.0.0.2' },
+    { name: 'worker-2', role: 'worker', ip: '127.0.0.3' },
   ]);
   controlPlane = await TestNode.create(cluster, 'control-plane-0');
   worker = await TestNode.create(cluster, 'worker-1');
@@ -151,6 +155,51 @@ describe('join, rejoin and recovery with the real JoinService', () => {
     expect(late.messages).toEqual([]);
     expect(late.identityError).toMatchObject({ code: grpc.status.UNAVAILABLE });
     expect(worker.context.lock.heldBy).toBe('join');
+  });
+
+  it('a ticket that arrives after the join client stopped is not used: the node stays unlocked and unjoined', async () => {
+    const admin = new k8s.KubeConfig();
+    admin.loadFromFile(controlPlane.context.paths.adminConf);
+    const core = admin.makeApiClient(k8s.CoreV1Api);
+    const bootstrapTokens = async (): Promise<number> =>
+      (await core.listNamespacedSecret({ namespace: 'kube-system' })).items.filter(
+        (secret) => secret.type === 'bootstrap.kubernetes.io/token',
+      ).length;
+    const tokensBefore = await bootstrapTokens();
+    const late = await TestNode.create(cluster, 'worker-2');
+    try {
+      // A first boot's disk, as the node's assessment leaves it.
+      const passphrase = randomBytes(32);
+      await late.context.disk.format(passphrase);
+      await writeFileAtomic(late.context.paths.initialDiskKey, passphrase, true);
+      const { issuer } = late.context;
+      // Stops the client while its request is in flight: the service's challenge is being answered.
+      const stoppingIssuer: Issuer = {
+        variant: issuer.variant,
+        ...(issuer.rooted === undefined ? {} : { rooted: issuer.rooted }),
+        issue: (userData, nonce) => {
+          client.stop();
+          return issuer.issue(userData, nonce);
+        },
+      };
+      let committed = 0;
+      const client: JoinClient = new JoinClient(
+        { ...late.context, issuer: stoppingIssuer },
+        { initialBackoffMs: 50, maxBackoffMs: 300, requestTimeoutMs: 15_000, committed: () => committed++ },
+      );
+      expect(await withTimeout(client.run(), 30_000, 'join client')).toBe('stopped');
+      // The service did hand it a ticket (one more token Secret); the node used none of it.
+      await waitFor(async () => (await bootstrapTokens()) === tokensBefore + 1, {
+        timeoutMs: 10_000,
+        description: "worker-2's bootstrap token Secret",
+      });
+      expect(committed).toBe(0);
+      expect(late.context.lock.heldBy).toBeUndefined();
+      expect((await late.context.tpm.pcrRead('sha256', [15])).get(15)).toEqual(Buffer.alloc(32));
+      expect(late.logger.entries.some((e) => e.message === 'joining the cluster')).toBe(false);
+    } finally {
+      await late.stop();
+    }
   });
 
   it('a rebooted worker with an initialised disk takes the rejoin path and re-marks its TPM', async () => {

@@ -105,6 +105,8 @@ export class TestNode {
   fatalErrors: Error[] = [];
   initPort = 0;
   recoveryPort = 0;
+  /** Ends the starts of this node's bootstrappers that have not passed the point of no return. */
+  private readonly stopping = new AbortController();
 
   private constructor(
     context: NodeContext,
@@ -197,6 +199,7 @@ export class TestNode {
         if (server === 'init') this.initPort = port;
         else this.recoveryPort = port;
       },
+      signal: this.stopping.signal,
       ...overrides,
     });
   }
@@ -211,6 +214,8 @@ export class TestNode {
   }
 
   async stop(): Promise<void> {
+    // A bootstrapper still serving Init and polling the JoinService would outlive the test.
+    this.stopping.abort();
     await stopApiServer(this.root);
     await this.context.tpm.close();
     await this.swtpm.stop();
