@@ -1,5 +1,6 @@
 import { errorMessage } from '@constellation/errors';
 import { AttestedTlsServer } from '@constellation/atls';
+import type { Logger } from '@constellation/logger';
 import { InitServiceService, createGrpcServer } from '@constellation/proto';
 import type { FatalAction } from './fatal-action.js';
 import { initService } from './init-service.js';
@@ -66,7 +67,7 @@ export class Bootstrapper {
     const { context } = this;
     const log = context.logger.child({ component: 'bootstrapper' });
     const state = await assessment;
-    if (state === 'marked') return this.restartedPastPointOfNoReturn();
+    if (state === 'marked') return this.restartedPastPointOfNoReturn(log);
     await forgetKubernetesConfigured(context.paths);
     if (state === 'initialized') {
       log.info('state disk belongs to a cluster: rejoining');
@@ -89,9 +90,8 @@ export class Bootstrapper {
    * (systemd restarts it). If it had configured Kubernetes, only the kubelet's start remains;
    * otherwise it died mid-way, and the node takes the fatal path as if it had failed there.
    */
-  private async restartedPastPointOfNoReturn(): Promise<BootstrapOutcome> {
+  private async restartedPastPointOfNoReturn(log: Logger): Promise<BootstrapOutcome> {
     const { context } = this;
-    const log = context.logger.child({ component: 'bootstrapper' });
     if (await isKubernetesConfigured(context.paths)) {
       log.info('PCR 15 is already marked: this node joined a cluster during this boot; starting the kubelet');
       await context.startKubelet();
