@@ -1,4 +1,5 @@
 // Flat ESLint config: type-aware rules for every package, one place for all of them.
+import process from 'node:process';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import { importX } from 'eslint-plugin-import-x';
@@ -75,5 +76,10 @@ export default tseslint.config(
   {
     files: ['**/*.mjs', '**/*.js'],
     ...tseslint.configs.disableTypeChecked,
+    rules: {
+      ...tseslint.configs.disableTypeChecked.rules,
+      // Destructuring out what a copy must not carry (`const { a: _a, ...rest } = o`) is the idiom.
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+    },
   },
 );

@@ -8,6 +8,7 @@
 import { build, transform } from 'esbuild';
 import { builtinModules } from 'node:module';
 import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import process from 'node:process';
 import { basename, dirname, extname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
