@@ -63,6 +63,8 @@ export const JOINSERVICE_DEFAULTS = {
   /** Every Kubernetes API call is aborted after this long: a silent API server means a retryable refusal. */
   apiTimeoutMs: 3_000,
   apiRetryAfterMs: 1_000,
+  /** How far the JoinService's clock may be from the API server's before it refuses to mint tokens. */
+  maxClockSkewMs: 5_000,
   /** The cluster configuration changes only on upgrades: read it at most this often. */
   clusterConfigMaxAgeMs: 5_000,
   /** Largest ticket request accepted (the requests carry a CSR and a few names). */

@@ -87,6 +87,7 @@ async function createTicketService(settings: JoinServiceSettings, logger: Logger
       ttlMs: settings.tokenTtlMs,
       minRemainingMs: settings.tokenTtlMs * JOINSERVICE_DEFAULTS.tokenReuseFraction,
       retryAfterMs: JOINSERVICE_DEFAULTS.apiRetryAfterMs,
+      maxClockSkewMs: JOINSERVICE_DEFAULTS.maxClockSkewMs,
     }),
     logger,
   });

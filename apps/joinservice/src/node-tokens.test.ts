@@ -44,7 +44,14 @@ afterAll(async () => {
 });
 
 function tokens(): NodeTokens {
-  return new NodeTokens({ core, masterSecret, ttlMs: TTL_MS, minRemainingMs: MIN_REMAINING_MS, retryAfterMs: 1_000 });
+  return new NodeTokens({
+    core,
+    masterSecret,
+    ttlMs: TTL_MS,
+    minRemainingMs: MIN_REMAINING_MS,
+    retryAfterMs: 1_000,
+    maxClockSkewMs: 5_000,
+  });
 }
 
 /** Token ids whose Secret exists and has not expired at `now`. */
@@ -136,5 +143,86 @@ describe('NodeTokens across a period boundary', () => {
     const again = await service.tokenFor('machine-d', 'node-d', start + 2_000);
     expect(again).toEqual({ token: first.token, reused: true });
     expect(api.requests.length).toBe(writes);
+  });
+});
+
+// A replica whose clock disagrees with the API server's derives another period's token than its
+// peers: lagging, it re-creates a token a peer revoked at the boundary (the node then holds two
+// live ones); leading, it revokes the token a peer handed out a moment ago. The API server's Date
+// header is the clock every replica can check against. These replicas use one-day periods with
+// a one-day overlap, so the tokens involved live now whatever the time of day the test runs at.
+describe('NodeTokens on a replica whose clock disagrees with the API server', () => {
+  const LONG_TTL_MS = 2 * 24 * 3_600_000;
+  const LONG_MIN_REMAINING_MS = 24 * 3_600_000;
+  const LONG_PERIOD_MS = LONG_TTL_MS - LONG_MIN_REMAINING_MS;
+
+  function replica(offsetMs: number): NodeTokens {
+    return new NodeTokens({
+      core,
+      masterSecret,
+      ttlMs: LONG_TTL_MS,
+      minRemainingMs: LONG_MIN_REMAINING_MS,
+      retryAfterMs: 1_000,
+      maxClockSkewMs: 5_000,
+      clock: () => Date.now() + offsetMs,
+    });
+  }
+
+  function isLive(id: string): boolean {
+    return api.store
+      .list(SECRETS, 'kube-system')
+      .items.some(
+        (secret) =>
+          Buffer.from((secret as { data?: Record<string, string> }).data?.['token-id'] ?? '', 'base64').toString() ===
+          id,
+      );
+  }
+
+  /** Milliseconds since the current long period started, by the real (and the API server's) clock. */
+  function intoPeriod(): number {
+    return Date.now() % LONG_PERIOD_MS;
+  }
+
+  async function refusal(promise: Promise<unknown>): Promise<Refusal> {
+    const outcome = await promise.then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(outcome).toBeInstanceOf(Refusal);
+    return outcome as Refusal;
+  }
+
+  it('refuses on a lagging replica instead of re-creating the token a peer revoked, and takes back what it created', async () => {
+    const current = await replica(0).tokenFor('machine-lag', 'node-lag');
+    // One second before the current period began: the previous period by this replica's clock.
+    const lagging = replica(-(intoPeriod() + 1_000));
+    const stale = lagging.derive('machine-lag');
+    expect(stale.id).not.toBe(current.token.id);
+
+    const refused = await refusal(lagging.tokenFor('machine-lag', 'node-lag'));
+    expect(refused).toMatchObject({ kind: 'unavailable', reason: 'clock-skew', retryAfterMs: 1_000 });
+    expect(refused.message).toMatch(
+      /^this JoinService's clock is at least \d+ s behind the Kubernetes API server's \(allowed: 5 s\): its bootstrap tokens would belong to another period; fix the machine's time synchronisation$/,
+    );
+    expect(isLive(stale.id)).toBe(false);
+    expect(isLive(current.token.id)).toBe(true);
+  });
+
+  it('refuses on a leading replica before revoking the token a peer handed out', async () => {
+    const current = await replica(0).tokenFor('machine-lead', 'node-lead');
+    // One second into the next period by this replica's clock: the current token is its "previous".
+    const leading = replica(LONG_PERIOD_MS - intoPeriod() + 1_000);
+    const early = leading.derive('machine-lead');
+
+    const refused = await refusal(leading.tokenFor('machine-lead', 'node-lead'));
+    expect(refused).toMatchObject({ kind: 'unavailable', reason: 'clock-skew' });
+    expect(refused.message).toMatch(/^this JoinService's clock is at least \d+ s ahead of the Kubernetes API server's/);
+    expect(isLive(current.token.id)).toBe(true);
+    expect(isLive(early.id)).toBe(false);
+  });
+
+  it('hands out tokens when the clocks differ by less than the allowance', async () => {
+    const { token } = await replica(-3_000).tokenFor('machine-close', 'node-close');
+    expect(isLive(token.id)).toBe(true);
   });
 });
