@@ -102,7 +102,7 @@ describe('join, rejoin and recovery with the real JoinService', () => {
     const nodes = await kc.makeApiClient(k8s.CoreV1Api).listNode();
     expect(nodes.items.map((n) => n.metadata?.name).sort()).toEqual(['control-plane-0', 'worker-1']);
     expect(worker.fatalErrors).toEqual([]);
-  });
+  }, 150_000);
 
   // The two profiles of pkg/apis/certificates/helpers.go (ValidateKubeletClientCSR,
   // ValidateKubeletServingCSR), written where the kubelet looks: its certificate store

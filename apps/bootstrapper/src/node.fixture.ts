@@ -327,7 +327,11 @@ export async function startJoinServiceProcess(
     ],
     { cwd: repoRoot(), stdio: ['ignore', 'pipe', 'pipe'] },
   );
-  const exited = new Promise((resolve) => child.once('exit', resolve));
+  const exited = new Promise<string>((resolve) =>
+    child.once('exit', (code, signal) => {
+      resolve(signal === null ? `code ${String(code)}` : `signal ${signal}`);
+    }),
+  );
   let out = '';
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));
   child.stderr.on('data', (c: Buffer) => (out += c.toString()));
@@ -336,11 +340,22 @@ export async function startJoinServiceProcess(
     await withTimeout(exited, 10_000, 'JoinService exit');
     await agent?.close();
   };
+  const outputSoFar = (): string => (out === '' ? '(no output)' : `output: ${out.slice(-1_000)}`);
+  // Run from source through tsx: its first start in a fresh clone compiles the service, slowly
+  // when the other test files keep both cores busy. The error carries what the process printed.
+  const serving = waitFor(
+    () => {
+      if (out.includes('"joinservice serving"')) return true;
+      throw new Error(`not serving yet; ${outputSoFar()}`);
+    },
+    { timeoutMs: 60_000, description: 'the JoinService to serve' },
+  );
+  const exitedEarly = exited.then((status) => {
+    throw new Error(`the JoinService exited (${status}) before serving; ${outputSoFar()}`);
+  });
+  exitedEarly.catch(() => undefined); // an exit after serving is stop()'s business
   try {
-    await waitFor(() => out.includes('"joinservice serving"'), {
-      timeoutMs: 30_000,
-      description: `the JoinService to serve (output: ${out.slice(-500)})`,
-    });
+    await Promise.race([serving, exitedEarly]);
   } catch (err) {
     await stop();
     throw err;

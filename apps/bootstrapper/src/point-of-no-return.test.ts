@@ -41,7 +41,7 @@ beforeAll(async () => {
   expect((await callInit(controlPlane, request)).error).toBeUndefined();
   expect(await withTimeout(outcome, 20_000, 'init')).toBe('initialized');
   joinService = await startJoinServiceProcess(cluster, controlPlane, request);
-}, 90_000);
+}, 150_000);
 
 afterAll(async () => {
   await joinService?.stop();
