@@ -1,13 +1,16 @@
 import type { CoordinationV1Api, CoreV1Api, V1Lease } from '@kubernetes/client-node';
 import { V1MicroTime } from '@kubernetes/client-node';
 import { Refusal } from '@constellation/errors';
-import { apiStatusCode } from '@constellation/kubeadm';
+import { apiErrorMessage, apiStatusCode } from '@constellation/kubeadm';
+import type { ApiServerClock } from './api-server-clock.js';
 
 export interface ControlPlaneLeaseOptions {
   coordination: CoordinationV1Api;
   core: CoreV1Api;
   /** How long one control-plane join may hold the lease before others may take it. */
   holdMs: number;
+  /** This machine's clock, checked against the API server's before the lease is judged or written. */
+  clock: ApiServerClock;
   namespace?: string;
   name?: string;
 }
@@ -17,7 +20,9 @@ export interface ControlPlaneLeaseOptions {
  * coordination.k8s.io Lease. The lease is free when it does not exist, when its holder has
  * registered as a Node (its join finished), or when it expired; otherwise the caller gets a
  * retryable UNAVAILABLE with a `retry-after-ms` hint. Conflicting writes are resolved by the API
- * server's resourceVersion check, so two JoinService replicas cannot both win.
+ * server's resourceVersion check, so two JoinService replicas cannot both win. Expiry is judged,
+ * and renewTime written, by this machine's clock: a replica whose clock is off the API server's
+ * (the Date header of the answer it acts on) refuses, and gives back a lease it just created.
  */
 export class ControlPlaneLease {
   private readonly options: Required<ControlPlaneLeaseOptions>;
@@ -26,16 +31,25 @@ export class ControlPlaneLease {
     this.options = { namespace: 'kube-system', name: 'constellation-control-plane-join', ...options };
   }
 
-  async acquire(nodeName: string, now = new Date()): Promise<void> {
-    const { coordination, namespace, name } = this.options;
-    const body = this.lease(nodeName, now);
-    try {
-      await coordination.createNamespacedLease({ namespace, body });
+  async acquire(nodeName: string, now = new Date(this.options.clock.now())): Promise<void> {
+    const { coordination, clock, namespace, name } = this.options;
+    const createdAt = clock.now();
+    const created = await coordination
+      .createNamespacedLeaseWithHttpInfo({ namespace, body: this.lease(nodeName, now) })
+      .catch((err: unknown) => {
+        if (apiStatusCode(err) === 409) return undefined;
+        throw err;
+      });
+    if (created !== undefined) {
+      const skew = clock.skew(created.headers, createdAt);
+      if (skew !== undefined) throw clock.refusal(skew, await this.giveBack(nodeName));
       return;
-    } catch (err) {
-      if (apiStatusCode(err) !== 409) throw err;
     }
-    const current = await coordination.readNamespacedLease({ namespace, name });
+    const readAt = clock.now();
+    const read = await coordination.readNamespacedLeaseWithHttpInfo({ namespace, name });
+    const skew = clock.skew(read.headers, readAt);
+    if (skew !== undefined) throw clock.refusal(skew);
+    const current = read.data;
     const holder = current.spec?.holderIdentity ?? '';
     const renewed = current.spec?.renewTime ?? current.spec?.acquireTime;
     const expiresAt =
@@ -59,6 +73,16 @@ export class ControlPlaneLease {
         });
       }
       throw err;
+    }
+  }
+
+  /** Gives back a lease created by mistake: nothing, or what the caller should know was left behind. */
+  private async giveBack(nodeName: string): Promise<string> {
+    try {
+      await this.release(nodeName);
+      return '';
+    } catch (err) {
+      return `; the join lease it took for ${nodeName} could not be given back (${apiErrorMessage(err)})`;
     }
   }
 

@@ -10,6 +10,7 @@ import { HealthStatus, JoinServiceService, createGrpcServer } from '@constellati
 import { admission } from './admission.js';
 import { readControlPlaneEks } from './control-plane-eks.js';
 import { boundedApiClients } from './api-clients.js';
+import { ApiServerClock } from './api-server-clock.js';
 import { BoundedTlsListener } from './bounded-tls-listener.js';
 import { ClusterConfigCache } from './cluster-config-cache.js';
 import { ClusterPki } from './cluster-pki.js';
@@ -64,6 +65,10 @@ async function createTicketService(settings: JoinServiceSettings, logger: Logger
   if (settings.kubeconfigPath === undefined) kc.loadFromCluster();
   else kc.loadFromFile(settings.kubeconfigPath);
   const { core, coordination } = boundedApiClients(kc, JOINSERVICE_DEFAULTS.apiTimeoutMs);
+  const clock = new ApiServerClock({
+    maxSkewMs: JOINSERVICE_DEFAULTS.maxClockSkewMs,
+    retryAfterMs: JOINSERVICE_DEFAULTS.apiRetryAfterMs,
+  });
   const masterSecret = masterSecretFromJson(
     await readFile(settings.masterSecretPath, 'utf8'),
     settings.masterSecretPath,
@@ -77,7 +82,7 @@ async function createTicketService(settings: JoinServiceSettings, logger: Logger
     masterSecret,
     measurementSalt,
     apiServerEndpoint: settings.apiServerEndpoint,
-    lease: new ControlPlaneLease({ coordination, core, holdMs: settings.controlPlaneHoldMs }),
+    lease: new ControlPlaneLease({ coordination, core, holdMs: settings.controlPlaneHoldMs, clock }),
     disks: new DiskBindings({ core }),
     names: new NodeNameBindings({ core }),
     budget: new TicketBudget(settings.ticketBudget ?? JOINSERVICE_DEFAULTS.ticketBudget),
@@ -87,7 +92,7 @@ async function createTicketService(settings: JoinServiceSettings, logger: Logger
       ttlMs: settings.tokenTtlMs,
       minRemainingMs: settings.tokenTtlMs * JOINSERVICE_DEFAULTS.tokenReuseFraction,
       retryAfterMs: JOINSERVICE_DEFAULTS.apiRetryAfterMs,
-      maxClockSkewMs: JOINSERVICE_DEFAULTS.maxClockSkewMs,
+      clock,
     }),
     logger,
   });

@@ -12,6 +12,7 @@ import type { KubeApiServer } from '@constellation/sandbox';
 import { createTempDir } from '@constellation/testing';
 import type { TempDir } from '@constellation/testing';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ApiServerClock } from './api-server-clock.js';
 import { NodeTokens } from './node-tokens.js';
 import { startTlsApiServer } from './tls-api-server.fixture.js';
 
@@ -50,7 +51,7 @@ function tokens(): NodeTokens {
     ttlMs: TTL_MS,
     minRemainingMs: MIN_REMAINING_MS,
     retryAfterMs: 1_000,
-    maxClockSkewMs: 5_000,
+    clock: new ApiServerClock({ maxSkewMs: 5_000, retryAfterMs: 1_000 }),
   });
 }
 
@@ -163,8 +164,7 @@ describe('NodeTokens on a replica whose clock disagrees with the API server', ()
       ttlMs: LONG_TTL_MS,
       minRemainingMs: LONG_MIN_REMAINING_MS,
       retryAfterMs: 1_000,
-      maxClockSkewMs: 5_000,
-      clock: () => Date.now() + offsetMs,
+      clock: new ApiServerClock({ maxSkewMs: 5_000, retryAfterMs: 1_000, now: () => Date.now() + offsetMs }),
     });
   }
 
@@ -202,7 +202,7 @@ describe('NodeTokens on a replica whose clock disagrees with the API server', ()
     const refused = await refusal(lagging.tokenFor('machine-lag', 'node-lag'));
     expect(refused).toMatchObject({ kind: 'unavailable', reason: 'clock-skew', retryAfterMs: 1_000 });
     expect(refused.message).toMatch(
-      /^this JoinService's clock is at least \d+ s behind the Kubernetes API server's \(allowed: 5 s\): its bootstrap tokens would belong to another period; fix the machine's time synchronisation$/,
+      /^this JoinService's clock is at least \d+ s behind the Kubernetes API server's \(allowed: 5 s\): it would disagree with its peers about when tokens and the control-plane join lease expire; fix the machine's time synchronisation$/,
     );
     expect(isLive(stale.id)).toBe(false);
     expect(isLive(current.token.id)).toBe(true);

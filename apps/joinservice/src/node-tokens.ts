@@ -1,10 +1,11 @@
 import { createHmac, hkdfSync } from 'node:crypto';
-import { ApiException } from '@kubernetes/client-node';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { Refusal } from '@constellation/errors';
 import { apiErrorMessage, apiStatusCode, bootstrapTokenSecret, bootstrapTokenSecretName } from '@constellation/kubeadm';
 import type { BootstrapToken } from '@constellation/kubeadm';
 import type { MasterSecret } from '@constellation/keys';
+import { refusedAnswerHeaders } from './api-server-clock.js';
+import type { ApiServerClock } from './api-server-clock.js';
 
 const ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
 const TOKEN_CHARS = 6 + 16;
@@ -18,16 +19,8 @@ export interface NodeTokensOptions {
   /** A token handed out has at least this much of its life left (enough for one kubeadm join). */
   minRemainingMs: number;
   retryAfterMs: number;
-  /** This machine's clock; the API server's Date header is checked against it. */
-  clock?: () => number;
-  /** How far this machine's clock may be from the API server's before tokens are refused. */
-  maxClockSkewMs: number;
-}
-
-/** The Date header of an API answer in milliseconds, if there is one. */
-function dateHeader(headers: Record<string, string>): number | undefined {
-  const value = headers['date'];
-  return value === undefined ? undefined : Date.parse(value);
+  /** This machine's clock, checked against the API server's on every create. */
+  clock: ApiServerClock;
 }
 
 export interface NodeToken {
@@ -60,7 +53,7 @@ function tokenCharacters(digest: Buffer): string {
  * Limits: token ids have 6 characters (kubeadm's format), so two machines' ids in one period
  * collide with probability 36⁻⁶ per pair; the second machine then gets a token whose Secret holds
  * the first one's secret, its kubeadm join fails, and it gets a fresh id in the next period.
- * Replicas whose clocks are within `maxClockSkewMs` of the API server's, and so of each other's
+ * Replicas whose clocks are within the clock's allowance of the API server's, and so of each other's
  * by twice that, can still disagree about the period that long around a boundary.
  */
 export class NodeTokens {
@@ -70,7 +63,6 @@ export class NodeTokens {
   /** Machines whose token Secret for a period is known to exist: saves the API write on a repeat ask. */
   private readonly minted = new Map<string, number>();
   private readonly maxRemembered = 100_000;
-  private readonly clock: () => number;
 
   constructor(options: NodeTokensOptions) {
     if (options.minRemainingMs <= 0 || options.minRemainingMs >= options.ttlMs)
@@ -78,13 +70,12 @@ export class NodeTokens {
         `minRemainingMs must be between 0 and ttlMs (${options.ttlMs}), got ${options.minRemainingMs}`,
       );
     this.options = options;
-    this.clock = options.clock ?? Date.now;
     this.periodMs = options.ttlMs - options.minRemainingMs;
     this.key = Buffer.from(hkdfSync('sha256', options.masterSecret.key, options.masterSecret.salt, HKDF_INFO, 32));
   }
 
   /** The machine's token for the period `now` falls in. */
-  derive(machine: string, now = this.clock()): BootstrapToken {
+  derive(machine: string, now = this.options.clock.now()): BootstrapToken {
     const period = Math.floor(now / this.periodMs);
     const chars = tokenCharacters(createHmac('sha256', this.key).update(`${machine}\n${period}`).digest());
     const id = chars.slice(0, 6);
@@ -103,21 +94,16 @@ export class NodeTokens {
    * revoked at the boundary, one whose clock leads would revoke the token a peer just handed
    * out. Either is refused (and what it created is taken back) before anything is revoked.
    */
-  async tokenFor(machine: string, nodeName: string, now = this.clock()): Promise<NodeToken> {
+  async tokenFor(machine: string, nodeName: string, now = this.options.clock.now()): Promise<NodeToken> {
     const token = this.derive(machine, now);
     const expiresAt = token.expires.getTime();
     if (this.minted.get(machine) === expiresAt) return { token, reused: true };
-    const sentAt = this.clock();
-    const { created, serverDate } = await this.createSecret(token, nodeName).catch((err: unknown) => {
+    const sentAt = this.options.clock.now();
+    const { created, headers } = await this.createSecret(token, nodeName).catch((err: unknown) => {
       throw this.unavailable('could not create a bootstrap token', err);
     });
-    const skew = this.clockSkew(serverDate, sentAt, this.clock());
-    if (skew !== undefined) {
-      const leftBehind = created ? await this.takeBack(token) : '';
-      throw new Refusal('unavailable', 'clock-skew', `${skew}${leftBehind}`, {
-        retryAfterMs: this.options.retryAfterMs,
-      });
-    }
+    const skew = this.options.clock.skew(headers, sentAt);
+    if (skew !== undefined) throw this.options.clock.refusal(skew, created ? await this.takeBack(token) : '');
     const previous = this.derive(machine, now - this.periodMs);
     if (previous.expires.getTime() > now)
       await this.revoke(previous).catch((err: unknown) => {
@@ -128,41 +114,21 @@ export class NodeTokens {
   }
 
   /**
-   * What is wrong with this machine's clock, judged by the API server's Date header (whole seconds,
-   * stamped between `sentAt` and `receivedAt` by a clock that agrees with ours), or undefined when
-   * it is within the allowance. An answer without a Date header cannot be judged and passes.
-   */
-  private clockSkew(serverDate: number | undefined, sentAt: number, receivedAt: number): string | undefined {
-    if (serverDate === undefined || Number.isNaN(serverDate)) return undefined;
-    const allowed = this.options.maxClockSkewMs;
-    const behind = serverDate - receivedAt;
-    const ahead = sentAt - (serverDate + 1_000);
-    if (behind <= allowed && ahead <= allowed) return undefined;
-    const seconds = (ms: number): string => `${Math.floor(ms / 1_000)} s`;
-    const [by, relation] = behind > allowed ? [behind, 'behind'] : [ahead, 'ahead of'];
-    return (
-      `this JoinService's clock is at least ${seconds(by)} ${relation} the Kubernetes API server's ` +
-      `(allowed: ${seconds(allowed)}): its bootstrap tokens would belong to another period; fix the machine's time synchronisation`
-    );
-  }
-
-  /**
    * Creates the token's Secret: `created` is false when it existed (409: minted already).
-   * `serverDate` is the API server's Date header, on either answer.
+   * `headers` are the API server's answer's, on either answer.
    */
   private async createSecret(
     token: BootstrapToken,
     nodeName: string,
-  ): Promise<{ created: boolean; serverDate: number | undefined }> {
+  ): Promise<{ created: boolean; headers: Record<string, string> | undefined }> {
     try {
       const answer = await this.options.core.createNamespacedSecretWithHttpInfo({
         namespace: 'kube-system',
         body: bootstrapTokenSecret(token, `Bootstrap token for ${nodeName}, minted by the Constellation JoinService`),
       });
-      return { created: true, serverDate: dateHeader(answer.headers) };
+      return { created: true, headers: answer.headers };
     } catch (err) {
-      if (apiStatusCode(err) === 409)
-        return { created: false, serverDate: err instanceof ApiException ? dateHeader(err.headers) : undefined };
+      if (apiStatusCode(err) === 409) return { created: false, headers: refusedAnswerHeaders(err) };
       throw err;
     }
   }

@@ -1,6 +1,7 @@
 import * as k8s from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeApiServer } from './kube-api-server.js';
+import { apiFailure } from './testing/api-failure.js';
 
 let api: KubeApiServer;
 let core: k8s.CoreV1Api;
@@ -25,18 +26,6 @@ afterAll(async () => {
   await api.close();
 });
 
-/** The ApiException code and parsed Status body of a failed call. */
-async function failure(call: Promise<unknown>): Promise<{ code: number; reason: string; message: string }> {
-  const err = await call.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(k8s.ApiException);
-  const apiErr = err as k8s.ApiException<string>;
-  const body = JSON.parse(apiErr.body) as { reason: string; message: string };
-  return { code: apiErr.code, reason: body.reason, message: body.message };
-}
-
 describe('Kubernetes API stand-in through @kubernetes/client-node', () => {
   it('creates and reads a bootstrap-token Secret with server-set metadata', async () => {
     const created = await core.createNamespacedSecret({
@@ -55,18 +44,18 @@ describe('Kubernetes API stand-in through @kubernetes/client-node', () => {
   });
 
   it('answers 404 NotFound and 409 AlreadyExists with Status bodies', async () => {
-    expect(await failure(core.readNamespacedSecret({ namespace: 'kube-system', name: 'missing' }))).toEqual({
+    expect(await apiFailure(core.readNamespacedSecret({ namespace: 'kube-system', name: 'missing' }))).toEqual({
       code: 404,
       reason: 'NotFound',
       message: 'secrets "missing" not found',
     });
     await core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'dup' } } });
     expect(
-      (await failure(core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'dup' } } })))
+      (await apiFailure(core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'dup' } } })))
         .reason,
     ).toBe('AlreadyExists');
     expect(
-      (await failure(core.createNamespacedConfigMap({ namespace: 'nope', body: { metadata: { name: 'x' } } }))).code,
+      (await apiFailure(core.createNamespacedConfigMap({ namespace: 'nope', body: { metadata: { name: 'x' } } }))).code,
     ).toBe(404);
   });
 
@@ -83,7 +72,7 @@ describe('Kubernetes API stand-in through @kubernetes/client-node', () => {
     expect(Number(updated.metadata?.resourceVersion)).toBeGreaterThan(Number(cm.metadata?.resourceVersion));
     expect(
       (
-        await failure(
+        await apiFailure(
           core.replaceNamespacedConfigMap({
             namespace: 'default',
             name: 'versioned',
@@ -98,7 +87,7 @@ describe('Kubernetes API stand-in through @kubernetes/client-node', () => {
     });
     expect(
       (
-        await failure(
+        await apiFailure(
           core.replaceNamespacedConfigMap({
             namespace: 'kube-system',
             name: 'frozen',
@@ -115,14 +104,15 @@ describe('Kubernetes API stand-in through @kubernetes/client-node', () => {
       spec: { holderIdentity: 'cp-2', leaseDurationSeconds: 600 },
     };
     await coordination.createNamespacedLease({ namespace: 'kube-system', body });
-    expect((await failure(coordination.createNamespacedLease({ namespace: 'kube-system', body }))).reason).toBe(
+    expect((await apiFailure(coordination.createNamespacedLease({ namespace: 'kube-system', body }))).reason).toBe(
       'AlreadyExists',
     );
     const list = await coordination.listNamespacedLease({ namespace: 'kube-system', labelSelector: 'app=join' });
     expect(list.items.map((l) => l.spec?.holderIdentity)).toEqual(['cp-2']);
     await coordination.deleteNamespacedLease({ namespace: 'kube-system', name: 'control-plane-join' });
     expect(
-      (await failure(coordination.readNamespacedLease({ namespace: 'kube-system', name: 'control-plane-join' }))).code,
+      (await apiFailure(coordination.readNamespacedLease({ namespace: 'kube-system', name: 'control-plane-join' })))
+        .code,
     ).toBe(404);
   });
 
@@ -139,12 +129,15 @@ describe('Kubernetes API stand-in through @kubernetes/client-node', () => {
 
   it('validates names and secret data like the real server', async () => {
     expect(
-      (await failure(core.createNamespacedSecret({ namespace: 'default', body: { metadata: { name: 'Bad_Name' } } })))
-        .code,
+      (
+        await apiFailure(
+          core.createNamespacedSecret({ namespace: 'default', body: { metadata: { name: 'Bad_Name' } } }),
+        )
+      ).code,
     ).toBe(422);
     expect(
       (
-        await failure(
+        await apiFailure(
           core.createNamespacedSecret({
             namespace: 'default',
             body: { metadata: { name: 'bad-data' }, data: { k: '!!not base64!!' } },
@@ -158,7 +151,7 @@ describe('Kubernetes API stand-in through @kubernetes/client-node', () => {
     expect(await versionApi.getCode()).toMatchObject({ major: '1', minor: '32', gitVersion: 'v1.32.9' });
     api.setReady(false);
     expect((await fetch(`${api.url}/readyz`)).status).toBe(500);
-    expect((await failure(core.listNode())).code).toBe(503);
+    expect((await apiFailure(core.listNode())).code).toBe(503);
     api.setReady(true);
     expect(await (await fetch(`${api.url}/readyz`)).text()).toBe('ok');
   });

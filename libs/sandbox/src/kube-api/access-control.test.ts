@@ -10,6 +10,7 @@ import type { AuthorizationBinding } from './authorization-rules.js';
 import { authenticateBootstrapToken } from './bootstrap-token-authenticator.js';
 import { humanDuration } from './human-duration.js';
 import { mintServiceAccountCredential, parseTokenAuthFile } from './static-token-file.js';
+import { apiFailure } from '../testing/api-failure.js';
 import { resourceType, startTestCluster } from './test-cluster.fixture.js';
 import type { TestCluster } from './test-cluster.fixture.js';
 
@@ -64,18 +65,6 @@ function get(path: string, token?: string): Promise<{ status: number; body: { me
     req.on('error', reject);
     req.end();
   });
-}
-
-async function failure(call: Promise<unknown>): Promise<{ code: number; message: string }> {
-  const err = await call.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(k8s.ApiException);
-  const apiErr = err as k8s.ApiException<string>;
-  // client-node leaves the body undefined for status codes its API description does not list (401).
-  const body = apiErr.body as string | undefined;
-  return { code: apiErr.code, message: body === undefined ? '' : (JSON.parse(body) as { message: string }).message };
 }
 
 describe('anonymous requests', () => {
@@ -141,24 +130,28 @@ describe('the JoinService credential (deploy/joinservice/rbac.yaml)', () => {
   });
 
   it('is refused anything else with 403: listing or reading Secrets, other namespaces, other Leases', async () => {
-    expect(await failure(core.listNamespacedSecret({ namespace: 'kube-system' }))).toEqual({
+    expect(await apiFailure(core.listNamespacedSecret({ namespace: 'kube-system' }))).toEqual({
       code: 403,
+      reason: 'Forbidden',
       message:
         'secrets is forbidden: User "system:serviceaccount:kube-system:join-service" cannot list resource "secrets" in API group "" in the namespace "kube-system"',
     });
     expect(
-      (await failure(core.readNamespacedSecret({ namespace: 'kube-system', name: 'bootstrap-token-qwerty' }))).code,
+      (await apiFailure(core.readNamespacedSecret({ namespace: 'kube-system', name: 'bootstrap-token-qwerty' }))).code,
     ).toBe(403);
     expect(
-      (await failure(core.createNamespacedSecret({ namespace: 'default', body: { metadata: { name: 's' } } }))).code,
+      (await apiFailure(core.createNamespacedSecret({ namespace: 'default', body: { metadata: { name: 's' } } }))).code,
     ).toBe(403);
     expect(
-      (await failure(coordination.readNamespacedLease({ namespace: 'kube-system', name: 'kube-controller-manager' })))
-        .message,
+      (
+        await apiFailure(
+          coordination.readNamespacedLease({ namespace: 'kube-system', name: 'kube-controller-manager' }),
+        )
+      ).message,
     ).toBe(
       'leases.coordination.k8s.io "kube-controller-manager" is forbidden: User "system:serviceaccount:kube-system:join-service" cannot get resource "leases" in API group "coordination.k8s.io" in the namespace "kube-system"',
     );
-    expect((await failure(core.listNode())).message).toContain(
+    expect((await apiFailure(core.listNode())).message).toContain(
       'cannot list resource "nodes" in API group "" at the cluster scope',
     );
   });
@@ -216,10 +209,10 @@ describe('kubelet identities (Node authorizer, node_authorizer.go)', () => {
       { name: 'worker-1', body: { metadata: { labels: { a: 'b' } } } },
       k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
     );
-    expect((await failure(core.readNode({ name: 'control-plane-1' }))).code).toBe(403);
+    expect((await apiFailure(core.readNode({ name: 'control-plane-1' }))).code).toBe(403);
     expect(
       (
-        await failure(
+        await apiFailure(
           core.patchNode(
             { name: 'control-plane-1', body: { metadata: { labels: { a: 'b' } } } },
             k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
@@ -227,8 +220,8 @@ describe('kubelet identities (Node authorizer, node_authorizer.go)', () => {
         )
       ).message,
     ).toContain('node "worker-1" is not allowed to modify node "control-plane-1"');
-    expect((await failure(core.createNode({ body: { metadata: { name: 'impostor' } } }))).code).toBe(403);
-    expect((await failure(core.listNode())).code).toBe(403);
+    expect((await apiFailure(core.createNode({ body: { metadata: { name: 'impostor' } } }))).code).toBe(403);
+    expect((await apiFailure(core.listNode())).code).toBe(403);
   });
 
   it('holds its own lease in kube-node-lease only (authorizeLease)', async () => {
@@ -238,10 +231,10 @@ describe('kubelet identities (Node authorizer, node_authorizer.go)', () => {
     });
     await coordination.readNamespacedLease({ namespace: 'kube-node-lease', name: 'worker-1' });
     expect(
-      (await failure(coordination.readNamespacedLease({ namespace: 'kube-node-lease', name: 'control-plane-1' })))
+      (await apiFailure(coordination.readNamespacedLease({ namespace: 'kube-node-lease', name: 'control-plane-1' })))
         .message,
     ).toContain('can only access node lease with the same name as the requesting node');
-    expect((await failure(coordination.listNamespacedLease({ namespace: 'kube-system' }))).message).toContain(
+    expect((await apiFailure(coordination.listNamespacedLease({ namespace: 'kube-system' }))).message).toContain(
       'can only get, create, update, patch, or delete a node lease',
     );
   });
@@ -251,7 +244,7 @@ describe('kubelet identities (Node authorizer, node_authorizer.go)', () => {
     kc.loadFromFile(
       await cluster.writeKubeconfig('odd', { client: await cluster.issueClient('worker-1', ['system:nodes']) }),
     );
-    expect((await failure(kc.makeApiClient(k8s.CoreV1Api).readNode({ name: 'worker-1' }))).code).toBe(403);
+    expect((await apiFailure(kc.makeApiClient(k8s.CoreV1Api).readNode({ name: 'worker-1' }))).code).toBe(403);
   });
 
   it('a server-only certificate is not a client credential (x509 authenticator checks ExtKeyUsageClientAuth)', async () => {
@@ -261,7 +254,7 @@ describe('kubelet identities (Node authorizer, node_authorizer.go)', () => {
         client: await cluster.issueClient('system:node:worker-1', ['system:nodes'], 'server'),
       }),
     );
-    expect((await failure(kc.makeApiClient(k8s.CoreV1Api).readNode({ name: 'worker-1' }))).code).toBe(401);
+    expect((await apiFailure(kc.makeApiClient(k8s.CoreV1Api).readNode({ name: 'worker-1' }))).code).toBe(401);
   });
 });
 
