@@ -12,6 +12,8 @@ export { DEFAULT_KUBERNETES_VERSION } from './kubernetes-version.js';
 
 export { apiStatusCode } from './api-status-code.js';
 export { apiErrorMessage } from './api-error-message.js';
+export type { PooledApiOptions } from './pooled-api-clients.js';
+export { pooledApiConfiguration } from './pooled-api-clients.js';
 export { DiskBindings } from './disk-binding.js';
 export { NodeNameBindings, machineNameBindingName, nodeNameBindingName } from './node-name-binding.js';
 export { NODE_CLIENT_BOOTSTRAP_BINDINGS, removeNodeClientBootstrapGrants } from './node-bootstrap-grants.js';

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
+import { pooledApiConfiguration } from '@constellation/kubeadm';
 import { WaitAbandoned, waitUntil } from './bounded-wait.js';
 import { readJoinStatus } from './join-refusal.js';
 import { isRunning } from './mini-state.js';
@@ -52,7 +53,7 @@ export async function waitForNodes(options: {
   const { state } = options;
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(options.kubeconfig);
-  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const core = new k8s.CoreV1Api(pooledApiConfiguration(kc)); // polled: one kept-alive connection
   const expected = state.nodes.filter((n) => !n.tampered).map((n) => n.name);
   let ready = new Set<string>();
   await waitUntil(
