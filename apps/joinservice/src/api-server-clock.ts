@@ -20,6 +20,8 @@ export interface ApiServerClockOptions {
 export class ApiServerClock {
   private readonly options: ApiServerClockOptions;
   readonly now: () => number;
+  /** When (by this clock) an answer last showed the clocks within the allowance. */
+  private agreedAt: number | undefined;
 
   constructor(options: ApiServerClockOptions) {
     this.options = options;
@@ -39,7 +41,11 @@ export class ApiServerClock {
     const allowed = this.options.maxSkewMs;
     const behind = serverDate - receivedAt;
     const ahead = sentAt - (serverDate + 1_000);
-    if (behind <= allowed && ahead <= allowed) return undefined;
+    if (behind <= allowed && ahead <= allowed) {
+      this.agreedAt = receivedAt;
+      return undefined;
+    }
+    this.agreedAt = undefined;
     const seconds = (ms: number): string => `${Math.floor(ms / 1_000)} s`;
     const [by, relation] = behind > allowed ? [behind, 'behind'] : [ahead, 'ahead of'];
     return (
@@ -47,6 +53,15 @@ export class ApiServerClock {
       `(allowed: ${seconds(allowed)}): it would disagree with its peers about when tokens and the ` +
       `control-plane join lease expire; fix the machine's time synchronisation`
     );
+  }
+
+  /**
+   * Whether an answer showed the clocks within the allowance in the last `withinMs`, with none
+   * showing them apart since: time-based writes may then go ahead before their own answer is
+   * judged (a clock does not drift seconds in seconds; only a step would slip through).
+   */
+  agreedRecently(withinMs: number): boolean {
+    return this.agreedAt !== undefined && this.now() - this.agreedAt <= withinMs;
   }
 
   /** The refusal for a skewed clock; `undone` says what of the caller's write could not be taken back. */

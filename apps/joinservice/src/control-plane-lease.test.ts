@@ -1,9 +1,9 @@
 import * as k8s from '@kubernetes/client-node';
 import { KubeApiServer } from '@constellation/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Refusal } from '@constellation/errors';
 import { ApiServerClock } from './api-server-clock.js';
 import { ControlPlaneLease } from './control-plane-lease.js';
+import { refusalOf } from './refusal.fixture.js';
 
 // The Lease's acquireTime/renewTime are metav1.MicroTime (k8s.io/apimachinery/pkg/apis/meta/v1/
 // micro_time.go): kube-apiserver only decodes RFC3339Micro, six fractional digits. The API
@@ -83,18 +83,9 @@ describe('control-plane join lease on a replica whose clock disagrees with the A
     }
   }
 
-  async function refusal(promise: Promise<unknown>): Promise<Refusal> {
-    const outcome = await promise.then(
-      () => undefined,
-      (err: unknown) => err,
-    );
-    expect(outcome).toBeInstanceOf(Refusal);
-    return outcome as Refusal;
-  }
-
   it('a leading replica does not take over the lease a peer gave a control plane a moment ago', async () => {
     await leaseNamed('lease-leading', 0).acquire('cp-a');
-    const refused = await refusal(leaseNamed('lease-leading', 120_000).acquire('cp-b'));
+    const refused = await refusalOf(leaseNamed('lease-leading', 120_000).acquire('cp-b'));
     expect(refused).toMatchObject({ kind: 'unavailable', reason: 'clock-skew', retryAfterMs: 1_000 });
     expect(refused.message).toMatch(
       /^this JoinService's clock is at least 11\d s ahead of the Kubernetes API server's/,
@@ -103,7 +94,7 @@ describe('control-plane join lease on a replica whose clock disagrees with the A
   });
 
   it('a lagging replica leaves no lease behind whose renewTime its peers read as long past', async () => {
-    const refused = await refusal(leaseNamed('lease-lagging', -120_000).acquire('cp-c'));
+    const refused = await refusalOf(leaseNamed('lease-lagging', -120_000).acquire('cp-c'));
     expect(refused).toMatchObject({ kind: 'unavailable', reason: 'clock-skew' });
     expect(refused.message).toMatch(
       /^this JoinService's clock is at least 1[12]\d s behind the Kubernetes API server's/,

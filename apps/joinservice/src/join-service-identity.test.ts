@@ -369,7 +369,7 @@ describe('a genuine node asking for tickets over and over (attacker 2)', () => {
         };
       }
     }
-    expect(tokens.size).toBe(1);
+    expect(tokens.size, `tokens handed out before the refusal (${String(refusal?.details)})`).toBe(1);
     expect(tokenCount()).toBe(before + 1);
     expect(refusal?.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
     expect(refusal?.details).toMatch(/^machine worker-greedy asked for more than 5 tickets in a row; retry in \d+ s$/);

@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { generateMasterSecret } from '@constellation/keys';
 import type { MasterSecret } from '@constellation/keys';
-import { Refusal } from '@constellation/errors';
 import { bootstrapTokenSecret } from '@constellation/kubeadm';
 import { mintServiceAccountCredential } from '@constellation/sandbox';
 import type { KubeApiServer } from '@constellation/sandbox';
@@ -14,6 +13,7 @@ import type { TempDir } from '@constellation/testing';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ApiServerClock } from './api-server-clock.js';
 import { NodeTokens } from './node-tokens.js';
+import { refusalOf } from './refusal.fixture.js';
 import { startTlsApiServer } from './tls-api-server.fixture.js';
 
 const TTL_MS = 15 * 60_000;
@@ -117,15 +117,12 @@ describe('NodeTokens across a period boundary', () => {
     const askedAgainAt = start + PERIOD_MS + 1_000;
     // The API server sheds the delete (over its in-flight limit) and serves the create.
     api.throttle((request) => request.method === 'DELETE');
-    const refused = await service.tokenFor('machine-e', 'node-e', askedAgainAt).then(
-      () => undefined,
-      (err: unknown) => err,
-    );
-    api.throttle(undefined);
-    expect(refused).toBeInstanceOf(Refusal);
+    const refused = await refusalOf(service.tokenFor('machine-e', 'node-e', askedAgainAt)).finally(() => {
+      api.throttle(undefined);
+    });
     expect(refused).toMatchObject({ kind: 'unavailable', reason: 'api-unavailable', retryAfterMs: 1_000 });
     // One line naming the status and the API server's words, not the client's header dump.
-    expect((refused as Refusal).message).toBe(
+    expect(refused.message).toBe(
       "could not revoke the node's token of the previous period in the cluster: HTTP 429: Too many requests, please try again later.",
     );
     const next = tokens().derive('machine-e', askedAgainAt);
@@ -183,15 +180,6 @@ describe('NodeTokens on a replica whose clock disagrees with the API server', ()
     return Date.now() % LONG_PERIOD_MS;
   }
 
-  async function refusal(promise: Promise<unknown>): Promise<Refusal> {
-    const outcome = await promise.then(
-      () => undefined,
-      (err: unknown) => err,
-    );
-    expect(outcome).toBeInstanceOf(Refusal);
-    return outcome as Refusal;
-  }
-
   it('refuses on a lagging replica instead of re-creating the token a peer revoked, and takes back what it created', async () => {
     const current = await replica(0).tokenFor('machine-lag', 'node-lag');
     // One second before the current period began: the previous period by this replica's clock.
@@ -199,7 +187,7 @@ describe('NodeTokens on a replica whose clock disagrees with the API server', ()
     const stale = lagging.derive('machine-lag');
     expect(stale.id).not.toBe(current.token.id);
 
-    const refused = await refusal(lagging.tokenFor('machine-lag', 'node-lag'));
+    const refused = await refusalOf(lagging.tokenFor('machine-lag', 'node-lag'));
     expect(refused).toMatchObject({ kind: 'unavailable', reason: 'clock-skew', retryAfterMs: 1_000 });
     expect(refused.message).toMatch(
       /^this JoinService's clock is at least \d+ s behind the Kubernetes API server's \(allowed: 5 s\): it would disagree with its peers about when tokens and the control-plane join lease expire; fix the machine's time synchronisation$/,
@@ -214,7 +202,7 @@ describe('NodeTokens on a replica whose clock disagrees with the API server', ()
     const leading = replica(LONG_PERIOD_MS - intoPeriod() + 1_000);
     const early = leading.derive('machine-lead');
 
-    const refused = await refusal(leading.tokenFor('machine-lead', 'node-lead'));
+    const refused = await refusalOf(leading.tokenFor('machine-lead', 'node-lead'));
     expect(refused).toMatchObject({ kind: 'unavailable', reason: 'clock-skew' });
     expect(refused.message).toMatch(/^this JoinService's clock is at least \d+ s ahead of the Kubernetes API server's/);
     expect(isLive(current.token.id)).toBe(true);

@@ -10,6 +10,8 @@ import type { ApiServerClock } from './api-server-clock.js';
 const ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
 const TOKEN_CHARS = 6 + 16;
 const HKDF_INFO = 'constellation/joinservice/bootstrap-token/v1';
+/** How long an answer that showed this clock right lets a revoke go ahead of the create's answer. */
+const AGREEMENT_TRUSTED_MS = 10_000;
 
 export interface NodeTokensOptions {
   core: CoreV1Api;
@@ -92,21 +94,28 @@ export class NodeTokens {
    * The period comes from this machine's clock, so the create's answer is checked against the
    * API server's Date header first: a replica whose clock lags would re-create a token a peer
    * revoked at the boundary, one whose clock leads would revoke the token a peer just handed
-   * out. Either is refused (and what it created is taken back) before anything is revoked.
+   * out. Either is refused (and what it created is taken back) before anything is revoked, unless
+   * an answer within the last 10 s showed the clock right.
    */
   async tokenFor(machine: string, nodeName: string, now = this.options.clock.now()): Promise<NodeToken> {
     const token = this.derive(machine, now);
     const expiresAt = token.expires.getTime();
     if (this.minted.get(machine) === expiresAt) return { token, reused: true };
+    const previous = this.derive(machine, now - this.periodMs);
+    const revokes = previous.expires.getTime() > now;
+    // The revoke waits for the create's answer to vouch for this clock, unless one did a moment
+    // ago: under load answers come all the time, and the revoke then costs no extra round trip.
+    const early =
+      revokes && this.options.clock.agreedRecently(AGREEMENT_TRUSTED_MS) ? this.revoke(previous) : undefined;
+    early?.catch(() => undefined); // its outcome is read below, or a retry revokes again
     const sentAt = this.options.clock.now();
     const { created, headers } = await this.createSecret(token, nodeName).catch((err: unknown) => {
       throw this.unavailable('could not create a bootstrap token', err);
     });
     const skew = this.options.clock.skew(headers, sentAt);
     if (skew !== undefined) throw this.options.clock.refusal(skew, created ? await this.takeBack(token) : '');
-    const previous = this.derive(machine, now - this.periodMs);
-    if (previous.expires.getTime() > now)
-      await this.revoke(previous).catch((err: unknown) => {
+    if (revokes)
+      await (early ?? this.revoke(previous)).catch((err: unknown) => {
         throw this.unavailable("could not revoke the node's token of the previous period", err);
       });
     this.remember(machine, expiresAt, now);
