@@ -135,8 +135,9 @@ export class Bootstrapper {
       });
       const stop = (): void => {
         if (committed) return;
-        joinClient.stop();
-        void closeInitServer().then(() => {
+        // 'stopped' once nothing more is written: the join client's status write under way has
+        // landed and the InitServer is closed.
+        void Promise.all([joinClient.stop(), closeInitServer()]).then(() => {
           // An Init call in flight may have passed the point of no return meanwhile: it ends the run.
           if (!committed) resolve('stopped');
         });
@@ -162,7 +163,7 @@ export class Bootstrapper {
         initService(context, {
           committed: () => {
             startDeadline();
-            joinClient.stop();
+            void joinClient.stop();
           },
           finished: (error) => {
             if (error !== undefined) {

@@ -134,7 +134,7 @@ async function freshNodeRefuses(
         )?.fields['error'],
       { timeoutMs: 20_000, description: `${name} to refuse the fake JoinService` },
     );
-    client.stop();
+    await client.stop();
     expect(await outcome).toBe('stopped');
     // Not locked, not re-keyed, nothing written: the node is as fresh as before.
     expect(committed).toBe(false);
@@ -145,7 +145,7 @@ async function freshNodeRefuses(
     options.peers?.push(...fake.peers);
     return String(refusal);
   } finally {
-    client.stop();
+    await client.stop();
     fake.close();
     await node.stop();
   }

@@ -1,4 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
+import { machineIdOf } from '@constellation/attestation';
 import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey } from '@constellation/keys';
 import {
   DiskBindings,
@@ -124,13 +125,11 @@ export async function bootstrapKubernetes(
   report.begin(InitStep.INIT_STEP_PUBLISH_CLUSTER_CONFIG);
   await publishClusterConfig(core, { kubernetesVersion: version, components: request.kubernetesComponents });
   // This node joined by init, not through the JoinService: record its (machine, disk) pair as a
-  // join would, so that it gets a rejoin ticket after a reboot, and its name as a bare-metal join
-  // would, so that no machine joining later takes it.
-  const machine = context.issuer.rooted?.ekPublicKeyHash;
-  if (machine !== undefined) {
-    await new DiskBindings({ core }).bind(diskUuid, machine, self.name);
-    await new NodeNameBindings({ core }).bind(self.name, machine);
-  }
+  // join would, so that it gets a rejoin ticket after a reboot, and (with a proven identity) its
+  // name as a bare-metal join would, so that no machine joining later takes it.
+  const machine = await machineIdOf(context.issuer);
+  await new DiskBindings({ core }).bind(diskUuid, machine, self.name);
+  if (context.issuer.rooted !== undefined) await new NodeNameBindings({ core }).bind(self.name, machine);
   report.done();
 
   report.begin(InitStep.INIT_STEP_ISSUE_ADMIN_KUBECONFIG);

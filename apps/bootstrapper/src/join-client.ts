@@ -38,6 +38,8 @@ interface KubeletKeys {
 export class JoinClient {
   private stopped = false;
   private wake: (() => void) | undefined;
+  /** The join status write under way, if any: one begun before stop() still lands. */
+  private recording: Promise<void> = Promise.resolve();
   private readonly context: NodeContext;
   private readonly options: JoinClientOptions;
   private readonly connection: JoinServiceConnection;
@@ -53,10 +55,14 @@ export class JoinClient {
     return !this.stopped;
   }
 
-  /** Stops polling; a join past its point of no return finishes regardless. */
-  stop(): void {
+  /**
+   * Stops polling; a join past its point of no return finishes regardless. Resolves once a join
+   * status write begun before the stop has landed: nothing is written after that.
+   */
+  stop(): Promise<void> {
     this.stopped = true;
     this.wake?.();
+    return this.recording.catch(() => undefined);
   }
 
   async run(): Promise<JoinOutcome> {
@@ -72,8 +78,10 @@ export class JoinClient {
       // Outside the try: a failure after the lock is not "no ticket yet" but fatal, and the
       // caller marks the disk for reset and runs the fatal action (Constellation's PR 2971).
       // Nothing is recorded once stopped: the InitServer owns the node (and its files) then.
-      if (this.running() && (ticket !== undefined || failure !== undefined))
-        await recordJoinStatus(this.context.paths.joinStatus, joinStatusOf(attempt, failure));
+      if (this.running() && (ticket !== undefined || failure !== undefined)) {
+        this.recording = recordJoinStatus(this.context.paths.joinStatus, joinStatusOf(attempt, failure));
+        await this.recording;
+      }
       // A ticket that arrives once stopped is not used: the node stays as it is.
       if (ticket !== undefined)
         return this.running() ? this.activate(ticket.ticket, ticket.keys, ticket.role) : 'stopped';

@@ -178,7 +178,7 @@ describe('join, rejoin and recovery with the real JoinService', () => {
         variant: issuer.variant,
         ...(issuer.rooted === undefined ? {} : { rooted: issuer.rooted }),
         issue: (userData, nonce) => {
-          client.stop();
+          void client.stop();
           return issuer.issue(userData, nonce);
         },
       };

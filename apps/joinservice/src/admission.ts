@@ -1,3 +1,4 @@
+import { attestationKeyMachineId } from '@constellation/attestation';
 import type { ValidationResult, VerifiedTpmIdentity } from '@constellation/attestation';
 import { Refusal, errorMessage } from '@constellation/errors';
 import { JOINSERVICE_DEFAULTS } from './config.js';
@@ -80,7 +81,7 @@ export function admission(
       if (registry !== undefined) await lookUp(registry, ekPublicKeyHash);
     },
     admit: async (result, proven) => {
-      if (proven === undefined) return { machineId: `ak-${result.attestationKeyName}` };
+      if (proven === undefined) return { machineId: attestationKeyMachineId(result.attestationKeyName) };
       const ek = { machineId: proven.ekPublicKeyHash, ekPublicKeyHash: proven.ekPublicKeyHash };
       if (registry === undefined) {
         const unregistered = {

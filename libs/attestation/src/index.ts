@@ -14,6 +14,7 @@ export { EkIdentityVerifier } from './ek-identity.js';
 export type { Issuer, RootedIdentity } from './issuer.js';
 
 export { kdfa } from './kdf.js';
+export { attestationKeyMachineId, machineIdOf } from './machine-id.js';
 export type { Credential } from './make-credential.js';
 export { makeCredential } from './make-credential.js';
 export type { BootComponent } from './measured-boot.js';
