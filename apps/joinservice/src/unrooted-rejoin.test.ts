@@ -2,11 +2,11 @@
 // through the JoinService, so its bootstrapper records its (disk, machine) pair itself, under
 // machineIdOf(issuer). After a reboot the node asks for a rejoin ticket: the JoinService must know
 // it by that same id, or the node can never rejoin (it could not, before the id was shared).
-import * as k8s from '@kubernetes/client-node';
 import { machineIdOf } from '@constellation/attestation';
 import { deriveStateDiskKey } from '@constellation/keys';
 import { DiskBindings } from '@constellation/kubeadm';
 import { MemoryLogger } from '@constellation/logger/testing';
+import { coreApiWithToken } from '@constellation/sandbox/testing';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rpcFailure, startJoinFixture } from './join-service.fixture.js';
@@ -26,17 +26,6 @@ afterAll(async () => {
   await fixture.close();
 });
 
-function adminCore(): k8s.CoreV1Api {
-  const kc = new k8s.KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'c', server: fixture.api.url, skipTLSVerify: true }],
-    users: [{ name: 'admin', token: 'admin' }],
-    contexts: [{ name: 'x', cluster: 'c', user: 'admin' }],
-    currentContext: 'x',
-  });
-  return kc.makeApiClient(k8s.CoreV1Api);
-}
-
 describe('an unrooted init node rebooted', () => {
   it('is refused a rejoin ticket for a disk nobody recorded', async () => {
     const refused = await rpcFailure(node.requestRejoin(fixture.client));
@@ -46,7 +35,11 @@ describe('an unrooted init node rebooted', () => {
 
   it('gets its rejoin ticket once its init recorded the disk under machineIdOf, with the key init used', async () => {
     // What the bootstrapper's init does for the node it initialised (init-steps.ts).
-    await new DiskBindings({ core: adminCore() }).bind(node.diskUuid, await machineIdOf(node.issuer), node.name);
+    await new DiskBindings({ core: coreApiWithToken(fixture.api, 'admin') }).bind(
+      node.diskUuid,
+      await machineIdOf(node.issuer),
+      node.name,
+    );
     const ticket = await node.requestRejoin(fixture.client);
     // An unrooted machine has no EK hash: init derived its disk key without one, and so does the service.
     expect(ticket.stateDiskKey).toEqual(
