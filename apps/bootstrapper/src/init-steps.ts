@@ -3,6 +3,7 @@ import { machineIdOf } from '@constellation/attestation';
 import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey } from '@constellation/keys';
 import {
   DiskBindings,
+  NodeAddressBindings,
   NodeNameBindings,
   deleteUnmintedBootstrapTokens,
   removeNodeClientBootstrapGrants,
@@ -126,10 +127,13 @@ export async function bootstrapKubernetes(
   await publishClusterConfig(core, { kubernetesVersion: version, components: request.kubernetesComponents });
   // This node joined by init, not through the JoinService: record its (machine, disk) pair as a
   // join would, so that it gets a rejoin ticket after a reboot, and (with a proven identity) its
-  // name as a bare-metal join would, so that no machine joining later takes it.
+  // name and address as a bare-metal join would, so that no machine joining later takes them.
   const machine = await machineIdOf(context.issuer);
   await new DiskBindings({ core }).bind(diskUuid, machine, self.name);
-  if (context.issuer.rooted !== undefined) await new NodeNameBindings({ core }).bind(self.name, machine);
+  if (context.issuer.rooted !== undefined) {
+    await new NodeNameBindings({ core }).bind(self.name, machine);
+    await new NodeAddressBindings({ core }).bind([self.ip], self.name, machine);
+  }
   report.done();
 
   report.begin(InitStep.INIT_STEP_ISSUE_ADMIN_KUBECONFIG);

@@ -7,7 +7,7 @@ import * as k8s from '@kubernetes/client-node';
 import { AttestedChannelCredentials } from '@constellation/atls';
 import { TpmValidator, componentDigest, expectedMeasurements } from '@constellation/attestation';
 import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey, markedPcr15 } from '@constellation/keys';
-import { nodeNameBindingName } from '@constellation/kubeadm';
+import { nodeAddressBindingName, nodeNameBindingName } from '@constellation/kubeadm';
 import { InitServiceClient, InitStep, StepState } from '@constellation/proto';
 import { readFile } from 'node:fs/promises';
 import {
@@ -52,10 +52,13 @@ exec ${standin} "$@"
 `;
 }
 
+/** The metadata service's address of the one node: its serving certificate's IP. */
+const INSTANCE_IP = '127.0.0.1';
+
 async function freshNode(
   options: { kubeadm?: string } = {},
 ): Promise<{ cluster: Cluster; node: TestNode; outcome: Promise<BootstrapOutcome> }> {
-  const cluster = await startCluster([{ name: 'control-plane-0', role: 'control-plane', ip: '127.0.0.1' }]);
+  const cluster = await startCluster([{ name: 'control-plane-0', role: 'control-plane', ip: INSTANCE_IP }]);
   cleanups.push(() => cluster.close());
   const node = await TestNode.create(cluster, 'control-plane-0', options);
   cleanups.push(() => node.stop());
@@ -115,14 +118,20 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
       .makeApiClient(k8s.CoreV1Api)
       .readNamespacedConfigMap({ namespace: 'kube-system', name: 'constellation-cluster' });
     expect(published.data?.['kubernetesVersion']).toBe('v1.32.9');
-    // Its name is this machine's, as a bare-metal join would record it: no machine joins as it later.
-    const nameBinding = await kc
-      .makeApiClient(k8s.CoreV1Api)
-      .readNamespacedConfigMap({ namespace: 'kube-system', name: nodeNameBindingName('control-plane-0') });
-    expect(nameBinding.data).toEqual({
-      nodeName: 'control-plane-0',
-      ekPublicKeyHash: node.context.issuer.rooted?.ekPublicKeyHash,
+    // Its name and address are this machine's, as a bare-metal join would record them: no machine
+    // joins as it later, nor gets a serving certificate for its address.
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    const ekPublicKeyHash = node.context.issuer.rooted?.ekPublicKeyHash;
+    const nameBinding = await core.readNamespacedConfigMap({
+      namespace: 'kube-system',
+      name: nodeNameBindingName('control-plane-0'),
     });
+    expect(nameBinding.data).toEqual({ nodeName: 'control-plane-0', ekPublicKeyHash });
+    const addressBinding = await core.readNamespacedConfigMap({
+      namespace: 'kube-system',
+      name: nodeAddressBindingName(INSTANCE_IP),
+    });
+    expect(addressBinding.data).toEqual({ nodeName: 'control-plane-0', ekPublicKeyHash, address: INSTANCE_IP });
     expect(node.kubeletStarts).toBe(1);
   });
 

@@ -5,7 +5,7 @@ import * as grpc from '@grpc/grpc-js';
 import { expectedMeasurements } from '@constellation/attestation';
 import { SoftwareAttester } from '@constellation/attestation/testing';
 import { createKubeletCsr, deriveStateDiskKey } from '@constellation/keys';
-import { nodeNameBindingName } from '@constellation/kubeadm';
+import { nodeAddressBindingName, nodeNameBindingName } from '@constellation/kubeadm';
 import { MemoryLogger } from '@constellation/logger/testing';
 import { SERVICE_CHANNEL_OPTIONS, serviceChannelCredentials } from '@constellation/atls';
 import { JoinServiceClient } from '@constellation/proto';
@@ -28,6 +28,9 @@ const SECRETS = { group: '', version: 'v1', resource: 'secrets', kind: 'Secret',
 const tokenCountIn = (f: JoinFixture): number =>
   f.api.store.list(SECRETS, 'kube-system').items.filter((s) => s['type'] === 'bootstrap.kubernetes.io/token').length;
 const tokenCount = (): number => tokenCountIn(fixture);
+const CONFIG_MAPS = { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true } as const;
+const configMapsIn = (f: JoinFixture): (string | undefined)[] =>
+  f.api.store.list(CONFIG_MAPS, 'kube-system').items.map((c) => (c as { metadata?: { name?: string } }).metadata?.name);
 
 beforeAll(async () => {
   fixture = await startJoinFixture(new MemoryLogger());
@@ -334,10 +337,7 @@ describe("bare metal: node names (attacker 2 taking another node's name)", () =>
           'this machine joined the cluster as "metal-20" and asked to join as "metal-21"; a machine keeps its node name',
         ) as unknown,
       });
-      const recorded = bare.api.store
-        .list({ group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true }, 'kube-system')
-        .items.map((c) => (c as { metadata?: { name?: string } }).metadata?.name);
-      expect(recorded).not.toContain(nodeNameBindingName('metal-21')); // refused asks claim nothing
+      expect(configMapsIn(bare)).not.toContain(nodeNameBindingName('metal-21')); // refused asks claim nothing
       // The second machine, refused its first ask, still joins under its own name; the first rejoins as itself.
       expect(new X509Certificate((await second.requestJoin(bare.client)).ticket.kubeletClientCert).subject).toBe(
         'O=system:nodes\nCN=system:node:metal-22',
@@ -376,5 +376,46 @@ describe('a genuine node asking for tickets over and over (attacker 2)', () => {
     expect(Number(refusal?.metadata?.get('retry-after-ms')[0])).toBeGreaterThan(0);
     const metrics = await (await fetch(`http://127.0.0.1:${fixture.service.metricsPort}/metrics`)).text();
     expect(metrics).toMatch(/constellation_joinservice_ticket_refusals_total\{kind="join",reason="rate-limited"\} 1/);
+  });
+});
+
+describe("bare metal: node addresses (attacker 2 taking another node's address)", () => {
+  it('gives an address to the first machine that joins with it, in every spelling of it; a machine may add addresses', async () => {
+    const bare = await startJoinFixture(new MemoryLogger(), {}, { registry: false });
+    const [first, second] = await Promise.all([
+      bare.node('metal-30', '10.42.0.100', { registered: false }),
+      bare.node('metal-31', '10.42.0.101', { registered: false }),
+    ]);
+    const asking = async (name: string, ips: string[]): Promise<{ clientCsrDer: Buffer; servingCsrDer: Buffer }> => ({
+      clientCsrDer: (await createKubeletCsr(name, [])).csrDer,
+      servingCsrDer: (await createKubeletCsr(name, ips, [name])).csrDer,
+    });
+    try {
+      await first.requestJoin(bare.client);
+      const before = tokenCountIn(bare);
+      // A serving certificate for the first node's address lets whoever can take that address on
+      // the network (ARP, a stale DHCP lease) answer the API server in its place. Go's verifier
+      // takes an IPv4-mapped IPv6 SAN for the IPv4 address, so that spelling is the same address.
+      for (const ip of ['10.42.0.100', '::ffff:10.42.0.100']) {
+        expect(
+          await rpcFailure(second.requestJoin(bare.client, await asking('metal-31', ['10.42.0.101', ip]))),
+          ip,
+        ).toMatchObject({
+          code: grpc.status.PERMISSION_DENIED,
+          details: `address 10.42.0.100 belongs to another machine (EK sha256:${first.ekPublicKeyHash}, node "metal-30"); to give it to this one, delete ConfigMap kube-system/${nodeAddressBindingName('10.42.0.100')}`,
+        });
+      }
+      expect(tokenCountIn(bare)).toBe(before);
+      // The refused asks claimed nothing: neither the name nor the address that was free.
+      expect(configMapsIn(bare)).not.toContain(nodeAddressBindingName('10.42.0.101'));
+      expect(configMapsIn(bare)).not.toContain(nodeNameBindingName('metal-31'));
+      // The second machine joins with its own address; the first keeps its own and may add one.
+      await second.requestJoin(bare.client);
+      await first.requestJoin(bare.client, await asking('metal-30', ['10.42.0.100', '10.42.0.102']));
+      expect(configMapsIn(bare)).toContain(nodeAddressBindingName('10.42.0.102'));
+    } finally {
+      await Promise.all([first.stop(), second.stop()]);
+      await bare.close();
+    }
   });
 });

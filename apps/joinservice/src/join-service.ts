@@ -18,7 +18,7 @@ import { ConcurrencyLimit } from './concurrency-limit.js';
 import { JOINSERVICE_DEFAULTS } from './config.js';
 import type { JoinServiceSettings } from './config.js';
 import { ControlPlaneLease } from './control-plane-lease.js';
-import { DiskBindings, NodeNameBindings } from '@constellation/kubeadm';
+import { DiskBindings, NodeAddressBindings, NodeNameBindings } from '@constellation/kubeadm';
 import { HttpInstanceRegistry } from './instance-registry.js';
 import type { InstanceRegistry } from './instance-registry.js';
 import { joinHandlers } from './join-handlers.js';
@@ -85,6 +85,7 @@ async function createTicketService(settings: JoinServiceSettings, logger: Logger
     lease: new ControlPlaneLease({ coordination, core, holdMs: settings.controlPlaneHoldMs, clock }),
     disks: new DiskBindings({ core }),
     names: new NodeNameBindings({ core }),
+    addresses: new NodeAddressBindings({ core }),
     budget: new TicketBudget(settings.ticketBudget ?? JOINSERVICE_DEFAULTS.ticketBudget),
     tokens: new NodeTokens({
       core,

@@ -7,7 +7,7 @@ import type { ClusterPki } from './cluster-pki.js';
 import { JOINSERVICE_DEFAULTS } from './config.js';
 import type { ControlPlaneLease } from './control-plane-lease.js';
 import { apiErrorMessage, apiStatusCode } from '@constellation/kubeadm';
-import type { DiskBindings, NodeNameBindings } from '@constellation/kubeadm';
+import type { DiskBindings, NodeAddressBindings, NodeNameBindings } from '@constellation/kubeadm';
 import type { RegisteredInstance } from './instance-registry.js';
 import type { NodeTokens } from './node-tokens.js';
 import type { TicketBudget } from './ticket-budget.js';
@@ -42,6 +42,8 @@ export interface TicketServiceOptions {
   disks: DiskBindings;
   /** Bare metal: which machine each node name belongs to (a registry names machines elsewhere). */
   names: NodeNameBindings;
+  /** Bare metal: which machine each address in a kubelet serving certificate belongs to. */
+  addresses: NodeAddressBindings;
   /** Tickets per machine; a node asking beyond it is told when to come back. */
   budget: TicketBudget;
   /** Each machine's bootstrap token for the current period, reused instead of minting another. */
@@ -135,7 +137,7 @@ export class TicketService {
   }
 
   async joinTicket(request: JoinTicketRequest, node: AdmittedNode): Promise<JoinTicket> {
-    const { pki, masterSecret, clusterConfig, lease, logger, disks, names, budget, tokens } = this.options;
+    const { pki, masterSecret, clusterConfig, lease, logger, disks, names, addresses, budget, tokens } = this.options;
     checkDiskUuid(request.diskUuid);
     const { instance: registered, unregistered } = node;
     budget.take(`join:${node.machineId}`, `machine ${registered?.name ?? node.machineId}`);
@@ -156,8 +158,14 @@ export class TicketService {
         absent ? {} : { retryAfterMs: JOINSERVICE_DEFAULTS.apiRetryAfterMs, cause: err },
       );
     }
-    // The first write: a name refused here leaves nothing behind.
-    if (unregistered !== undefined) await names.bind(client.nodeName, node.machineId);
+    // Without a registry the machine's name and addresses are its own word: each goes to the first
+    // machine that claims it. Both are checked before either is written, so a refused ask claims
+    // nothing and leaves no token behind.
+    if (unregistered !== undefined) {
+      await addresses.check(serving.ips, node.machineId);
+      await names.bind(client.nodeName, node.machineId);
+      await addresses.bind(serving.ips, client.nodeName, node.machineId);
+    }
     await disks.bind(request.diskUuid, node.machineId, client.nodeName);
     if (request.isControlPlane) await lease.acquire(client.nodeName);
     try {

@@ -2,9 +2,9 @@ import { Refusal } from '@constellation/errors';
 import type { KubeApiServer } from '@constellation/sandbox';
 import { ADMIN_TOKEN, USER_TOKEN, coreApiWithToken, startTokenApiServer } from '@constellation/sandbox/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CONFIG_MAPS, failure, recordedIn } from './claim-records.fixture.js';
 import { NodeNameBindings, machineNameBindingName, nodeNameBindingName } from './node-name-binding.js';
 
-const CONFIG_MAPS = { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true } as const;
 const A = 'a'.repeat(64);
 const B = 'b'.repeat(64);
 let api: KubeApiServer;
@@ -23,17 +23,7 @@ afterAll(async () => {
   await api.close();
 });
 
-const failure = (call: Promise<unknown>): Promise<unknown> =>
-  call.then(
-    () => {
-      throw new Error('the call succeeded');
-    },
-    (err: unknown) => err,
-  );
-const recorded = (name: string): boolean =>
-  api.store
-    .list(CONFIG_MAPS, 'kube-system')
-    .items.some((c) => (c as { metadata?: { name?: string } }).metadata?.name === name);
+const recorded = (name: string): boolean => recordedIn(api, name);
 
 describe('NodeNameBindings', () => {
   it('gives a name to the first machine and keeps each machine to its one name', async () => {

@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { CoreV1Api, V1ConfigMap } from '@kubernetes/client-node';
+import type { CoreV1Api } from '@kubernetes/client-node';
 import { Refusal } from '@constellation/errors';
-import { apiErrorMessage } from './api-error-message.js';
-import { apiStatusCode } from './api-status-code.js';
+import { ClaimRecords } from './claim-records.js';
 
 export interface NodeNameBindingsOptions {
   core: CoreV1Api;
@@ -32,30 +31,29 @@ export function machineNameBindingName(ekPublicKeyHash: string): string {
  * by another machine is refused before either is written, so a refused ask claims nothing.
  */
 export class NodeNameBindings {
-  private readonly core: CoreV1Api;
-  private readonly namespace: string;
+  private readonly records: ClaimRecords;
 
   constructor(options: NodeNameBindingsOptions) {
-    this.core = options.core;
-    this.namespace = options.namespace ?? 'kube-system';
+    this.records = new ClaimRecords(options.core, options.namespace ?? 'kube-system', 'node-name binding');
   }
 
   /** Records, or checks, that `nodeName` and the machine belong together; refuses otherwise. */
   async bind(nodeName: string, ekPublicKeyHash: string): Promise<void> {
     const nameRecord = nodeNameBindingName(nodeName);
+    const data = { [EK_KEY]: ekPublicKeyHash, [NAME_KEY]: nodeName };
     // A name taken by another machine is refused before anything is written for this one.
-    this.checkOwner(nameRecord, nodeName, (await this.read(nameRecord))?.[EK_KEY], ekPublicKeyHash);
+    this.checkOwner(nameRecord, nodeName, (await this.records.read(nameRecord))?.[EK_KEY], ekPublicKeyHash);
     const machineRecord = machineNameBindingName(ekPublicKeyHash);
-    const { [NAME_KEY]: ownName } = await this.record(machineRecord, nodeName, ekPublicKeyHash);
+    const { [NAME_KEY]: ownName } = await this.records.claim(machineRecord, data);
     if (ownName !== nodeName) {
       throw new Refusal(
         'denied',
         'name',
-        `this machine joined the cluster as "${ownName ?? '?'}" and asked to join as "${nodeName}"; a machine keeps its node name (to give it another, delete ConfigMap ${this.namespace}/${machineRecord} and the old name's record)`,
+        `this machine joined the cluster as "${ownName ?? '?'}" and asked to join as "${nodeName}"; a machine keeps its node name (to give it another, delete ConfigMap ${this.records.namespace}/${machineRecord} and the old name's record)`,
       );
     }
     // Another machine may have taken the name since the check above.
-    const { [EK_KEY]: owner } = await this.record(nameRecord, nodeName, ekPublicKeyHash);
+    const { [EK_KEY]: owner } = await this.records.claim(nameRecord, data);
     this.checkOwner(nameRecord, nodeName, owner, ekPublicKeyHash);
   }
 
@@ -64,42 +62,7 @@ export class NodeNameBindings {
     throw new Refusal(
       'denied',
       'name',
-      `node name "${nodeName}" belongs to another machine (EK sha256:${owner}); to give it to this one, delete ConfigMap ${this.namespace}/${nameRecord}`,
+      `node name "${nodeName}" belongs to another machine (EK sha256:${owner}); to give it to this one, delete ConfigMap ${this.records.namespace}/${nameRecord}`,
     );
   }
-
-  /** The record's data; undefined when it does not exist. */
-  private async read(name: string): Promise<Record<string, string> | undefined> {
-    try {
-      return (await this.core.readNamespacedConfigMap({ name, namespace: this.namespace })).data ?? {};
-    } catch (err) {
-      if (apiStatusCode(err) === 404) return undefined;
-      throw unavailable(err);
-    }
-  }
-
-  /** Creates the record unless it exists; its data either way. */
-  private async record(name: string, nodeName: string, ekPublicKeyHash: string): Promise<Record<string, string>> {
-    const data = { [EK_KEY]: ekPublicKeyHash, [NAME_KEY]: nodeName };
-    const body: V1ConfigMap = {
-      metadata: { name, namespace: this.namespace, labels: { 'app.kubernetes.io/managed-by': 'constellation' } },
-      data,
-    };
-    try {
-      await this.core.createNamespacedConfigMap({ namespace: this.namespace, body });
-      return data;
-    } catch (err) {
-      if (apiStatusCode(err) !== 409) throw unavailable(err);
-    }
-    return (await this.read(name)) ?? {};
-  }
-}
-
-function unavailable(err: unknown): Refusal {
-  return new Refusal(
-    'unavailable',
-    'api-unavailable',
-    `could not read or record the node-name binding: ${apiErrorMessage(err)}`,
-    { retryAfterMs: 1_000 },
-  );
 }
