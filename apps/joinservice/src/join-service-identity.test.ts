@@ -413,6 +413,14 @@ describe("bare metal: node addresses (attacker 2 taking another node's address)"
       await second.requestJoin(bare.client);
       await first.requestJoin(bare.client, await asking('metal-30', ['10.42.0.100', '10.42.0.102']));
       expect(configMapsIn(bare)).toContain(nodeAddressBindingName('10.42.0.102'));
+      // Reserving addresses locks every later machine out of them: a whole subnet in one ask is
+      // refused before anything is recorded, and a machine holds at most 8 addresses.
+      const subnet = Array.from({ length: 254 }, (_, i) => `10.42.7.${String(i + 1)}`);
+      expect(await rpcFailure(second.requestJoin(bare.client, await asking('metal-31', subnet)))).toMatchObject({
+        code: grpc.status.PERMISSION_DENIED,
+        details: 'the kubelet serving certificate request names 254 addresses; a machine holds at most 8',
+      });
+      expect(configMapsIn(bare)).not.toContain(nodeAddressBindingName('10.42.7.1'));
     } finally {
       await Promise.all([first.stop(), second.stop()]);
       await bare.close();

@@ -60,6 +60,31 @@ describe('NodeAddressBindings', () => {
     await addresses.bind(['10.42.1.9'], 'metal-2', B);
   });
 
+  it('lets a machine hold at most 8 addresses, so the owner of one cannot reserve a subnet', async () => {
+    const many = (from: number, count: number): string[] =>
+      Array.from({ length: count }, (_, i) => `10.42.5.${String(from + i)}`);
+    expect(await failure(addresses.check(many(1, 9), A))).toMatchObject({
+      kind: 'denied',
+      reason: 'address',
+      message: 'the kubelet serving certificate request names 9 addresses; a machine holds at most 8',
+    });
+    expect(await failure(addresses.bind(many(1, 9), 'metal-7', A))).toMatchObject({ reason: 'address' });
+    expect(many(1, 9).some(recorded)).toBe(false);
+    // Eight over several asks (a new lease, say), then no more.
+    const owner = 'c'.repeat(64);
+    await addresses.bind(many(1, 5), 'metal-7', owner);
+    await addresses.bind(many(1, 8), 'metal-7', owner);
+    await addresses.bind(many(1, 8), 'metal-7', owner); // again: nothing new to hold
+    expect(await failure(addresses.bind(['10.42.5.100'], 'metal-7', owner))).toMatchObject({
+      kind: 'denied',
+      reason: 'address',
+      message: expect.stringMatching(
+        /^this machine already holds 8 addresses \(10\.42\.5\.1, [0-9., ]+\); to give it another, delete one of ConfigMaps kube-system\/constellation-machine-address-[0-9a-f]{32}-0 to -7 \(each names its address\) and that address's record$/,
+      ) as unknown,
+    });
+    expect(recorded('10.42.5.100')).toBe(false);
+  });
+
   it('checks without writing', async () => {
     await addresses.check(['10.42.2.1'], A);
     expect(recorded('10.42.2.1')).toBe(false);
