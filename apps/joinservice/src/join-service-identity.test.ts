@@ -28,6 +28,11 @@ const SECRETS = { group: '', version: 'v1', resource: 'secrets', kind: 'Secret',
 const tokenCountIn = (f: JoinFixture): number =>
   f.api.store.list(SECRETS, 'kube-system').items.filter((s) => s['type'] === 'bootstrap.kubernetes.io/token').length;
 const tokenCount = (): number => tokenCountIn(fixture);
+/** The two kubelet certificate requests of a node asking as `name` with serving addresses `ips`. */
+const asking = async (name: string, ips: string[]): Promise<{ clientCsrDer: Buffer; servingCsrDer: Buffer }> => ({
+  clientCsrDer: (await createKubeletCsr(name, [])).csrDer,
+  servingCsrDer: (await createKubeletCsr(name, ips, [name])).csrDer,
+});
 const CONFIG_MAPS = { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true } as const;
 const configMapsIn = (f: JoinFixture): (string | undefined)[] =>
   f.api.store.list(CONFIG_MAPS, 'kube-system').items.map((c) => (c as { metadata?: { name?: string } }).metadata?.name);
@@ -315,23 +320,21 @@ describe("bare metal: node names (attacker 2 taking another node's name)", () =>
       bare.node('metal-20', '10.42.0.90', { registered: false }),
       bare.node('metal-22', '10.42.0.92', { registered: false }),
     ]);
-    const asking = async (name: string, ip: string): Promise<{ clientCsrDer: Buffer; servingCsrDer: Buffer }> => ({
-      clientCsrDer: (await createKubeletCsr(name, [])).csrDer,
-      servingCsrDer: (await createKubeletCsr(name, [ip], [name])).csrDer,
-    });
     const record = (name: string): string => `kube-system/${nodeNameBindingName(name)}`;
     try {
       await first.requestJoin(bare.client);
       // Another genuine machine asks for the first one's name: a kubelet certificate for it would
       // act as that Node.
       const before = tokenCountIn(bare);
-      expect(await rpcFailure(second.requestJoin(bare.client, await asking('metal-20', '10.42.0.92')))).toMatchObject({
-        code: grpc.status.PERMISSION_DENIED,
-        details: `node name "metal-20" belongs to another machine (EK sha256:${first.ekPublicKeyHash}); to give it to this one, delete ConfigMap ${record('metal-20')}`,
-      });
+      expect(await rpcFailure(second.requestJoin(bare.client, await asking('metal-20', ['10.42.0.92'])))).toMatchObject(
+        {
+          code: grpc.status.PERMISSION_DENIED,
+          details: `node name "metal-20" belongs to another machine (EK sha256:${first.ekPublicKeyHash}); to give it to this one, delete ConfigMap ${record('metal-20')}`,
+        },
+      );
       expect(tokenCountIn(bare)).toBe(before);
       // The first machine cannot collect more names either (names it never joined with stay free).
-      expect(await rpcFailure(first.requestJoin(bare.client, await asking('metal-21', '10.42.0.90')))).toMatchObject({
+      expect(await rpcFailure(first.requestJoin(bare.client, await asking('metal-21', ['10.42.0.90'])))).toMatchObject({
         code: grpc.status.PERMISSION_DENIED,
         details: expect.stringContaining(
           'this machine joined the cluster as "metal-20" and asked to join as "metal-21"; a machine keeps its node name',
@@ -386,10 +389,6 @@ describe("bare metal: node addresses (attacker 2 taking another node's address)"
       bare.node('metal-30', '10.42.0.100', { registered: false }),
       bare.node('metal-31', '10.42.0.101', { registered: false }),
     ]);
-    const asking = async (name: string, ips: string[]): Promise<{ clientCsrDer: Buffer; servingCsrDer: Buffer }> => ({
-      clientCsrDer: (await createKubeletCsr(name, [])).csrDer,
-      servingCsrDer: (await createKubeletCsr(name, ips, [name])).csrDer,
-    });
     try {
       await first.requestJoin(bare.client);
       const before = tokenCountIn(bare);
