@@ -5,9 +5,9 @@ import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as k8s from '@kubernetes/client-node';
 import { AttestedChannelCredentials } from '@constellation/atls';
-import { TpmValidator, componentDigest, expectedMeasurements } from '@constellation/attestation';
+import { TpmValidator, componentDigest, expectedMeasurements, machineIdOf } from '@constellation/attestation';
 import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey, markedPcr15 } from '@constellation/keys';
-import { nodeAddressBindingName, nodeNameBindingName } from '@constellation/kubeadm';
+import { DiskBindings, nodeAddressBindingName, nodeNameBindingName } from '@constellation/kubeadm';
 import { InitServiceClient, InitStep, StepState } from '@constellation/proto';
 import { readFile } from 'node:fs/promises';
 import {
@@ -56,7 +56,7 @@ exec ${standin} "$@"
 const INSTANCE_IP = '127.0.0.1';
 
 async function freshNode(
-  options: { kubeadm?: string } = {},
+  options: { kubeadm?: string; unrooted?: boolean } = {},
 ): Promise<{ cluster: Cluster; node: TestNode; outcome: Promise<BootstrapOutcome> }> {
   const cluster = await startCluster([{ name: 'control-plane-0', role: 'control-plane', ip: INSTANCE_IP }]);
   cleanups.push(() => cluster.close());
@@ -133,6 +133,39 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
     });
     expect(addressBinding.data).toEqual({ nodeName: 'control-plane-0', ekPublicKeyHash, address: INSTANCE_IP });
     expect(node.kubeletStarts).toBe(1);
+  });
+
+  it('an unrooted (qemu-vtpm) node records its disk under the id the JoinService knows it by, and claims no name or address', async () => {
+    const { node, outcome } = await freshNode({ unrooted: true });
+    const request = initRequest();
+    const { messages, error } = await callInit(node, request);
+    expect(error).toBeUndefined();
+    const last = messages.at(-1)?.kind;
+    if (last?.$case !== 'success') throw new Error('no success message');
+    expect(await withTimeout(outcome, 10_000, 'bootstrapper outcome')).toBe('initialized');
+    const kubeconfig = join(node.root, 'returned.conf');
+    await writeFile(kubeconfig, last.value.kubeconfig);
+    const kc = new k8s.KubeConfig();
+    kc.loadFromFile(kubeconfig);
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    // The JoinService knows an unrooted machine by its attestation key (machineIdOf): after a
+    // reboot, the rejoin ticket's check (ticket-service.ts) finds the disk recorded under it, and
+    // the ticket's key (derived without an EK hash) opens the disk init re-keyed.
+    const machine = await machineIdOf(node.context.issuer);
+    expect(machine).toMatch(/^ak-[0-9a-f]+$/);
+    const uuid = await node.context.disk.uuid();
+    await new DiskBindings({ core }).check(uuid, machine);
+    const rejoinKey = deriveStateDiskKey(request.masterSecret, request.masterSalt, uuid, undefined);
+    expect(await node.context.disk.testPassphrase(rejoinKey)).toBe(true);
+    // It proves no identity, so it claims nothing a bare-metal join by a proven machine would be refused for.
+    for (const name of [nodeNameBindingName('control-plane-0'), nodeAddressBindingName(INSTANCE_IP)]) {
+      const failure = await core.readNamespacedConfigMap({ namespace: 'kube-system', name }).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(failure, name).toBeInstanceOf(k8s.ApiException);
+      expect((failure as k8s.ApiException<unknown>).code, name).toBe(404);
+    }
   });
 
   // Item: the kubelet kubeadm init starts reads KubeletConfiguration tlsCertFile/tlsPrivateKeyFile

@@ -125,7 +125,13 @@ export class TestNode {
   static async create(
     cluster: Cluster,
     name: string,
-    options: { boot?: BootComponent[]; kubeadm?: string; apiServerBindPort?: number } = {},
+    options: {
+      boot?: BootComponent[];
+      kubeadm?: string;
+      apiServerBindPort?: number;
+      /** Attest with the qemu-vtpm variant: quotes only, no EK identity (and no JoinService check). */
+      unrooted?: boolean;
+    } = {},
   ): Promise<TestNode> {
     const root = join(cluster.dir.path, name);
     const swtpm = await startSwtpm({ stateDir: join(root, 'tpm'), manufacture: { ca: cluster.ekCa, vmid: name } });
@@ -137,10 +143,13 @@ export class TestNode {
       ...doc,
       instances: doc.instances.map((i) => (i.name === name ? { ...i, ekPublicKeyHash } : i)),
     }));
-    const issuer = await TpmIssuer.rooted(tpm, {
-      eventLog: () => events,
-      ekIntermediates: pemCertificatesToDer(await readFile(cluster.ekCa.intermediateCertPath, 'utf8')),
-    });
+    const issuer =
+      options.unrooted === true
+        ? new TpmIssuer(tpm, { eventLog: () => events })
+        : await TpmIssuer.rooted(tpm, {
+            eventLog: () => events,
+            ekIntermediates: pemCertificatesToDer(await readFile(cluster.ekCa.intermediateCertPath, 'utf8')),
+          });
     const image = join(root, 'state.img');
     await writeFile(image, '');
     await truncate(image, 32 * 1024 * 1024);
@@ -149,13 +158,16 @@ export class TestNode {
     const recentLog = new RecentLog();
     const logger = new MemoryLogger();
     const metadata = new MetadataClient(cluster.metadata.url, name);
-    const check = await joinServiceCheck({
-      tpm,
-      metadata,
-      ekRoots: pemCertificatesToDer(await readFile(cluster.ekCa.rootCertPath, 'utf8')),
-      measuredPcrs: [4, 9],
-      logger,
-    });
+    const check =
+      options.unrooted === true
+        ? undefined
+        : await joinServiceCheck({
+            tpm,
+            metadata,
+            ekRoots: pemCertificatesToDer(await readFile(cluster.ekCa.rootCertPath, 'utf8')),
+            measuredPcrs: [4, 9],
+            logger,
+          });
     const node: TestNode = new TestNode(
       {
         paths: nodePaths(root),
@@ -164,7 +176,7 @@ export class TestNode {
         disk: new StateDisk({ device: image, kdf: 'fast' }),
         lock: new NodeLock(tpm),
         metadata,
-        joinServiceCheck: check,
+        ...(check === undefined ? {} : { joinServiceCheck: check }),
         logger,
         recentLog,
         kubeadm: { program: kubeadm, env: { ...process.env, KUBEADM_STANDIN_ROOT: root }, timeoutMs: 60_000 },
@@ -253,14 +265,18 @@ export async function callInit(
   identityError?: unknown;
   credentials: AttestedChannelCredentials;
 }> {
-  const credentials = new AttestedChannelCredentials([new TpmValidator({ measurements })]);
+  // As the CLI does: an unrooted node is checked by its quotes alone (it proves no identity).
+  const unrooted = node.context.issuer.rooted === undefined;
+  const credentials = new AttestedChannelCredentials([
+    new TpmValidator({ measurements, variant: unrooted ? 'qemu-vtpm' : 'tpm2-ek' }),
+  ]);
   const client = new InitServiceClient(`127.0.0.1:${node.initPort}`, credentials.credentials, {
     ...credentials.channelOptions,
     ...grpcMessageLimits,
   });
   try {
     try {
-      await proveServerIdentity(client.getChannel(), credentials, node.ekVerifier);
+      if (!unrooted) await proveServerIdentity(client.getChannel(), credentials, node.ekVerifier);
     } catch (identityError) {
       return { messages: [], identityError, credentials };
     }
