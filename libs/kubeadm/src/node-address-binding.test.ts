@@ -3,7 +3,12 @@ import type { KubeApiServer } from '@constellation/sandbox';
 import { ADMIN_TOKEN, USER_TOKEN, coreApiWithToken, startTokenApiServer } from '@constellation/sandbox/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONFIG_MAPS, failure, recordedIn } from './claim-records.fixture.js';
-import { NodeAddressBindings, canonicalAddress, nodeAddressBindingName } from './node-address-binding.js';
+import {
+  NodeAddressBindings,
+  canonicalAddress,
+  machineAddressSlotName,
+  nodeAddressBindingName,
+} from './node-address-binding.js';
 
 const A = 'a'.repeat(64);
 const B = 'b'.repeat(64);
@@ -83,6 +88,18 @@ describe('NodeAddressBindings', () => {
       ) as unknown,
     });
     expect(recorded('10.42.5.100')).toBe(false);
+  });
+
+  it('gives concurrent asks of one machine for new addresses a slot each', async () => {
+    const owner = 'f'.repeat(64);
+    const ips = ['10.42.6.1', '10.42.6.2', '10.42.6.3'];
+    await Promise.all(ips.map((ip) => addresses.bind([ip], 'metal-8', owner)));
+    const slots = api.store
+      .list(CONFIG_MAPS, 'kube-system')
+      .items.map((c) => c as { metadata?: { name?: string }; data?: Record<string, string> })
+      .filter((c) => c.metadata?.name?.startsWith(machineAddressSlotName(owner, 0).slice(0, -2)) === true);
+    expect(slots.map((c) => c.data?.['address']).sort()).toEqual(ips);
+    expect(ips.every(recorded)).toBe(true);
   });
 
   it('checks without writing', async () => {
