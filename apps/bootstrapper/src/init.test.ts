@@ -20,7 +20,15 @@ import {
 } from '@constellation/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BootstrapOutcome } from './bootstrapper.js';
-import { BOOT, MEASUREMENTS, TestNode, callInit, initRequest, startCluster } from './node.fixture.js';
+import {
+  BOOT,
+  MEASUREMENTS,
+  TestNode,
+  callInit,
+  initRequest,
+  startCluster,
+  startJoinServiceProcess,
+} from './node.fixture.js';
 import type { Cluster } from './node.fixture.js';
 import { errorMessage } from '@constellation/errors';
 import { KUBEADM_STANDIN_ENTRY } from '@constellation/sandbox/testing';
@@ -135,8 +143,8 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
     expect(node.kubeletStarts).toBe(1);
   });
 
-  it('an unrooted (qemu-vtpm) node records its disk under the id the JoinService knows it by, and claims no name or address', async () => {
-    const { node, outcome } = await freshNode({ unrooted: true });
+  it('an unrooted (qemu-vtpm) node records its disk under the id the JoinService knows it by, claims no name or address, and rejoins after a reboot', async () => {
+    const { cluster, node, outcome } = await freshNode({ unrooted: true });
     const request = initRequest();
     const { messages, error } = await callInit(node, request);
     expect(error).toBeUndefined();
@@ -166,7 +174,17 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
       expect(failure, name).toBeInstanceOf(k8s.ApiException);
       expect((failure as k8s.ApiException<unknown>).code, name).toBe(404);
     }
-  });
+    // Rebooted, it rejoins through a qemu-vtpm JoinService (a peer control plane's, in a real
+    // cluster) that finds its disk under the same id.
+    const joinService = await startJoinServiceProcess(cluster, node, request, { attestationVariant: 'qemu-vtpm' });
+    cleanups.push(() => joinService.stop());
+    await node.reboot();
+    expect(await withTimeout(node.bootstrapper().run(), 60_000, 'rejoin')).toBe('rejoined');
+    expect(node.logger.entries.find((e) => e.message === 'rejoined the cluster')?.fields['source']).toBe(
+      'rejoin-ticket',
+    );
+    expect(node.fatalErrors).toEqual([]);
+  }, 150_000);
 
   // Item: the kubelet kubeadm init starts reads KubeletConfiguration tlsCertFile/tlsPrivateKeyFile
   // at start-up, and with server certificate reload (feature gate ReloadKubeletServerCertificateFile,

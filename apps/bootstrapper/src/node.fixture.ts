@@ -309,6 +309,7 @@ export async function startJoinServiceProcess(
   cluster: Cluster,
   controlPlane: TestNode,
   request: InitRequest,
+  options: { attestationVariant?: 'tpm2-ek' | 'qemu-vtpm' } = {},
 ): Promise<RunningJoinService> {
   const agent = await serveAgentOnControlPlane(controlPlane.context);
   const dir = join(cluster.dir.path, 'joinservice');
@@ -339,7 +340,9 @@ export async function startJoinServiceProcess(
       `--kubeconfig=${controlPlane.context.paths.adminConf}`,
       `--api-server-endpoint=127.0.0.1:${cluster.apiServerPort}`,
       `--instance-registry-url=${cluster.metadata.url}`,
-      `--attestation-agent=${controlPlane.context.paths.attestationAgentSocket}`,
+      `--attestation-variant=${options.attestationVariant ?? 'tpm2-ek'}`,
+      // An unrooted control plane serves no agent: it has no identity to prove its host with.
+      ...(agent === undefined ? [] : [`--attestation-agent=${controlPlane.context.paths.attestationAgentSocket}`]),
     ],
     { cwd: repoRoot(), stdio: ['ignore', 'pipe', 'pipe'] },
   );
