@@ -69,7 +69,10 @@ export class NodeAddressBindings {
     this.maxPerMachine = options.maxPerMachine ?? 8;
   }
 
-  /** Refuses when another machine holds one of `ips`, or when they are too many; writes nothing. */
+  /**
+   * Refuses when another machine holds one of `ips`, or when they are too many; writes nothing.
+   * Returns the addresses this machine does not hold yet.
+   */
   async check(ips: readonly string[], ekPublicKeyHash: string): Promise<string[]> {
     const addresses = [...new Set(ips.map(canonicalAddress))];
     if (addresses.length > this.maxPerMachine) {
@@ -83,7 +86,6 @@ export class NodeAddressBindings {
     addresses.forEach((address, i) => {
       this.checkOwner(address, records[i], ekPublicKeyHash);
     });
-    // The ones this machine does not hold yet.
     return addresses.filter((_, i) => records[i] === undefined);
   }
 
