@@ -174,7 +174,7 @@ describe('constellation mini', () => {
         '--output',
         'json',
       );
-      expect(verified.code).toBe(0);
+      expect(verified.code, verified.stderr).toBe(0);
       const report = JSON.parse(verified.stdout.toString()) as {
         pcrs: { pcr: number; matches: boolean; actual: string }[];
       };

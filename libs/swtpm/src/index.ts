@@ -6,4 +6,5 @@ export type { SwtpmProcess } from './process.js';
 export { startSwtpmProcess } from './process.js';
 
 export { findOnPath, requireProgram, runProgram } from './programs.js';
+export { canConnect } from './can-connect.js';
 export { freePort, freePortPair, isPortFree } from './free-port.js';

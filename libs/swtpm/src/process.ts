@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { lstat, mkdir, readFile, rm } from 'node:fs/promises';
-import { connect } from 'node:net';
 import type { NetConnectOpts } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
+import { canConnect } from './can-connect.js';
 import { requireProgram, SwtpmToolError } from './programs.js';
 
 /** swtpm's channels on unix sockets (mode 0600): only the owner can talk to, reset or clone the TPM. */
@@ -206,19 +206,6 @@ async function removeSockets(e: SwtpmEndpoints): Promise<void> {
     const existing = await lstat(path).catch(() => undefined);
     if (existing?.isSocket() === true) await rm(path, { force: true });
   }
-}
-
-function canConnect(address: NetConnectOpts): Promise<boolean> {
-  return new Promise((resolveConnect) => {
-    const socket = connect(address);
-    socket.once('connect', () => {
-      socket.destroy();
-      resolveConnect(true);
-    });
-    socket.once('error', () => {
-      resolveConnect(false);
-    });
-  });
 }
 
 function processExists(pid: number): boolean {

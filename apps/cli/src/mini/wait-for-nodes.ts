@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { pooledApiConfiguration } from '@constellation/kubeadm';
+import { canConnect } from '@constellation/swtpm';
 import { WaitAbandoned, waitUntil } from './bounded-wait.js';
 import { readJoinStatus } from './join-refusal.js';
 import { isRunning } from './mini-state.js';
@@ -40,10 +41,12 @@ export function nodeReady(node: k8s.V1Node): boolean {
 }
 
 /**
- * Waits until every honest node is a Ready Node in the API, failing at once when an honest node's
- * bootstrapper exits before its node is Ready, then reports each machine: joined ones from the
- * API, the others with the refusal their bootstrapper recorded (a tampered node's first refusal
- * may take a moment).
+ * Waits until every honest node is a Ready Node in the API and serves its verify endpoint, failing
+ * at once when an honest node's bootstrapper exits before its node is Ready, then reports each
+ * machine: joined ones from the API, the others with the refusal their bootstrapper recorded (a
+ * tampered node's first refusal may take a moment). Ready is the kubelet's word, and the
+ * bootstrapper opens the verify endpoint just after starting the kubelet: without waiting for it,
+ * a `constellation verify` run right after `mini up` could find nothing listening.
  */
 export async function waitForNodes(options: {
   state: MiniState;
@@ -56,11 +59,15 @@ export async function waitForNodes(options: {
   const core = new k8s.CoreV1Api(pooledApiConfiguration(kc)); // polled: one kept-alive connection
   const expected = state.nodes.filter((n) => !n.tampered).map((n) => n.name);
   let ready = new Set<string>();
+  const verifiable = new Set<string>();
   await waitUntil(
     async () => {
       const items = (await core.listNode()).items;
       ready = new Set(items.filter(nodeReady).map((n) => n.metadata?.name ?? ''));
-      if (expected.every((name) => ready.has(name))) return true;
+      for (const node of state.nodes.filter((n) => ready.has(n.name) && !verifiable.has(n.name))) {
+        if (await canConnect({ host: node.ip, port: node.verifyPort })) verifiable.add(node.name);
+      }
+      if (expected.every((name) => verifiable.has(name))) return true;
       const dead = state.nodes.find((n) => !n.tampered && !ready.has(n.name) && !isRunning(n.bootstrapperPid));
       if (dead !== undefined) {
         // Its last lines say why; the whole log goes with the workspace at `mini down`.
@@ -74,7 +81,9 @@ export async function waitForNodes(options: {
     { timeoutMs: options.timeoutMs, what: `every node (${expected.join(', ')}) Ready`, intervalMs: 250 },
   ).catch((err: unknown) => {
     if (err instanceof WaitAbandoned) throw err;
-    const missing = expected.filter((name) => !ready.has(name));
+    const missing = expected
+      .filter((name) => !verifiable.has(name))
+      .map((name) => (ready.has(name) ? `${name} (Ready, but its verify endpoint does not answer)` : name));
     throw new Error(`not Ready after ${options.timeoutMs} ms: ${missing.join(', ')} (logs in ${state.dir})`, {
       cause: err,
     });
