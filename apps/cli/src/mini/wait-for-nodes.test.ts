@@ -117,7 +117,7 @@ describe('waitForNodes', () => {
       (err: unknown) => err as Error,
     );
     expect(failure.message).toBe(
-      `not Ready after 1000 ms: control-plane-0 (Ready, but its verify endpoint does not answer) (logs in ${dir})`,
+      `not up after 1000 ms: control-plane-0 (Ready, but its verify endpoint does not answer) (logs in ${dir})`,
     );
     const endpoint = createServer((socket) => socket.destroy());
     await new Promise<void>((resolve) => endpoint.listen(verifyPort, '127.0.0.1', resolve));

@@ -78,13 +78,15 @@ export async function waitForNodes(options: {
       }
       return undefined;
     },
-    { timeoutMs: options.timeoutMs, what: `every node (${expected.join(', ')}) Ready`, intervalMs: 250 },
+    { timeoutMs: options.timeoutMs, what: `every node (${expected.join(', ')}) Ready and verifiable`, intervalMs: 250 },
   ).catch((err: unknown) => {
     if (err instanceof WaitAbandoned) throw err;
     const missing = expected
       .filter((name) => !verifiable.has(name))
-      .map((name) => (ready.has(name) ? `${name} (Ready, but its verify endpoint does not answer)` : name));
-    throw new Error(`not Ready after ${options.timeoutMs} ms: ${missing.join(', ')} (logs in ${state.dir})`, {
+      .map((name) =>
+        ready.has(name) ? `${name} (Ready, but its verify endpoint does not answer)` : `${name} (not Ready)`,
+      );
+    throw new Error(`not up after ${options.timeoutMs} ms: ${missing.join(', ')} (logs in ${state.dir})`, {
       cause: err,
     });
   });
