@@ -9,6 +9,7 @@ import {
   removeNodeClientBootstrapGrants,
 } from '@constellation/kubeadm';
 import type { Logger } from '@constellation/logger';
+import type { Endpoint, Instance } from './metadata-client.js';
 import { InitStep, StatusError } from '@constellation/proto';
 import type { InitRequest } from '@constellation/proto';
 import { rekeyStateDisk } from './disk-activation.js';
@@ -30,19 +31,29 @@ export interface StepReporter {
   done(detail?: string): void;
 }
 
+/** What the platform says of this node and its cluster, read before the point of no return. */
+export interface NodeMetadata {
+  self: Instance;
+  endpoint: Endpoint;
+}
+
 /**
- * Derives the cluster's keys, takes the node lock (the point of no return: `committed` is called
- * right after), re-keys the state disk and writes the node state. Returns what later steps need.
+ * Derives the cluster's keys, reads the node's own metadata, takes the node lock (the point of no
+ * return: `committed` is called right after), re-keys the state disk and writes the node state.
+ * Returns what later steps need. Everything that can fail for a reason outside the node (a
+ * metadata service that blinks or answers nonsense) is done before the lock, where a failure is
+ * retry-safe instead of a disk reset and a reboot.
  */
 export async function takeNode(
   context: NodeContext,
   request: InitRequest,
   report: StepReporter,
   committed: () => void,
-): Promise<{ clusterId: Buffer; diskUuid: string }> {
+): Promise<{ clusterId: Buffer; diskUuid: string; metadata: NodeMetadata }> {
   report.begin(InitStep.INIT_STEP_DERIVE_KEYS);
   const measurementSecret = deriveMeasurementSecret(request.masterSecret, request.masterSalt);
   const clusterId = deriveClusterId(measurementSecret, request.measurementSalt);
+  const metadata = { self: await context.metadata.self(), endpoint: await context.metadata.endpoint() };
   report.done();
 
   report.begin(InitStep.INIT_STEP_LOCK_NODE);
@@ -69,7 +80,7 @@ export async function takeNode(
     clusterId,
   });
   report.done();
-  return { clusterId, diskUuid };
+  return { clusterId, diskUuid, metadata };
 }
 
 /**
@@ -80,11 +91,10 @@ export async function bootstrapKubernetes(
   context: NodeContext,
   request: InitRequest,
   diskUuid: string,
+  { self, endpoint }: NodeMetadata,
   report: StepReporter,
   log: Logger,
 ): Promise<{ kubeconfig: Buffer; version: string }> {
-  const self = await context.metadata.self();
-  const endpoint = await context.metadata.endpoint();
   const version = request.kubernetesVersion === '' ? context.defaultKubernetesVersion : request.kubernetesVersion;
   report.begin(InitStep.INIT_STEP_PREPARE_NODE, `kubernetes ${version}`);
   if (context.prepareNode === undefined) {

@@ -6,6 +6,7 @@ import { JoinTicketRequest } from '@constellation/proto';
 import type { JoinTicket } from '@constellation/proto';
 import { JoinServiceConnection, nextAttemptDelay } from './join-service-client.js';
 import { rekeyStateDisk } from './disk-activation.js';
+import type { Instance } from './metadata-client.js';
 import type { NodeContext } from './node-context.js';
 import { recordJoinStatus, joinStatusOf } from './join-status.js';
 import { writeNodeState } from './node-state.js';
@@ -84,7 +85,7 @@ export class JoinClient {
       }
       // A ticket that arrives once stopped is not used: the node stays as it is.
       if (ticket !== undefined)
-        return this.running() ? this.activate(ticket.ticket, ticket.keys, ticket.role) : 'stopped';
+        return this.running() ? this.activate(ticket.ticket, ticket.keys, ticket.self) : 'stopped';
       const delayMs = nextAttemptDelay(attempt, failure, this.options.initialBackoffMs, this.options.maxBackoffMs);
       if (failure !== undefined) {
         const code = (failure as { code?: number }).code;
@@ -105,9 +106,7 @@ export class JoinClient {
    * for the serving certificate (the node's name and IP). A ticket whose certificates do not fit
    * those keys counts as no ticket.
    */
-  private async requestTicket(): Promise<
-    { ticket: JoinTicket; keys: KubeletKeys; role: 'control-plane' | 'worker' } | undefined
-  > {
+  private async requestTicket(): Promise<{ ticket: JoinTicket; keys: KubeletKeys; self: Instance } | undefined> {
     const self = await this.context.metadata.self();
     const clientCsr = await createKubeletCsr(self.name, []);
     const servingCsr = await createKubeletCsr(self.name, [self.ip], [self.name]);
@@ -122,16 +121,15 @@ export class JoinClient {
     const keys = { clientKeyPem: clientCsr.keyPem, servingKeyPem: servingCsr.keyPem };
     checkCredential('client', { certificatePem: ticket.kubeletClientCert, keyPem: keys.clientKeyPem });
     checkCredential('serving', { certificatePem: ticket.kubeletServingCert, keyPem: keys.servingKeyPem });
-    return { ticket, keys, role: self.role };
+    // What the platform said of this node goes with the ticket: read again past the lock, a
+    // metadata service that blinked would fail the join after the point of no return.
+    return { ticket, keys, self };
   }
 
-  /** Past the lock: re-key, write the ticket's files, run kubeadm join. */
-  private async activate(
-    ticket: JoinTicket,
-    keys: KubeletKeys,
-    role: 'control-plane' | 'worker',
-  ): Promise<JoinOutcome> {
+  /** Past the lock: re-key, write the ticket's files, run kubeadm join (as `self`, read before). */
+  private async activate(ticket: JoinTicket, keys: KubeletKeys, self: Instance): Promise<JoinOutcome> {
     const { context } = this;
+    const { role } = self;
     const log = context.logger.child({ component: 'join-client' });
     const clusterId = deriveClusterId(ticket.measurementSecret, ticket.measurementSalt);
     if (!(await context.lock.tryLock(clusterId, 'join'))) {
@@ -161,7 +159,6 @@ export class JoinClient {
       keyPem: keys.clientKeyPem,
     });
     await writeNodeState(context.paths.nodeState, { role, measurementSalt: ticket.measurementSalt, clusterId });
-    const self = await context.metadata.self();
     if (context.prepareNode !== undefined) await context.prepareNode(ticket.kubernetesVersion);
     // Loaded by a node that joins (kubeadm's configuration writer), not at every start.
     const { kubeadmJoin, kubeadmRunner } = await import('./kubeadm-driver.js');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { arrayAt, choiceField, integerField, objectAt, stringField } from './json-shape.js';
+import { arrayAt, choiceField, integerField, ipAddressField, objectAt, stringField } from './json-shape.js';
 
 describe('JSON shape checks', () => {
   it('reads the fields of a well-formed object', () => {
@@ -20,6 +20,15 @@ describe('JSON shape checks', () => {
       'self.role: expected one of "control-plane", "worker", got "admin"',
     );
     expect(() => integerField(object, 'port')).toThrow('self.port: expected an integer, got 1.5');
+  });
+
+  it('reads IP addresses, and names what is not one', () => {
+    const object = objectAt({ v4: '10.42.0.1', v6: 'fd00::1', host: 'node-1.example', bad: '10.42.0.256' }, 'self');
+    expect(ipAddressField(object, 'v4')).toBe('10.42.0.1');
+    expect(ipAddressField(object, 'v6')).toBe('fd00::1');
+    expect(() => ipAddressField(object, 'host')).toThrow('self.host: expected an IP address, got "node-1.example"');
+    expect(() => ipAddressField(object, 'bad')).toThrow('self.bad: expected an IP address, got "10.42.0.256"');
+    expect(() => ipAddressField(object, 'missing')).toThrow('self.missing: expected a string, got nothing');
   });
 
   it('refuses documents of the wrong kind, and unlisted fields when strict', () => {

@@ -3,6 +3,8 @@
 // assigns files, not exports, to chunks, so zod's core and every locale (~650 KiB) would load with
 // the entry as soon as any later chunk also uses zod. Errors name the field and what was expected.
 
+import { isIP } from 'node:net';
+
 /** A JSON object's fields; `path` names it in errors ('' for the document itself). */
 export interface JsonFields {
   readonly path: string;
@@ -51,6 +53,14 @@ export function stringField(
   if (expect.nonEmpty === true && value === '') throw new Error(`${name}: expected a non-empty string`);
   if (expect.pattern !== undefined && !expect.pattern.test(value))
     throw new Error(`${name}: expected a string matching ${String(expect.pattern)}`);
+  return value;
+}
+
+/** A string field holding an IPv4 or IPv6 address in text form. */
+export function ipAddressField(object: JsonFields, key: string): string {
+  const value = stringField(object, key);
+  if (isIP(value) === 0)
+    throw new Error(`${fieldName(object.path, key)}: expected an IP address, got ${JSON.stringify(value)}`);
   return value;
 }
 

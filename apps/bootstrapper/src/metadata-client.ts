@@ -1,7 +1,7 @@
 import { errorMessage } from '@constellation/errors';
 import { httpGetText } from '@constellation/http';
 import type { HttpAnswer } from '@constellation/http';
-import { arrayAt, choiceField, integerField, objectAt, stringField } from './json-shape.js';
+import { arrayAt, choiceField, integerField, ipAddressField, objectAt, stringField } from './json-shape.js';
 
 export interface Instance {
   name: string;
@@ -24,7 +24,7 @@ function instanceAt(value: unknown, path: string): Instance {
   return {
     name: stringField(object, 'name', { nonEmpty: true }),
     role: choiceField(object, 'role', ['control-plane', 'worker'] as const),
-    ip: stringField(object, 'ip', { nonEmpty: true }),
+    ip: ipAddressField(object, 'ip'),
   };
 }
 
