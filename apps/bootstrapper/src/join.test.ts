@@ -1,5 +1,7 @@
 import { X509Certificate, createPrivateKey, randomBytes } from 'node:crypto';
 import { readFile, readlink, stat } from 'node:fs/promises';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as k8s from '@kubernetes/client-node';
@@ -20,6 +22,7 @@ import {
   startJoinServiceProcess,
 } from './node.fixture.js';
 import { JoinClient } from './join-client.js';
+import { MetadataClient } from './metadata-client.js';
 import { writeFileAtomic } from './secure-files.js';
 import type { RunningJoinService } from './node.fixture.js';
 import type { Cluster } from './node.fixture.js';
@@ -201,6 +204,55 @@ describe('join, rejoin and recovery with the real JoinService', () => {
       await late.stop();
     }
   });
+
+  it('a worker whose metadata service stops answering once it passed the point of no return still joins', async () => {
+    // A real HTTP hop in front of the metadata service that answers /self with 503 from the
+    // moment the node commits: found on main, the join read the node's name and address again
+    // there, and failed past the point of no return (disk reset, reboot).
+    let committed = false;
+    const hop = createServer((req, res) => {
+      if (committed && req.url === '/self') {
+        res.writeHead(503, { 'content-type': 'application/json' }).end('{"error":"restarting"}');
+        return;
+      }
+      const upstream = httpRequest(`${cluster.metadata.url}${req.url ?? '/'}`, { headers: req.headers }, (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      });
+      upstream.on('error', () => res.writeHead(502).end());
+      upstream.end();
+    });
+    await new Promise<void>((resolve) => hop.listen(0, '127.0.0.1', resolve));
+    const { port } = hop.address() as AddressInfo;
+    const node = await TestNode.create(cluster, 'worker-2');
+    try {
+      // A first boot's disk, as the node's assessment leaves it.
+      const passphrase = randomBytes(32);
+      await node.context.disk.format(passphrase);
+      await writeFileAtomic(node.context.paths.initialDiskKey, passphrase, true);
+      const client = new JoinClient(
+        { ...node.context, metadata: new MetadataClient(`http://127.0.0.1:${String(port)}`, 'worker-2') },
+        {
+          initialBackoffMs: 50,
+          maxBackoffMs: 300,
+          requestTimeoutMs: 15_000,
+          committed: () => {
+            committed = true;
+          },
+        },
+      );
+      expect(await withTimeout(client.run(), 60_000, 'join client')).toBe('joined');
+      expect(committed).toBe(true);
+      expect(node.kubeletStarts).toBe(1);
+    } finally {
+      await node.stop();
+      await new Promise<void>((resolve) => {
+        hop.close(() => {
+          resolve();
+        });
+      });
+    }
+  }, 90_000);
 
   it('a rebooted worker with an initialised disk takes the rejoin path and re-marks its TPM', async () => {
     await worker.reboot();
