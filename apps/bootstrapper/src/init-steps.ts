@@ -9,7 +9,6 @@ import {
   removeNodeClientBootstrapGrants,
 } from '@constellation/kubeadm';
 import type { Logger } from '@constellation/logger';
-import type { Endpoint, Instance } from './metadata-client.js';
 import { InitStep, StatusError } from '@constellation/proto';
 import type { InitRequest } from '@constellation/proto';
 import { rekeyStateDisk } from './disk-activation.js';
@@ -22,6 +21,7 @@ import {
   waitForApiServer,
 } from './kubeadm-driver.js';
 import { issueFirstNodeServingCredential } from './kubelet-credentials.js';
+import type { Endpoint, Instance } from './metadata-client.js';
 import type { NodeContext } from './node-context.js';
 import { writeNodeState } from './node-state.js';
 
@@ -53,7 +53,8 @@ export async function takeNode(
   report.begin(InitStep.INIT_STEP_DERIVE_KEYS);
   const measurementSecret = deriveMeasurementSecret(request.masterSecret, request.masterSalt);
   const clusterId = deriveClusterId(measurementSecret, request.measurementSalt);
-  const metadata = { self: await context.metadata.self(), endpoint: await context.metadata.endpoint() };
+  const [self, endpoint] = await Promise.all([context.metadata.self(), context.metadata.endpoint()]);
+  const metadata = { self, endpoint };
   report.done();
 
   report.begin(InitStep.INIT_STEP_LOCK_NODE);
