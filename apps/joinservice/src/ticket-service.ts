@@ -162,9 +162,9 @@ export class TicketService {
     // machine that claims it. Both are checked before either is written, so a refused ask claims
     // nothing and leaves no token behind.
     if (unregistered !== undefined) {
-      await addresses.check(serving.ips, node.machineId);
+      const checked = await addresses.check(serving.ips, node.machineId);
       await names.bind(client.nodeName, node.machineId);
-      await addresses.bind(serving.ips, client.nodeName, node.machineId);
+      await addresses.record(checked, client.nodeName);
     }
     await disks.bind(request.diskUuid, node.machineId, client.nodeName);
     if (request.isControlPlane) await lease.acquire(client.nodeName);

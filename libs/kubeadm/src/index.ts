@@ -16,5 +16,6 @@ export type { PooledApiOptions } from './pooled-api-clients.js';
 export { pooledApiConfiguration } from './pooled-api-clients.js';
 export { DiskBindings } from './disk-binding.js';
 export { NodeNameBindings, machineNameBindingName, nodeNameBindingName } from './node-name-binding.js';
+export type { CheckedAddresses } from './node-address-binding.js';
 export { NodeAddressBindings, canonicalAddress, nodeAddressBindingName } from './node-address-binding.js';
 export { NODE_CLIENT_BOOTSTRAP_BINDINGS, removeNodeClientBootstrapGrants } from './node-bootstrap-grants.js';

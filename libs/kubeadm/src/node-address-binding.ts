@@ -50,6 +50,12 @@ function machineAddressSlotPrefix(ekPublicKeyHash: string): string {
   return `constellation-machine-address-${createHash('sha256').update(ekPublicKeyHash).digest('hex').slice(0, 32)}`;
 }
 
+/** What `NodeAddressBindings.check` found: the machine, and the addresses it does not hold yet. */
+export interface CheckedAddresses {
+  readonly ekPublicKeyHash: string;
+  readonly fresh: readonly string[];
+}
+
 /**
  * Which machine each node address belongs to, where no registry says it (bare metal): an address
  * goes to the first machine whose kubelet serving certificate names it. A serving certificate for
@@ -71,9 +77,9 @@ export class NodeAddressBindings {
 
   /**
    * Refuses when another machine holds one of `ips`, or when they are too many; writes nothing.
-   * Returns the addresses this machine does not hold yet.
+   * The result says which addresses this machine does not hold yet, for `record`.
    */
-  async check(ips: readonly string[], ekPublicKeyHash: string): Promise<string[]> {
+  async check(ips: readonly string[], ekPublicKeyHash: string): Promise<CheckedAddresses> {
     const addresses = [...new Set(ips.map(canonicalAddress))];
     if (addresses.length > this.maxPerMachine) {
       throw new Refusal(
@@ -86,18 +92,26 @@ export class NodeAddressBindings {
     addresses.forEach((address, i) => {
       this.checkOwner(address, records[i], ekPublicKeyHash);
     });
-    return addresses.filter((_, i) => records[i] === undefined);
+    return { ekPublicKeyHash, fresh: addresses.filter((_, i) => records[i] === undefined) };
+  }
+
+  /**
+   * Records the addresses a check found free as this machine's; refuses any another machine took
+   * since. A caller with other claims to check first (a node name) checks, claims those, then records.
+   */
+  async record({ ekPublicKeyHash, fresh }: CheckedAddresses, nodeName: string): Promise<void> {
+    for (const address of fresh) {
+      const data = { [EK_KEY]: ekPublicKeyHash, [NAME_KEY]: nodeName, [ADDRESS_KEY]: address };
+      await this.takeSlot(data);
+      // Another machine may have taken the address since the check.
+      this.checkOwner(address, await this.records.claim(nodeAddressBindingName(address), data), ekPublicKeyHash);
+    }
   }
 
   /** Records that `ips` belong to this machine, checking first; refuses any another machine holds. */
   async bind(ips: readonly string[], nodeName: string, ekPublicKeyHash: string): Promise<void> {
     // An address held by another machine is refused before anything is written for this one.
-    for (const address of await this.check(ips, ekPublicKeyHash)) {
-      const data = { [EK_KEY]: ekPublicKeyHash, [NAME_KEY]: nodeName, [ADDRESS_KEY]: address };
-      await this.takeSlot(data);
-      // Another machine may have taken the address since the check above.
-      this.checkOwner(address, await this.records.claim(nodeAddressBindingName(address), data), ekPublicKeyHash);
-    }
+    await this.record(await this.check(ips, ekPublicKeyHash), nodeName);
   }
 
   /** The first of the machine's slots that is free or already holds this address; refuses when none is. */
