@@ -11,3 +11,4 @@ export { generateMasterSecret, masterSecretFromJson, masterSecretToJson } from '
 
 export { hashInitSecret, verifyInitSecret } from './init-secret.js';
 export { SHARED_CONTROL_PLANE_PKI_FILES } from './shared-control-plane-pki.js';
+export { ipFromBytes, ipToBytes } from './ip-address.js';

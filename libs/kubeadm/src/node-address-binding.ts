@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { isIPv4, isIPv6 } from 'node:net';
+import { isIP } from 'node:net';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { Refusal } from '@constellation/errors';
+import { ipFromBytes, ipToBytes } from '@constellation/keys';
 import { ClaimRecords } from './claim-records.js';
 
 export interface NodeAddressBindingsOptions {
@@ -16,23 +17,17 @@ const NAME_KEY = 'nodeName';
 const ADDRESS_KEY = 'address';
 
 /**
- * One spelling per address: dotted IPv4, IPv6 as RFC 5952 writes it (WHATWG's URL serialiser),
- * and an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`) as the IPv4 address, since Go's certificate
- * verifier takes a SAN in either form for the other.
+ * One spelling per address, the one certificates are read back in (`ipFromBytes`: dotted IPv4,
+ * RFC 5952 IPv6), with an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`) as the IPv4 address, since
+ * Go's certificate verifier takes a SAN in either form for the other.
  */
 export function canonicalAddress(ip: string): string {
-  if (isIPv4(ip)) return ip;
-  let host: string | undefined;
-  try {
-    host = isIPv6(ip) ? new URL(`http://[${ip}]/`).hostname.slice(1, -1) : undefined;
-  } catch {
-    // a zone index ("%eth0"), which no certificate carries
-  }
-  if (host === undefined) throw new RangeError(`"${ip}" is not an IP address a certificate can carry`);
-  const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(host);
-  if (mapped === null) return host;
-  const [high, low] = [parseInt(mapped[1] ?? '0', 16), parseInt(mapped[2] ?? '0', 16)];
-  return [high >> 8, high & 0xff, low >> 8, low & 0xff].join('.');
+  // A zone index ("%eth0") is no part of an address a certificate carries.
+  if (isIP(ip) === 0 || ip.includes('%')) throw new RangeError(`"${ip}" is not an IP address a certificate can carry`);
+  const bytes = ipToBytes(ip);
+  const mapped =
+    bytes.length === 16 && bytes.subarray(0, 10).every((b) => b === 0) && bytes.readUInt16BE(10) === 0xffff;
+  return ipFromBytes(mapped ? bytes.subarray(12) : bytes);
 }
 
 /** The ConfigMap that records which machine (EK hash) an address belongs to. */
