@@ -31,7 +31,7 @@ import {
 } from './node.fixture.js';
 import type { Cluster } from './node.fixture.js';
 import { errorMessage } from '@constellation/errors';
-import { KUBEADM_STANDIN_ENTRY } from '@constellation/sandbox/testing';
+import { KUBEADM_STANDIN_ENTRY, apiFailure } from '@constellation/sandbox/testing';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -167,12 +167,8 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
     expect(await node.context.disk.testPassphrase(rejoinKey)).toBe(true);
     // It proves no identity, so it claims nothing a bare-metal join by a proven machine would be refused for.
     for (const name of [nodeNameBindingName('control-plane-0'), nodeAddressBindingName(INSTANCE_IP)]) {
-      const failure = await core.readNamespacedConfigMap({ namespace: 'kube-system', name }).then(
-        () => undefined,
-        (err: unknown) => err,
-      );
-      expect(failure, name).toBeInstanceOf(k8s.ApiException);
-      expect((failure as k8s.ApiException<unknown>).code, name).toBe(404);
+      const failure = await apiFailure(core.readNamespacedConfigMap({ namespace: 'kube-system', name }));
+      expect(failure.code, name).toBe(404);
     }
     // Rebooted, it rejoins through a qemu-vtpm JoinService (a peer control plane's, in a real
     // cluster) that finds its disk under the same id.

@@ -11,3 +11,5 @@ export {
   kubeConfigWithToken,
   startTokenApiServer,
 } from './token-api-server.js';
+export type { ApiFailure } from './api-failure.js';
+export { apiFailure } from './api-failure.js';
