@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import type { InitRequest } from '@constellation/proto';
 import { Refusal } from '@constellation/errors';
+import { kubernetesServiceAddress } from '@constellation/kubeadm/api-server-alt-names';
 
 const VERSION = /^v\d+\.\d+\.\d+$/;
 const NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
@@ -28,5 +29,13 @@ export function checkInitRequest(request: InitRequest): void {
   }
   if (request.serviceCidr !== '' && !/^[0-9a-fA-F.:]+\/\d{1,3}$/.test(request.serviceCidr))
     bad('service_cidr', `must be a CIDR like 10.96.0.0/12`);
+  if (request.serviceCidr !== '') {
+    // The API server's service address comes from it (published with the cluster configuration).
+    try {
+      kubernetesServiceAddress(request.serviceCidr);
+    } catch (err) {
+      bad('service_cidr', `must be a CIDR like 10.96.0.0/12 (${err instanceof Error ? err.message : String(err)})`);
+    }
+  }
   if (request.kubernetesComponents.length > 64) bad('kubernetes_components', 'at most 64 entries');
 }

@@ -5,9 +5,11 @@ import {
   DiskBindings,
   NodeAddressBindings,
   NodeNameBindings,
+  apiServerAltNames,
   deleteUnmintedBootstrapTokens,
   removeNodeClientBootstrapGrants,
 } from '@constellation/kubeadm';
+import type { InitConfigInput } from '@constellation/kubeadm';
 import type { Logger } from '@constellation/logger';
 import { InitStep, StatusError } from '@constellation/proto';
 import type { InitRequest } from '@constellation/proto';
@@ -108,7 +110,7 @@ export async function bootstrapKubernetes(
   report.begin(InitStep.INIT_STEP_KUBEADM_INIT, `kubernetes ${version}`);
   // The kubelet kubeadm starts needs its serving certificate already (cluster CA made here).
   await issueFirstNodeServingCredential(context.paths, self);
-  await kubeadmInit(kubeadmRunner(context), {
+  const kubeadmInput: InitConfigInput = {
     nodeName: self.name,
     nodeIp: self.ip,
     bindPort: context.apiServerBindPort,
@@ -118,7 +120,8 @@ export async function bootstrapKubernetes(
     certSans: request.apiserverCertSans,
     ...(request.serviceCidr === '' ? {} : { serviceCidr: request.serviceCidr }),
     kubeProxy: request.conformanceMode,
-  });
+  };
+  await kubeadmInit(kubeadmRunner(context), kubeadmInput);
   report.done();
 
   report.begin(InitStep.INIT_STEP_WAIT_FOR_API_SERVER);
@@ -135,7 +138,13 @@ export async function bootstrapKubernetes(
   report.done();
 
   report.begin(InitStep.INIT_STEP_PUBLISH_CLUSTER_CONFIG);
-  await publishClusterConfig(core, { kubernetesVersion: version, components: request.kubernetesComponents });
+  // What the API server's certificate names goes with it: the JoinService gives no worker a
+  // kubelet serving certificate that names any of it.
+  await publishClusterConfig(core, {
+    kubernetesVersion: version,
+    components: request.kubernetesComponents,
+    apiServer: apiServerAltNames(kubeadmInput),
+  });
   // This node joined by init, not through the JoinService: record its (machine, disk) pair as a
   // join would, so that it gets a rejoin ticket after a reboot, and (with a proven identity) its
   // name and address as a bare-metal join would, so that no machine joining later takes them.

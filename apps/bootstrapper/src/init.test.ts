@@ -7,7 +7,7 @@ import * as k8s from '@kubernetes/client-node';
 import { AttestedChannelCredentials } from '@constellation/atls';
 import { TpmValidator, componentDigest, expectedMeasurements, machineIdOf } from '@constellation/attestation';
 import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey, markedPcr15 } from '@constellation/keys';
-import { DiskBindings, nodeAddressBindingName, nodeNameBindingName } from '@constellation/kubeadm';
+import { DiskBindings, nodeAddressBindingName, nodeNameBindingName, parseClusterConfig } from '@constellation/kubeadm';
 import { InitServiceClient, InitStep, StepState } from '@constellation/proto';
 import { readFile } from 'node:fs/promises';
 import {
@@ -126,6 +126,13 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
       .makeApiClient(k8s.CoreV1Api)
       .readNamespacedConfigMap({ namespace: 'kube-system', name: 'constellation-cluster' });
     expect(published.data?.['kubernetesVersion']).toBe('v1.32.9');
+    // With the names and addresses the API server's certificate carries, which the JoinService
+    // puts in no worker's kubelet serving certificate.
+    const { apiServer } = parseClusterConfig(published.data);
+    expect(apiServer?.dnsNames).toEqual(
+      expect.arrayContaining(['control-plane-0', 'kubernetes.default.svc.cluster.local']),
+    );
+    expect(apiServer?.ips).toEqual(expect.arrayContaining(['10.96.0.1', INSTANCE_IP, '127.0.0.1']));
     // Its name and address are this machine's, as a bare-metal join would record them: no machine
     // joins as it later, nor gets a serving certificate for its address.
     const core = kc.makeApiClient(k8s.CoreV1Api);
@@ -289,6 +296,12 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
       [{ kubernetesVersion: 'latest' }, /kubernetes_version: must look like v1.32.9/],
       [{ apiserverCertSans: ['not a name!'] }, /apiserver_cert_sans: "not a name!" is neither/],
       [{ initSecret: Buffer.alloc(0) }, /init_secret: must be 1 to 256 bytes/],
+      [{ serviceCidr: '10.96.0.0' }, /service_cidr: must be a CIDR like 10.96.0.0\/12/],
+      // The API server's service address (published for the JoinService) needs a host address.
+      [
+        { serviceCidr: '10.96.0.1/32' },
+        /service_cidr: must be a CIDR like 10.96.0.0\/12 \(service subnet "10.96.0.1\/32": prefix 32 leaves no host addresses\)/,
+      ],
     ];
     for (const [overrides, message] of cases) {
       const result = await callInit(node, initRequest(overrides));

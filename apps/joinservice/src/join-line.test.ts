@@ -11,7 +11,7 @@ beforeAll(async () => {
   logger = new MemoryLogger();
   // One join slot: every node but one has to wait for it.
   fixture = await startJoinFixture(logger, { maxConcurrentTickets: 1, waitingCallsPerSlot: 4 });
-  for (let i = 1; i <= 3; i++) nodes.push(await fixture.node(`worker-${i}`, `10.42.0.${i}`));
+  for (let i = 1; i <= 3; i++) nodes.push(await fixture.node(`worker-${i}`, `10.42.1.${i}`));
 });
 
 afterAll(async () => {

@@ -170,7 +170,7 @@ export async function writeMountedFiles(
 export async function startJoinFixture(
   logger: Logger,
   overrides: Partial<JoinServiceSettings> = {},
-  options: { registry?: boolean } = {},
+  options: { registry?: boolean; cluster?: ClusterConfig } = {},
 ): Promise<JoinFixture> {
   const dir = await createTempDir('constellation-joinservice-');
   const api = await KubeApiServer.start();
@@ -179,7 +179,7 @@ export async function startJoinFixture(
     'kube-system',
     {
       metadata: { name: 'constellation-cluster' },
-      data: clusterConfigMap(CLUSTER).data,
+      data: clusterConfigMap(options.cluster ?? CLUSTER).data,
     },
   );
   const files = await writeMountedFiles(dir.path, api.url);

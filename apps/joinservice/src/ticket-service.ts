@@ -2,6 +2,7 @@ import { CsrError, deriveMeasurementSecret, deriveStateDiskKey } from '@constell
 import type { IssuedKubeletCertificate, MasterSecret } from '@constellation/keys';
 import type { Logger } from '@constellation/logger';
 import type { JoinTicket, JoinTicketRequest, RejoinTicket, RejoinTicketRequest } from '@constellation/proto';
+import { refuseApiServerNames } from './api-server-names.js';
 import type { ClusterConfigCache } from './cluster-config-cache.js';
 import type { ClusterPki } from './cluster-pki.js';
 import { JOINSERVICE_DEFAULTS } from './config.js';
@@ -158,6 +159,8 @@ export class TicketService {
         absent ? {} : { retryAfterMs: JOINSERVICE_DEFAULTS.apiRetryAfterMs, cause: err },
       );
     }
+    if (!request.isControlPlane)
+      refuseApiServerNames(client.nodeName, serving.ips, cluster.apiServer, this.options.apiServerEndpoint);
     // Without a registry the machine's name and addresses are its own word: each goes to the first
     // machine that claims it. Both are checked before either is written, so a refused ask claims
     // nothing and leaves no token behind.

@@ -1,4 +1,6 @@
 import type { CoreV1Api, V1ConfigMap } from '@kubernetes/client-node';
+import type { ApiServerAltNames } from './api-server-alt-names.js';
+import { canonicalAddress } from './canonical-address.js';
 
 /** A component every node installs before kubeadm runs (mirrors constellation.components.v1). */
 export interface ClusterComponent {
@@ -12,6 +14,11 @@ export interface ClusterComponent {
 export interface ClusterConfig {
   kubernetesVersion: string;
   components: ClusterComponent[];
+  /**
+   * What the API server's certificate names, which no worker's kubelet serving certificate may
+   * name. Absent in clusters initialised before it was published.
+   */
+  apiServer?: ApiServerAltNames;
 }
 
 export const CLUSTER_CONFIG_MAP = 'constellation-cluster';
@@ -22,7 +29,11 @@ export function clusterConfigMap(config: ClusterConfig): V1ConfigMap {
     apiVersion: 'v1',
     kind: 'ConfigMap',
     metadata: { name: CLUSTER_CONFIG_MAP, namespace: 'kube-system' },
-    data: { kubernetesVersion: config.kubernetesVersion, components: JSON.stringify(config.components) },
+    data: {
+      kubernetesVersion: config.kubernetesVersion,
+      components: JSON.stringify(config.components),
+      ...(config.apiServer === undefined ? {} : { apiServerAltNames: JSON.stringify(config.apiServer) }),
+    },
   };
 }
 
@@ -56,7 +67,33 @@ export function parseClusterConfig(data: Record<string, string> | undefined): Cl
     }
     return { url: c.url, hash: c.hash, installPath: c.installPath, extract: c.extract };
   });
-  return { kubernetesVersion: version, components: parsed };
+  const apiServer = parseApiServerAltNames(data?.['apiServerAltNames']);
+  return { kubernetesVersion: version, components: parsed, ...(apiServer === undefined ? {} : { apiServer }) };
+}
+
+function parseApiServerAltNames(text: string | undefined): ApiServerAltNames | undefined {
+  if (text === undefined) return undefined;
+  const what = `ConfigMap ${CLUSTER_CONFIG_MAP}: apiServerAltNames`;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new Error(`${what} is not JSON`);
+  }
+  const { dnsNames, ips } = (value ?? {}) as Partial<Record<keyof ApiServerAltNames, unknown>>;
+  const strings = (list: unknown): list is string[] =>
+    Array.isArray(list) && list.every((item) => typeof item === 'string');
+  if (!strings(dnsNames) || !strings(ips)) throw new Error(`${what} needs dnsNames and ips (arrays of strings)`);
+  return {
+    dnsNames: dnsNames.map((name) => name.toLowerCase()),
+    ips: ips.map((ip, i) => {
+      try {
+        return canonicalAddress(ip);
+      } catch {
+        throw new Error(`${what}: ips[${String(i)}] must be an IP address, got ${JSON.stringify(ip)}`);
+      }
+    }),
+  };
 }
 
 /** Reads the published cluster configuration. */

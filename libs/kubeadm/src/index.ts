@@ -1,7 +1,15 @@
 export type { BootstrapToken } from './bootstrap-token.js';
 export { BOOTSTRAP_TOKEN_PATTERN, bootstrapTokenSecret, bootstrapTokenSecretName } from './bootstrap-token.js';
+export type { ApiServerAltNames } from './api-server-alt-names.js';
+export {
+  DEFAULT_DNS_DOMAIN,
+  DEFAULT_SERVICE_SUBNET,
+  apiServerAltNames,
+  isKubernetesServiceName,
+  kubernetesServiceAddress,
+} from './api-server-alt-names.js';
 export type { ClusterConfig } from './cluster-config.js';
-export { clusterConfigMap, readClusterConfig } from './cluster-config.js';
+export { clusterConfigMap, parseClusterConfig, readClusterConfig } from './cluster-config.js';
 export { deleteUnmintedBootstrapTokens } from './init-bootstrap-token.js';
 export type { InitConfigInput, JoinConfigInput } from './kubeadm-config.js';
 export { CRI_SOCKET, initConfiguration, joinConfiguration } from './kubeadm-config.js';
@@ -17,5 +25,6 @@ export { pooledApiConfiguration } from './pooled-api-clients.js';
 export { DiskBindings } from './disk-binding.js';
 export { NodeNameBindings, machineNameBindingName, nodeNameBindingName } from './node-name-binding.js';
 export type { CheckedAddresses } from './node-address-binding.js';
-export { NodeAddressBindings, canonicalAddress, nodeAddressBindingName } from './node-address-binding.js';
+export { NodeAddressBindings, nodeAddressBindingName } from './node-address-binding.js';
+export { canonicalAddress, canonicalAddressOrUndefined } from './canonical-address.js';
 export { NODE_CLIENT_BOOTSTRAP_BINDINGS, removeNodeClientBootstrapGrants } from './node-bootstrap-grants.js';

@@ -1,4 +1,5 @@
 import { stringify } from 'yaml';
+import { apiServerCertSans } from './api-server-alt-names.js';
 import { initBootstrapTokens } from './init-bootstrap-token.js';
 import { KUBELET_SERVING_CERT_FILE, KUBELET_SERVING_KEY_FILE } from './kubelet-paths.js';
 
@@ -66,7 +67,7 @@ const documents = (docs: Record<string, unknown>[]): string => docs.map((doc) =>
  * Holds a fresh bootstrap token (one that cannot join): write it with mode 0600.
  */
 export function initConfiguration(input: InitConfigInput): string {
-  const certSans = [...new Set(['127.0.0.1', input.nodeIp, ...input.certSans.filter((s) => s !== '')])];
+  const certSans = apiServerCertSans(input);
   return documents([
     {
       apiVersion: KUBEADM_API,

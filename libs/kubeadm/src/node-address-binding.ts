@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
-import { isIP } from 'node:net';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { Refusal } from '@constellation/errors';
-import { ipFromBytes, ipToBytes } from '@constellation/keys';
+import { canonicalAddress } from './canonical-address.js';
 import { ClaimRecords } from './claim-records.js';
 
 export interface NodeAddressBindingsOptions {
@@ -15,20 +14,6 @@ export interface NodeAddressBindingsOptions {
 const EK_KEY = 'ekPublicKeyHash';
 const NAME_KEY = 'nodeName';
 const ADDRESS_KEY = 'address';
-
-/**
- * One spelling per address, the one certificates are read back in (`ipFromBytes`: dotted IPv4,
- * RFC 5952 IPv6), with an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`) as the IPv4 address, since
- * Go's certificate verifier takes a SAN in either form for the other.
- */
-export function canonicalAddress(ip: string): string {
-  // A zone index ("%eth0") is no part of an address a certificate carries.
-  if (isIP(ip) === 0 || ip.includes('%')) throw new RangeError(`"${ip}" is not an IP address a certificate can carry`);
-  const bytes = ipToBytes(ip);
-  const mapped =
-    bytes.length === 16 && bytes.subarray(0, 10).every((b) => b === 0) && bytes.readUInt16BE(10) === 0xffff;
-  return ipFromBytes(mapped ? bytes.subarray(12) : bytes);
-}
 
 /** The ConfigMap that records which machine (EK hash) an address belongs to. */
 export function nodeAddressBindingName(ip: string): string {
