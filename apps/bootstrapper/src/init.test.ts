@@ -428,24 +428,56 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
     expect(await withTimeout(outcome, 10_000, 'outcome')).toBe('initialized');
   });
 
-  it("reads the node's own metadata before the point of no return: a wrong address fails retry-safe, naming the field", async () => {
+  it("reads the node's own metadata before the point of no return: a wrong address or endpoint fails retry-safe, naming the field", async () => {
     const { cluster, node, outcome } = await freshNode();
+    const original = await (await fetch(`${cluster.metadata.url}/endpoint`)).json();
     const withIp = (ip: string): void => {
       cluster.metadata.update((doc) => ({ ...doc, instances: doc.instances.map((i) => ({ ...i, ip })) }));
     };
     // Found on main: read only after the node lock, the same answer failed kubeadm's step past the
     // point of no return (disk marked for reset, reboot); so would a metadata service that blinked.
-    withIp('control-plane-0.example');
-    const refused = await callInit(node, initRequest());
-    const failure = refused.messages.map((m) => m.kind).find((kind) => kind?.$case === 'failure');
-    if (failure?.$case !== 'failure') throw new Error('no failure message');
-    expect(failure.value.retrySafe).toBe(true);
-    expect(failure.value.error).toContain(
-      'instance metadata /self: unexpected answer: ip: expected an IP address, got "control-plane-0.example"',
-    );
-    expect(node.fatalErrors).toEqual([]);
-    expect((await node.context.tpm.pcrRead('sha256', [15])).get(15)).toEqual(Buffer.alloc(32));
-    withIp(INSTANCE_IP);
+    // A zone index passed the first check and failed after the lock (red-team finding).
+    const answers: [() => void, string][] = [
+      [
+        () => {
+          withIp('control-plane-0.example');
+        },
+        'instance metadata /self: unexpected answer: ip: expected an IP address, got "control-plane-0.example"',
+      ],
+      [
+        () => {
+          withIp('fe80::1%eth0');
+        },
+        'instance metadata /self: unexpected answer: ip: expected an IP address without a zone index, got "fe80::1%eth0"',
+      ],
+      [
+        () => {
+          withIp(INSTANCE_IP);
+          cluster.metadata.update((doc) => ({ ...doc, endpoint: { ...doc.endpoint, apiServerPort: 0 } }));
+        },
+        'instance metadata /endpoint: unexpected answer: apiServerPort: expected an integer from 1 to 65535, got 0',
+      ],
+      [
+        () => {
+          cluster.metadata.update((doc) => ({
+            ...doc,
+            endpoint: { ...doc.endpoint, apiServerPort: 6443, host: 'api server' },
+          }));
+        },
+        'instance metadata /endpoint: unexpected answer: host: expected an IP address or a DNS name, got "api server"',
+      ],
+    ];
+    for (const [answer, message] of answers) {
+      answer();
+      const refused = await callInit(node, initRequest());
+      const failure = refused.messages.map((m) => m.kind).find((kind) => kind?.$case === 'failure');
+      if (failure?.$case !== 'failure') throw new Error(`no failure message for: ${message}`);
+      expect(failure.value.retrySafe).toBe(true);
+      expect(failure.value.error).toContain(message);
+      expect(node.fatalErrors).toEqual([]);
+      expect((await node.context.tpm.pcrRead('sha256', [15])).get(15)).toEqual(Buffer.alloc(32));
+    }
+    cluster.metadata.update((doc) => ({ ...doc, endpoint: original as typeof doc.endpoint }));
     expect((await callInit(node, initRequest())).error).toBeUndefined();
     expect(await withTimeout(outcome, 10_000, 'outcome')).toBe('initialized');
   });

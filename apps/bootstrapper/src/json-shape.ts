@@ -41,26 +41,60 @@ export function arrayAt<T>(value: unknown, path: string, item: (element: unknown
   return value.map((element: unknown, index) => item(element, fieldName(path, String(index))));
 }
 
-/** A string field; `nonEmpty` and `pattern` narrow what is accepted. */
+/**
+ * A string field; `nonEmpty` and `pattern` narrow what is accepted, and `what` says in words what
+ * the pattern stands for (the refusal then shows the value).
+ */
 export function stringField(
   object: JsonFields,
   key: string,
-  expect: { nonEmpty?: boolean; pattern?: RegExp } = {},
+  expect: { nonEmpty?: boolean; pattern?: RegExp; what?: string } = {},
 ): string {
   const value = object.fields[key];
   const name = fieldName(object.path, key);
   if (typeof value !== 'string') throw new Error(`${name}: expected a string, got ${describe(value)}`);
   if (expect.nonEmpty === true && value === '') throw new Error(`${name}: expected a non-empty string`);
   if (expect.pattern !== undefined && !expect.pattern.test(value))
-    throw new Error(`${name}: expected a string matching ${String(expect.pattern)}`);
+    throw new Error(
+      expect.what === undefined
+        ? `${name}: expected a string matching ${String(expect.pattern)}`
+        : `${name}: expected ${expect.what}, got ${JSON.stringify(value.slice(0, 300))}`,
+    );
   return value;
 }
 
-/** A string field holding an IPv4 or IPv6 address in text form. */
+/** RFC 1123 subdomain, as Kubernetes names nodes: lower case, at most 253 characters. */
+const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$/;
+
+/** A string field holding a Kubernetes node name (an RFC 1123 subdomain). */
+export function nodeNameField(object: JsonFields, key: string): string {
+  return stringField(object, key, {
+    pattern: DNS_SUBDOMAIN,
+    what: 'a Kubernetes node name (lower-case letters, digits, "-" and ".", at most 253 characters)',
+  });
+}
+
+/** A string field holding a host: an IP address (no zone index) or a DNS name (any case). */
+export function hostField(object: JsonFields, key: string): string {
+  const value = stringField(object, key);
+  if (isAddress(value) || DNS_SUBDOMAIN.test(value.toLowerCase())) return value;
+  throw new Error(
+    `${fieldName(object.path, key)}: expected an IP address or a DNS name, got ${JSON.stringify(value.slice(0, 300))}`,
+  );
+}
+
+/** An address a certificate can carry: a zone index ("fe80::1%eth0") is the local host's, not the node's. */
+function isAddress(value: string): boolean {
+  return isIP(value) !== 0 && !value.includes('%');
+}
+
+/** A string field holding an IPv4 or IPv6 address in text form, without a zone index. */
 export function ipAddressField(object: JsonFields, key: string): string {
   const value = stringField(object, key);
-  if (isIP(value) === 0)
-    throw new Error(`${fieldName(object.path, key)}: expected an IP address, got ${JSON.stringify(value)}`);
+  if (!isAddress(value))
+    throw new Error(
+      `${fieldName(object.path, key)}: expected an IP address${value.includes('%') ? ' without a zone index' : ''}, got ${JSON.stringify(value.slice(0, 300))}`,
+    );
   return value;
 }
 
@@ -79,12 +113,15 @@ export function choiceField<Choice extends string>(
   return found;
 }
 
-/** A safe-integer number field. */
-export function integerField(object: JsonFields, key: string): number {
+/** A safe-integer number field, within `range` when given. */
+export function integerField(object: JsonFields, key: string, range?: { min: number; max: number }): number {
   const value = object.fields[key];
+  const name = fieldName(object.path, key);
   if (typeof value !== 'number' || !Number.isSafeInteger(value))
+    throw new Error(`${name}: expected an integer, got ${typeof value === 'number' ? String(value) : describe(value)}`);
+  if (range !== undefined && (value < range.min || value > range.max))
     throw new Error(
-      `${fieldName(object.path, key)}: expected an integer, got ${typeof value === 'number' ? String(value) : describe(value)}`,
+      `${name}: expected an integer from ${String(range.min)} to ${String(range.max)}, got ${String(value)}`,
     );
   return value;
 }

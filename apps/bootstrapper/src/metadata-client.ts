@@ -1,7 +1,16 @@
 import { errorMessage } from '@constellation/errors';
 import { httpGetText } from '@constellation/http';
 import type { HttpAnswer } from '@constellation/http';
-import { arrayAt, choiceField, integerField, ipAddressField, objectAt, stringField } from './json-shape.js';
+import {
+  arrayAt,
+  choiceField,
+  hostField,
+  integerField,
+  ipAddressField,
+  nodeNameField,
+  objectAt,
+  stringField,
+} from './json-shape.js';
 
 export interface Instance {
   name: string;
@@ -16,13 +25,15 @@ export interface Endpoint {
   initPort: number;
 }
 
+const PORT = { min: 1, max: 65_535 };
+
 /** Reads an answer's body into T, or throws naming the field that is not as expected. */
 type Reader<T> = (body: unknown) => T;
 
 function instanceAt(value: unknown, path: string): Instance {
   const object = objectAt(value, path);
   return {
-    name: stringField(object, 'name', { nonEmpty: true }),
+    name: nodeNameField(object, 'name'),
     role: choiceField(object, 'role', ['control-plane', 'worker'] as const),
     ip: ipAddressField(object, 'ip'),
   };
@@ -37,10 +48,11 @@ const readRegistered: Reader<Instance & { ekPublicKeyHash: string }> = (body) =>
 const readEndpoint: Reader<Endpoint> = (body) => {
   const object = objectAt(body, '');
   return {
-    host: stringField(object, 'host', { nonEmpty: true }),
-    apiServerPort: integerField(object, 'apiServerPort'),
-    joinServicePort: integerField(object, 'joinServicePort'),
-    initPort: integerField(object, 'initPort'),
+    host: hostField(object, 'host'),
+    apiServerPort: integerField(object, 'apiServerPort', PORT),
+    joinServicePort: integerField(object, 'joinServicePort', PORT),
+    // 0 where the platform does not say.
+    initPort: integerField(object, 'initPort', { min: 0, max: 65_535 }),
   };
 };
 const readInitSecretHash: Reader<string> = (body) => stringField(objectAt(body, ''), 'initSecretHash');
