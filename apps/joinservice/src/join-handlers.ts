@@ -67,42 +67,48 @@ export function joinHandlers(parts: JoinHandlerParts): JoinServiceServer {
     else if (reason === 'call-in-progress') metrics.refusals.inc({ kind, reason: 'tpm-call-in-progress' });
     else if (reason !== 'handler') metrics.attestationFailures.inc({ reason });
   };
+  /**
+   * Shed load before the expensive part, but only for calls that sent a well-formed hello: the
+   * attestation (EK path, credential, quote) and the ticket run only for calls that got a slot,
+   * so under a storm every admitted call stays fast; a few more wait in line for a slot, and the
+   * rest come back after retry-after-ms; a stranger's silent streams take no slot and no place in
+   * line (red-team finding). Rejoins share the slots: without them every stranger's rejoin hello
+   * had its EK certificate checked at once, however many came (red-team finding).
+   */
+  const admitFor =
+    (call: grpc.ServerDuplexStream<unknown, unknown>, kind: 'join' | 'rejoin') =>
+    (): (() => void) | Promise<() => void> => {
+      // The challenge frees the slot however the exchange ends; a handler that never settles
+      // must not keep it either.
+      const settle = (leave: () => void): (() => void) => {
+        setTimeout(leave, SLOT_FALLBACK_MS).unref();
+        return leave;
+      };
+      const shed = (busy: unknown): never => {
+        metrics.refusals.inc({ kind, reason: 'busy' });
+        metrics.joins.inc({ kind, role: 'unknown', outcome: 'retry' });
+        throw busy;
+      };
+      const leave = limit.tryEnter();
+      if (leave !== undefined) return settle(leave);
+      let waiting;
+      try {
+        waiting = limit.enqueue();
+      } catch (busy) {
+        return shed(busy);
+      }
+      for (const event of ['close', 'error', 'cancelled']) call.once(event, waiting.cancel);
+      return waiting.admitted.then(settle, (err: unknown) => {
+        if (call.cancelled) throw err; // it went away: not a refusal to count
+        return shed(err);
+      });
+    };
   return {
     issueJoinTicket: (call: grpc.ServerDuplexStream<IssueJoinTicketRequest, IssueJoinTicketResponse>) => {
       serveChallenge(call, {
         ...challenge,
         vetIdentity: vetIdentity('join'),
-        // Shed load before the expensive part, but only for calls that sent a well-formed hello:
-        // the attestation (EK path, credential, quote) and the ticket run only for calls that got
-        // a slot, so under a storm every admitted call stays fast; a few more wait in line for a
-        // slot, and the rest come back after retry-after-ms; a stranger's silent streams take no
-        // slot and no place in line (red-team finding).
-        admit: () => {
-          // The challenge frees the slot however the exchange ends; a handler that never settles
-          // must not keep it either.
-          const settle = (leave: () => void): (() => void) => {
-            setTimeout(leave, SLOT_FALLBACK_MS).unref();
-            return leave;
-          };
-          const shed = (busy: unknown): never => {
-            metrics.refusals.inc({ kind: 'join', reason: 'busy' });
-            metrics.joins.inc({ kind: 'join', role: 'unknown', outcome: 'retry' });
-            throw busy;
-          };
-          const leave = limit.tryEnter();
-          if (leave !== undefined) return settle(leave);
-          let waiting;
-          try {
-            waiting = limit.enqueue();
-          } catch (busy) {
-            return shed(busy);
-          }
-          for (const event of ['close', 'error', 'cancelled']) call.once(event, waiting.cancel);
-          return waiting.admitted.then(settle, (err: unknown) => {
-            if (call.cancelled) throw err; // it went away: not a refusal to count
-            return shed(err);
-          });
-        },
+        admit: admitFor(call, 'join'),
         onRejected: (reason) => {
           countRejected('join', reason);
           if (reason === 'outstanding') metrics.joins.inc({ kind: 'join', role: 'unknown', outcome: 'retry' });
@@ -129,6 +135,7 @@ export function joinHandlers(parts: JoinHandlerParts): JoinServiceServer {
       serveChallenge(call, {
         ...challenge,
         vetIdentity: vetIdentity('rejoin'),
+        admit: admitFor(call, 'rejoin'),
         onRejected: (reason) => {
           countRejected('rejoin', reason);
         },
