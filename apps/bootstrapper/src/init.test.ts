@@ -133,6 +133,16 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
       expect.arrayContaining(['control-plane-0', 'kubernetes.default.svc.cluster.local']),
     );
     expect(apiServer?.ips).toEqual(expect.arrayContaining(['10.96.0.1', INSTANCE_IP, '127.0.0.1']));
+    // Exactly what the API server's certificate carries (the kubeadm stand-in builds it as kubeadm does).
+    const apiServerCertificate = new X509Certificate(
+      await readFile(join(node.context.paths.kubernetesPki, 'apiserver.crt')),
+    );
+    expect(new Set(apiServerCertificate.subjectAltName?.split(', '))).toEqual(
+      new Set([
+        ...(apiServer?.dnsNames ?? []).map((n) => `DNS:${n}`),
+        ...(apiServer?.ips ?? []).map((ip) => `IP Address:${ip}`),
+      ]),
+    );
     // Its name and address are this machine's, as a bare-metal join would record them: no machine
     // joins as it later, nor gets a serving certificate for its address.
     const core = kc.makeApiClient(k8s.CoreV1Api);

@@ -1,7 +1,7 @@
-import { isIP } from 'node:net';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { caPublicKeyPin } from '@constellation/keys';
 import { errorMessage } from '@constellation/errors';
+import { apiServerCertificateNames } from './api-server-names.js';
 import { spawnApiServer, stopApiServer } from './api-server-process.js';
 import { createBootstrapTokens, createClusterInfo } from './bootstrap-token-phase.js';
 import { hostPort } from './config-defaults.js';
@@ -73,17 +73,9 @@ export async function init(root: string, configPath: string, print: Print, optio
     initConfig.skipPhases.some((p) => p === phase || phase.startsWith(`${p}/`));
   const endpoint = parseHostPort(cluster.controlPlaneEndpoint);
   const endpointHost = endpoint?.host ?? '';
-  const ips = [
-    ...new Set([
-      initConfig.advertiseAddress,
-      '127.0.0.1',
-      ...cluster.certSANs.filter(isIp),
-      ...(isIp(endpointHost) ? [endpointHost] : []),
-    ]),
-  ];
-  const names = [...cluster.certSANs.filter((s) => !isIp(s)), ...(isIp(endpointHost) ? [] : [endpointHost])];
+  const { ips, dnsNames } = apiServerCertificateNames(initConfig, cluster);
   print('[certs] Using certificateDir folder "/etc/kubernetes/pki"');
-  const pki = await ensureClusterPki(paths.pki, ips, names);
+  const pki = await ensureClusterPki(paths.pki, ips, dnsNames);
   await mkdir(paths.manifests, { recursive: true });
   // ParseHostPort without a port: the local bind port (GetControlPlaneEndpoint).
   const server = `https://${hostPort(endpointHost, endpoint?.port ?? initConfig.bindPort)}`;
@@ -254,8 +246,4 @@ export async function reset(root: string, print: Print): Promise<void> {
   for (const path of [paths.pki, paths.manifests, paths.adminConf, paths.kubeletConf, kubeletCertDir(root)])
     await rm(path, { recursive: true, force: true });
   print('[reset] Deleted contents of /etc/kubernetes');
-}
-
-function isIp(value: string): boolean {
-  return isIP(value) !== 0;
 }

@@ -63,14 +63,7 @@ export async function ensureClusterPki(
     commonName: 'kube-apiserver',
     publicKey: server.publicKey,
     ips: apiServerIps,
-    dnsNames: [
-      'kubernetes',
-      'kubernetes.default',
-      'kubernetes.default.svc',
-      'kubernetes.default.svc.cluster.local',
-      'localhost',
-      ...apiServerNames,
-    ],
+    dnsNames: apiServerNames,
     usage: 'server',
   });
   await writeFile(join(dir, 'apiserver.crt'), apiServerCertPem);
