@@ -269,7 +269,7 @@ describe('join, rejoin and recovery with the real JoinService', () => {
     expect(worker.fatalErrors).toEqual([]);
   });
 
-  it('after a full control-plane shutdown, a control plane is recovered with the master secret over attested TLS', async () => {
+  it('after a full control-plane shutdown, a control plane is recovered over attested TLS with keys derived from the master secret', async () => {
     await stopJoinService();
     await controlPlane.reboot();
     const outcome = controlPlane.bootstrapper().run();
@@ -282,11 +282,15 @@ describe('join, rejoin and recovery with the real JoinService', () => {
         credentials.channelOptions,
       );
       try {
-        // The master secret goes only to a node whose TPM proved its EK identity.
-        await proveServerIdentity(client.getChannel(), credentials, cluster.ekVerifier);
+        // Keys go only to a node whose TPM proved its EK identity, derived for that TPM and its disk.
+        const identity = await proveServerIdentity(client.getChannel(), credentials, cluster.ekVerifier);
+        const diskUuid = await controlPlane.context.disk.uuid();
         return await new Promise((resolve, reject) => {
           client.recover(
-            { masterSecret, masterSalt: request.masterSalt },
+            {
+              stateDiskKey: deriveStateDiskKey(masterSecret, request.masterSalt, diskUuid, identity.ekPublicKeyHash),
+              measurementSecret: deriveMeasurementSecret(masterSecret, request.masterSalt),
+            },
             new grpc.Metadata(),
             { deadline: Date.now() + 20_000 },
             (err, res) => {
@@ -301,7 +305,7 @@ describe('join, rejoin and recovery with the real JoinService', () => {
     };
     await expect(recover(Buffer.alloc(32, 7))).rejects.toMatchObject({
       code: grpc.status.PERMISSION_DENIED,
-      details: "this master secret does not belong to this node's cluster",
+      details: "this measurement secret does not belong to this node's cluster",
     });
     const answer = await recover(request.masterSecret);
     expect(answer.clusterIdHex).toBe(clusterId.toString('hex'));

@@ -1,8 +1,14 @@
 import { timingSafeEqual } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { StatusError, statusErrorOf } from '@constellation/proto';
-import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey } from '@constellation/keys';
-import type { RecoverRequest, RecoverResponse, RecoveryServiceServer } from '@constellation/proto';
+import { deriveClusterId } from '@constellation/keys';
+import type {
+  DescribeRequest,
+  DescribeResponse,
+  RecoverRequest,
+  RecoverResponse,
+  RecoveryServiceServer,
+} from '@constellation/proto';
 import type { NodeContext } from './node-context.js';
 import type { NodeState } from './node-state.js';
 import { errorMessage } from '@constellation/errors';
@@ -10,7 +16,7 @@ import { errorMessage } from '@constellation/errors';
 /** What a Recover caller is told to wait before asking again while another attempt is checked. */
 export const RECOVERY_RETRY_AFTER_MS = 1_000;
 
-/** Keys from a master secret that belongs to this node's cluster and opens its state disk. */
+/** Keys that belong to this node's cluster and open its state disk. */
 export interface RecoveredKeys {
   diskKey: Buffer;
   measurementSecret: Buffer;
@@ -27,11 +33,15 @@ export interface RecoveryServiceOptions {
 }
 
 /**
- * The RecoveryService of a control plane waiting after a full control-plane shutdown. Anyone who
- * can reach the port may call it, so the order of checks keeps strangers cheap:
+ * The RecoveryService of a control plane waiting after a full control-plane shutdown. It is given
+ * what a rejoin ticket carries (its disk's key and the measurement secret), never the master
+ * secret: the CLI derives the key for the disk this node describes and the TPM it proved, so a
+ * genuine machine the operator did not mean gets a key for its own disk only (red-team finding:
+ * it used to get the master secret). Anyone who can reach the port may call it, so the order of
+ * checks keeps strangers cheap:
  *  1. sizes (INVALID_ARGUMENT naming the field);
  *  2. the node already recovered or rejoined (FAILED_PRECONDITION);
- *  3. the master secret must reproduce the node's recorded cluster ID, two HKDFs and a
+ *  3. the measurement secret must reproduce the node's recorded cluster ID, one HKDF and a
  *     constant-time compare (PERMISSION_DENIED, the disk is not touched);
  *  4. one disk check at a time: while one runs, others get UNAVAILABLE with `retry-after-ms`;
  *  5. only then `cryptsetup --test-passphrase` with the disk's real (memory-hard) KDF.
@@ -52,10 +62,13 @@ export function recoveryService(context: NodeContext, options: RecoveryServiceOp
           ? 'this node is already recovered: its state disk is open and it rejoined its cluster'
           : 'this node is already recovered: it rejoined its cluster with a rejoin ticket from the JoinService',
       );
-    const measurementSecret = deriveMeasurementSecret(request.masterSecret, request.masterSalt);
+    const { measurementSecret, stateDiskKey } = request;
     if (!sameBytes(deriveClusterId(measurementSecret, state.measurementSalt), state.clusterId)) {
-      log.debug('Recover refused: master secret of another cluster', { peer });
-      throw new StatusError(grpc.status.PERMISSION_DENIED, "this master secret does not belong to this node's cluster");
+      log.debug('Recover refused: measurement secret of another cluster', { peer });
+      throw new StatusError(
+        grpc.status.PERMISSION_DENIED,
+        "this measurement secret does not belong to this node's cluster",
+      );
     }
     if (checking)
       throw new StatusError(
@@ -65,17 +78,11 @@ export function recoveryService(context: NodeContext, options: RecoveryServiceOp
         'busy',
       );
     checking = true;
-    let keys: RecoveredKeys;
+    const keys: RecoveredKeys = {
+      diskKey: Buffer.from(stateDiskKey),
+      measurementSecret: Buffer.from(measurementSecret),
+    };
     try {
-      keys = {
-        diskKey: deriveStateDiskKey(
-          request.masterSecret,
-          request.masterSalt,
-          diskUuid,
-          context.issuer.rooted?.ekPublicKeyHash,
-        ),
-        measurementSecret,
-      };
       let opens: boolean;
       try {
         opens = await context.disk.testPassphrase(keys.diskKey);
@@ -86,22 +93,28 @@ export function recoveryService(context: NodeContext, options: RecoveryServiceOp
         );
       }
       if (!opens) {
-        log.warn("Recover refused: a master secret of this node's cluster does not open its state disk", { peer });
+        log.warn("Recover refused: a key of this node's cluster does not open its state disk", { peer });
         throw new StatusError(
           grpc.status.PERMISSION_DENIED,
-          "this master secret belongs to this node's cluster but does not open the state disk of this node",
+          `this key does not open state disk ${diskUuid} of this node (the measurement secret is this cluster's: was the key derived for another disk or machine?)`,
         );
       }
     } finally {
       checking = false;
     }
     recovered = true;
-    log.info('master secret accepted: the state disk opens', { peer });
+    log.info('recovery key accepted: the state disk opens', { peer });
     options.recovered(keys);
     return { diskUuid, clusterIdHex: state.clusterId.toString('hex') };
   };
 
   return {
+    describe: (
+      _call: grpc.ServerUnaryCall<DescribeRequest, DescribeResponse>,
+      callback: grpc.sendUnaryData<DescribeResponse>,
+    ) => {
+      callback(null, { diskUuid, clusterIdHex: state.clusterId.toString('hex') });
+    },
     recover: (
       call: grpc.ServerUnaryCall<RecoverRequest, RecoverResponse>,
       callback: grpc.sendUnaryData<RecoverResponse>,
@@ -126,15 +139,15 @@ export function recoveryService(context: NodeContext, options: RecoveryServiceOp
 
 /** Throws INVALID_ARGUMENT naming the first field that is wrong. */
 export function checkRecoverRequest(request: RecoverRequest): void {
-  if (request.masterSecret.length < 16 || request.masterSecret.length > 64)
+  if (request.stateDiskKey.length !== 32)
     throw new StatusError(
       grpc.status.INVALID_ARGUMENT,
-      `recover request field master_secret: must be 16 to 64 bytes, got ${request.masterSecret.length}`,
+      `recover request field state_disk_key: must be 32 bytes, got ${request.stateDiskKey.length}`,
     );
-  if (request.masterSalt.length !== 32)
+  if (request.measurementSecret.length !== 32)
     throw new StatusError(
       grpc.status.INVALID_ARGUMENT,
-      `recover request field master_salt: must be 32 bytes, got ${request.masterSalt.length}`,
+      `recover request field measurement_secret: must be 32 bytes, got ${request.measurementSecret.length}`,
     );
 }
 

@@ -1,13 +1,14 @@
 // The RecoveryService of a control plane waiting after a full control-plane shutdown answers
-// anyone who reaches its port. A wrong master secret must cost a hash, not a cryptsetup run with
-// the disk's memory-hard KDF, and only one disk check may run at a time.
+// anyone who reaches its port. It is given its disk's key and the measurement secret, never the
+// master secret. A wrong measurement secret must cost a hash, not a cryptsetup run with the
+// disk's memory-hard KDF, and only one disk check may run at a time.
 import { connect } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { AttestedChannelCredentials, proveServerIdentity } from '@constellation/atls';
 import { TpmValidator } from '@constellation/attestation';
-import { deriveClusterId, deriveMeasurementSecret, markedPcr15 } from '@constellation/keys';
+import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey, markedPcr15 } from '@constellation/keys';
 import { RecoveryServiceClient } from '@constellation/proto';
-import type { RecoverRequest, RecoverResponse } from '@constellation/proto';
+import type { DescribeResponse, RecoverRequest, RecoverResponse } from '@constellation/proto';
 import { waitFor, withTimeout } from '@constellation/testing';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,10 +20,10 @@ let cluster: Cluster;
 let node: TestNode;
 let outcome: Promise<BootstrapOutcome>;
 const request = initRequest();
-const clusterId = deriveClusterId(
-  deriveMeasurementSecret(request.masterSecret, request.masterSalt),
-  request.measurementSalt,
-);
+const measurementSecret = deriveMeasurementSecret(request.masterSecret, request.masterSalt);
+const clusterId = deriveClusterId(measurementSecret, request.measurementSalt);
+/** What `constellation recover` sends this node: its disk's key (for its disk and EK) and the measurement secret. */
+let body: RecoverRequest;
 
 /** Counts the node's cryptsetup checks, how many ran at once, and can hold them. */
 const disk = { calls: 0, running: 0, maxRunning: 0, hold: Promise.resolve(), opens: true };
@@ -30,6 +31,7 @@ const disk = { calls: 0, running: 0, maxRunning: 0, hold: Promise.resolve(), ope
 let kubeletGate = Promise.resolve();
 
 interface Caller {
+  describe(): Promise<DescribeResponse>;
   recover(body: RecoverRequest): Promise<RecoverResponse>;
   close(): void;
 }
@@ -44,9 +46,16 @@ async function caller(): Promise<Caller> {
   );
   await proveServerIdentity(client.getChannel(), credentials, cluster.ekVerifier);
   return {
-    recover: (body) =>
+    describe: () =>
       new Promise((resolve, reject) => {
-        client.recover(body, new grpc.Metadata(), { deadline: Date.now() + 20_000 }, (err, res) => {
+        client.describe({}, new grpc.Metadata(), { deadline: Date.now() + 20_000 }, (err, res) => {
+          if (err) reject(err);
+          else resolve(res);
+        });
+      }),
+    recover: (recoverBody) =>
+      new Promise((resolve, reject) => {
+        client.recover(recoverBody, new grpc.Metadata(), { deadline: Date.now() + 20_000 }, (err, res) => {
           if (err) reject(err);
           else resolve(res);
         });
@@ -104,6 +113,15 @@ beforeAll(async () => {
     await kubeletGate;
     await startKubelet();
   };
+  body = {
+    stateDiskKey: deriveStateDiskKey(
+      request.masterSecret,
+      request.masterSalt,
+      await node.context.disk.uuid(),
+      node.context.issuer.rooted?.ekPublicKeyHash,
+    ),
+    measurementSecret,
+  };
   outcome = node.bootstrapper().run();
   await waitFor(() => node.recoveryPort > 0, { timeoutMs: 20_000, description: 'the recovery server' });
 }, 90_000);
@@ -114,25 +132,34 @@ afterAll(async () => {
 });
 
 describe('Recover on a control plane waiting for recovery', () => {
+  it('says which disk it would open and which cluster it recorded, both public', async () => {
+    const cli = await caller();
+    try {
+      expect(await cli.describe()).toEqual({
+        diskUuid: await node.context.disk.uuid(),
+        clusterIdHex: clusterId.toString('hex'),
+      });
+    } finally {
+      cli.close();
+    }
+    expect(disk.calls).toBe(0);
+  });
+
   it('malformed requests get INVALID_ARGUMENT naming the field, without touching the disk', async () => {
     const cli = await caller();
     try {
       const cases: [RecoverRequest, string][] = [
         [
-          { masterSecret: Buffer.alloc(8), masterSalt: request.masterSalt },
-          'recover request field master_secret: must be 16 to 64 bytes, got 8',
+          { stateDiskKey: Buffer.alloc(8), measurementSecret },
+          'recover request field state_disk_key: must be 32 bytes, got 8',
         ],
         [
-          { masterSecret: Buffer.alloc(65), masterSalt: request.masterSalt },
-          'recover request field master_secret: must be 16 to 64 bytes, got 65',
-        ],
-        [
-          { masterSecret: request.masterSecret, masterSalt: Buffer.alloc(31) },
-          'recover request field master_salt: must be 32 bytes, got 31',
+          { stateDiskKey: body.stateDiskKey, measurementSecret: Buffer.alloc(31) },
+          'recover request field measurement_secret: must be 32 bytes, got 31',
         ],
       ];
-      for (const [body, details] of cases) {
-        expect(await refusal(cli.recover(body))).toMatchObject({ code: grpc.status.INVALID_ARGUMENT, details });
+      for (const [malformed, details] of cases) {
+        expect(await refusal(cli.recover(malformed))).toMatchObject({ code: grpc.status.INVALID_ARGUMENT, details });
       }
     } finally {
       cli.close();
@@ -140,7 +167,7 @@ describe('Recover on a control plane waiting for recovery', () => {
     expect(disk.calls).toBe(0);
   });
 
-  it('six concurrent callers with wrong master secrets are all refused fast, and cryptsetup never runs', async () => {
+  it('six concurrent callers with measurement secrets of another cluster are all refused fast, and cryptsetup never runs', async () => {
     const six = await callers(6);
     try {
       const started = performance.now();
@@ -148,10 +175,10 @@ describe('Recover on a control plane waiting for recovery', () => {
         six.map((cli, i) =>
           refusal(
             cli.recover(
-              // One of them has the right secret with a wrong salt: still not this cluster.
+              // One of them has the right disk key: without this cluster's measurement secret, still refused.
               i === 0
-                ? { masterSecret: request.masterSecret, masterSalt: randomBytes(32) }
-                : { masterSecret: randomBytes(32), masterSalt: request.masterSalt },
+                ? { stateDiskKey: body.stateDiskKey, measurementSecret: randomBytes(32) }
+                : { stateDiskKey: randomBytes(32), measurementSecret: randomBytes(32) },
             ),
           ),
         ),
@@ -161,36 +188,40 @@ describe('Recover on a control plane waiting for recovery', () => {
       for (const err of refusals) {
         expect(err).toMatchObject({
           code: grpc.status.PERMISSION_DENIED,
-          details: "this master secret does not belong to this node's cluster",
+          details: "this measurement secret does not belong to this node's cluster",
         });
       }
       expect(disk.calls).toBe(0);
-      // Two HKDFs each; before the cheap check this ran six cryptsetups at once.
+      // One HKDF each; before the cheap check this ran six cryptsetups at once.
       expect(elapsedMs).toBeLessThan(2_000);
     } finally {
       for (const cli of six) cli.close();
     }
   });
 
-  it("a master secret of this node's cluster that does not open its disk is refused after one disk check", async () => {
-    // As if the disk had been re-keyed for another machine: the cluster matches, the disk does not open.
-    disk.opens = false;
+  it("a key derived for another machine's TPM (same disk, this cluster) does not open the disk and is refused after one disk check", async () => {
     const cli = await caller();
+    const before = disk.calls;
     try {
+      const uuid = await node.context.disk.uuid();
       expect(
-        await refusal(cli.recover({ masterSecret: request.masterSecret, masterSalt: request.masterSalt })),
+        await refusal(
+          cli.recover({
+            stateDiskKey: deriveStateDiskKey(request.masterSecret, request.masterSalt, uuid, 'ab'.repeat(32)),
+            measurementSecret,
+          }),
+        ),
       ).toMatchObject({
         code: grpc.status.PERMISSION_DENIED,
-        details: "this master secret belongs to this node's cluster but does not open the state disk of this node",
+        details: `this key does not open state disk ${uuid} of this node (the measurement secret is this cluster's: was the key derived for another disk or machine?)`,
       });
     } finally {
-      disk.opens = true;
       cli.close();
     }
-    expect(disk.calls).toBe(1);
+    expect(disk.calls).toBe(before + 1);
   });
 
-  it('two concurrent right master secrets: one opens the disk, the other is told to retry; then the node is already recovered', async () => {
+  it('two concurrent right keys: one opens the disk, the other is told to retry; then the node is already recovered', async () => {
     let releaseDisk = (): void => undefined;
     disk.hold = new Promise((resolve) => (releaseDisk = resolve));
     let releaseKubelet = (): void => undefined;
@@ -199,7 +230,6 @@ describe('Recover on a control plane waiting for recovery', () => {
     if (first === undefined || second === undefined) throw new Error('two callers expected');
     const before = disk.calls;
     try {
-      const body = { masterSecret: request.masterSecret, masterSalt: request.masterSalt };
       const results: PromiseSettledResult<RecoverResponse>[] = [];
       // Each call settles into `results` in the order the answers arrive.
       const calls = [first, second].map((cli) =>
@@ -238,7 +268,7 @@ describe('Recover on a control plane waiting for recovery', () => {
           details: 'this node is already recovered: its state disk is open and it rejoined its cluster',
         });
         expect(
-          await refusal(cli.recover({ masterSecret: randomBytes(32), masterSalt: request.masterSalt })),
+          await refusal(cli.recover({ stateDiskKey: randomBytes(32), measurementSecret: randomBytes(32) })),
         ).toMatchObject({
           code: grpc.status.FAILED_PRECONDITION,
           details: 'this node is already recovered: its state disk is open and it rejoined its cluster',
@@ -266,6 +296,7 @@ describe('Recover on a control plane waiting for recovery', () => {
       socket.once('error', resolve);
     });
     expect(error?.code).toBe('ECONNREFUSED');
+    // The other machine's key, then the one that opened the disk.
     expect(disk.calls).toBe(2);
   });
 });

@@ -1,9 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import { UsageError } from '@constellation/command-line';
-import { masterSecretFromJson } from '@constellation/keys';
+import { deriveMeasurementSecret, deriveStateDiskKey, masterSecretFromJson } from '@constellation/keys';
 import { RecoveryServiceClient } from '@constellation/proto';
-import type { RecoverResponse } from '@constellation/proto';
+import type { DescribeResponse, RecoverResponse } from '@constellation/proto';
 import { AttestationRefusedError, connectAttested } from './attested-connection.js';
 import { loadClusterConfig } from './constellation-conf.js';
 import { CLI_DEFAULTS } from './config.js';
@@ -11,10 +11,35 @@ import { readClusterState } from './cluster-state.js';
 import { workspaceFiles } from './workspace.js';
 import { errorMessage } from '@constellation/errors';
 
+const DISK_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** A unary call with a deadline, as a promise. */
+function unary<Req, Res>(
+  call: (
+    request: Req,
+    metadata: grpc.Metadata,
+    options: Partial<grpc.CallOptions>,
+    callback: (err: grpc.ServiceError | null, response: Res) => void,
+  ) => unknown,
+  request: Req,
+  timeoutMs: number,
+): Promise<Res> {
+  return new Promise<Res>((resolve, reject) => {
+    call(request, new grpc.Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) => {
+      if (err) reject(err);
+      else resolve(res);
+    });
+  });
+}
+
 /**
  * `constellation recover`: after a full control-plane shutdown, hand a waiting control-plane node
- * the master secret so it can open its state disk. The node is attested against the configured
- * measurements first (PCR 15 zero: it has not re-joined yet); nothing is sent to a node that fails.
+ * what a rejoin ticket would: the key of its own state disk and the measurement secret. The node
+ * is attested against the configured measurements first (PCR 15 zero: it has not re-joined yet)
+ * and, for tpm2-ek, proves its TPM; then it says which disk and cluster it has. Nothing is sent to
+ * a node that fails, or that belongs to another cluster. The key is derived for that disk and the
+ * proven TPM, so a genuine machine the operator did not mean gets a key for its own disk only,
+ * never the master secret (red-team finding: it used to get the master secret).
  */
 export async function recoverNode(
   workspace: string,
@@ -34,36 +59,40 @@ export async function recoverNode(
   const masterSecret = masterSecretFromJson(secretText, files.masterSecret);
   const target = endpoint.includes(':') ? endpoint : `${endpoint}:${CLI_DEFAULTS.recoveryPort}`;
   let client: RecoveryServiceClient;
+  let ekPublicKeyHash: string | undefined;
   try {
-    ({ client } = await connectAttested(RecoveryServiceClient, target, config.attestation, { warn }));
+    let identity;
+    ({ client, identity } = await connectAttested(RecoveryServiceClient, target, config.attestation, { warn }));
+    ekPublicKeyHash = identity?.ekPublicKeyHash;
   } catch (err) {
     if (err instanceof AttestationRefusedError)
-      throw new Error(`${target} failed attestation, the master secret was not sent: ${err.message}`, { cause: err });
+      throw new Error(`${target} failed attestation, nothing was sent to it: ${err.message}`, { cause: err });
     throw new Error(`recovery of ${target} failed: ${errorMessage(err)}`, { cause: err });
   }
   let answer: RecoverResponse;
   try {
-    answer = await new Promise<RecoverResponse>((resolve, reject) => {
-      client.recover(
-        { masterSecret: masterSecret.key, masterSalt: masterSecret.salt },
-        new grpc.Metadata(),
-        { deadline: Date.now() + 30_000 },
-        (err, res) => {
-          if (err) reject(err);
-          else resolve(res);
-        },
+    const described = await unary<object, DescribeResponse>(client.describe.bind(client), {}, 30_000);
+    // Before anything is derived or sent: the node must be of this workspace's cluster.
+    const state = await readClusterState(files.state);
+    if (state !== undefined && state.clusterId !== described.clusterIdHex) {
+      throw new Error(
+        `the node belongs to cluster ${described.clusterIdHex}, not to this workspace's cluster ${state.clusterId}; nothing was sent to it`,
       );
-    });
+    }
+    if (!DISK_UUID.test(described.diskUuid))
+      throw new Error(`the node named its state disk ${JSON.stringify(described.diskUuid.slice(0, 64))}, not a UUID`);
+    answer = await unary(
+      client.recover.bind(client),
+      {
+        stateDiskKey: deriveStateDiskKey(masterSecret.key, masterSecret.salt, described.diskUuid, ekPublicKeyHash),
+        measurementSecret: deriveMeasurementSecret(masterSecret.key, masterSecret.salt),
+      },
+      30_000,
+    );
   } catch (err) {
     throw new Error(`recovery of ${target} failed: ${errorMessage(err)}`, { cause: err });
   } finally {
     client.close();
-  }
-  const state = await readClusterState(files.state);
-  if (state !== undefined && state.clusterId !== answer.clusterIdHex) {
-    throw new Error(
-      `${target} belongs to cluster ${answer.clusterIdHex}, not to this workspace's cluster ${state.clusterId}`,
-    );
   }
   return { ...answer, endpoint: target };
 }

@@ -84,7 +84,7 @@ function recover(client: RecoveryServiceClient): Promise<RecoverResponse> {
   return withTimeout(
     new Promise((resolve, reject) => {
       client.recover(
-        { masterSecret: Buffer.alloc(32), masterSalt: Buffer.alloc(32) },
+        { stateDiskKey: Buffer.alloc(32), measurementSecret: Buffer.alloc(32) },
         new grpc.Metadata(),
         { deadline: Date.now() + 10_000 },
         (err, res) => {

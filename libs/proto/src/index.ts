@@ -43,6 +43,8 @@ export {
 } from './gen/constellation/join/v1/join.js';
 export type { JoinServiceServer } from './gen/constellation/join/v1/join.js';
 export {
+  DescribeRequest,
+  DescribeResponse,
   RecoverRequest,
   RecoverResponse,
   RecoveryServiceClient,

@@ -20,12 +20,23 @@ export const protobufPackage = "constellation.recovery.v1";
 
 export const protobufFileName = "constellation/recovery/v1/recovery.proto";
 
-/** The cluster's key material, from the CLI's master-secret file. */
+export interface DescribeRequest {
+}
+
+/** The node's state disk and recorded cluster. */
+export interface DescribeResponse {
+  /** UUID of the state disk the node would open, lower case. */
+  diskUuid: string;
+  /** Hex of the 32-byte cluster ID the node recorded at its init or join. */
+  clusterIdHex: string;
+}
+
+/** What a rejoin ticket carries, derived by the CLI from the master secret it keeps. */
 export interface RecoverRequest {
-  /** The cluster's master secret (32 bytes). */
-  masterSecret: Buffer;
-  /** Salt for HKDF from the master secret (32 bytes). */
-  masterSalt: Buffer;
+  /** The state disk's key for this disk UUID and this node's proven endorsement key (32 bytes). */
+  stateDiskKey: Buffer;
+  /** The cluster's measurement secret (32 bytes): it reproduces the recorded cluster ID. */
+  measurementSecret: Buffer;
 }
 
 /** The node's answer once it has opened its state disk. */
@@ -36,17 +47,127 @@ export interface RecoverResponse {
   clusterIdHex: string;
 }
 
+function createBaseDescribeRequest(): DescribeRequest {
+  return {};
+}
+
+export const DescribeRequest: MessageFns<DescribeRequest> = {
+  encode(_: DescribeRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DescribeRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDescribeRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<DescribeRequest>): DescribeRequest {
+    return DescribeRequest.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<DescribeRequest>): DescribeRequest {
+    const message = createBaseDescribeRequest();
+    return message;
+  },
+};
+
+function createBaseDescribeResponse(): DescribeResponse {
+  return { diskUuid: "", clusterIdHex: "" };
+}
+
+export const DescribeResponse: MessageFns<DescribeResponse> = {
+  encode(message: DescribeResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.diskUuid !== "") {
+      writer.uint32(10).string(message.diskUuid);
+    }
+    if (message.clusterIdHex !== "") {
+      writer.uint32(18).string(message.clusterIdHex);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DescribeResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDescribeResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.diskUuid = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.clusterIdHex = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<DescribeResponse>): DescribeResponse {
+    return DescribeResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DescribeResponse>): DescribeResponse {
+    const message = createBaseDescribeResponse();
+    message.diskUuid = object.diskUuid ?? "";
+    message.clusterIdHex = object.clusterIdHex ?? "";
+    return message;
+  },
+};
+
 function createBaseRecoverRequest(): RecoverRequest {
-  return { masterSecret: Buffer.alloc(0), masterSalt: Buffer.alloc(0) };
+  return { stateDiskKey: Buffer.alloc(0), measurementSecret: Buffer.alloc(0) };
 }
 
 export const RecoverRequest: MessageFns<RecoverRequest> = {
   encode(message: RecoverRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.masterSecret.length !== 0) {
-      writer.uint32(10).bytes(message.masterSecret);
+    if (message.stateDiskKey.length !== 0) {
+      writer.uint32(26).bytes(message.stateDiskKey);
     }
-    if (message.masterSalt.length !== 0) {
-      writer.uint32(18).bytes(message.masterSalt);
+    if (message.measurementSecret.length !== 0) {
+      writer.uint32(34).bytes(message.measurementSecret);
     }
     return writer;
   },
@@ -64,20 +185,20 @@ export const RecoverRequest: MessageFns<RecoverRequest> = {
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 10) {
+          case 3: {
+            if (tag !== 26) {
               break;
             }
 
-            message.masterSecret = Buffer.from(reader.bytes());
+            message.stateDiskKey = Buffer.from(reader.bytes());
             continue;
           }
-          case 2: {
-            if (tag !== 18) {
+          case 4: {
+            if (tag !== 34) {
               break;
             }
 
-            message.masterSalt = Buffer.from(reader.bytes());
+            message.measurementSecret = Buffer.from(reader.bytes());
             continue;
           }
         }
@@ -97,8 +218,8 @@ export const RecoverRequest: MessageFns<RecoverRequest> = {
   },
   fromPartial(object: DeepPartial<RecoverRequest>): RecoverRequest {
     const message = createBaseRecoverRequest();
-    message.masterSecret = object.masterSecret ?? Buffer.alloc(0);
-    message.masterSalt = object.masterSalt ?? Buffer.alloc(0);
+    message.stateDiskKey = object.stateDiskKey ?? Buffer.alloc(0);
+    message.measurementSecret = object.measurementSecret ?? Buffer.alloc(0);
     return message;
   },
 };
@@ -173,13 +294,31 @@ export const RecoverResponse: MessageFns<RecoverResponse> = {
 /**
  * After a full control-plane shutdown no JoinService is left to hand out rejoin tickets. A
  * rebooted control-plane node with an initialised state disk then also serves the
- * RecoveryService (port 9999, server-attested TLS), and `constellation recover` hands it the
- * master secret so it can derive its own disk key. Whichever arrives first, a rejoin ticket or
- * a recovery call, unlocks the node.
+ * RecoveryService (port 9999, server-attested TLS), and `constellation recover` hands it what a
+ * rejoin ticket would: the key of its own state disk, derived by the CLI for that disk and the
+ * TPM the node proved it has, and the measurement secret. Never the master secret: a genuine
+ * machine that is not the one the operator meant gets a key for its own disk only. Whichever
+ * arrives first, a rejoin ticket or a recovery call, unlocks the node.
  */
 export type RecoveryServiceService = typeof RecoveryServiceService;
 export const RecoveryServiceService = {
-  /** Gives the node the cluster's master secret. Answers once the state disk is open. */
+  /**
+   * What the node would open: its state disk's UUID and the cluster it recorded. Both are public
+   * (node_state.json holds them); the CLI checks the cluster before it derives anything.
+   */
+  describe: {
+    path: "/constellation.recovery.v1.RecoveryService/Describe" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DescribeRequest): Buffer => Buffer.from(DescribeRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DescribeRequest => DescribeRequest.decode(value),
+    responseSerialize: (value: DescribeResponse): Buffer => Buffer.from(DescribeResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DescribeResponse => DescribeResponse.decode(value),
+  },
+  /**
+   * Gives the node the key of its state disk and the measurement secret. Answers once the state
+   * disk is open.
+   */
   recover: {
     path: "/constellation.recovery.v1.RecoveryService/Recover" as const,
     requestStream: false as const,
@@ -192,12 +331,42 @@ export const RecoveryServiceService = {
 } as const;
 
 export interface RecoveryServiceServer extends UntypedServiceImplementation {
-  /** Gives the node the cluster's master secret. Answers once the state disk is open. */
+  /**
+   * What the node would open: its state disk's UUID and the cluster it recorded. Both are public
+   * (node_state.json holds them); the CLI checks the cluster before it derives anything.
+   */
+  describe: handleUnaryCall<DescribeRequest, DescribeResponse>;
+  /**
+   * Gives the node the key of its state disk and the measurement secret. Answers once the state
+   * disk is open.
+   */
   recover: handleUnaryCall<RecoverRequest, RecoverResponse>;
 }
 
 export interface RecoveryServiceClient extends Client {
-  /** Gives the node the cluster's master secret. Answers once the state disk is open. */
+  /**
+   * What the node would open: its state disk's UUID and the cluster it recorded. Both are public
+   * (node_state.json holds them); the CLI checks the cluster before it derives anything.
+   */
+  describe(
+    request: DescribeRequest,
+    callback: (error: ServiceError | null, response: DescribeResponse) => void,
+  ): ClientUnaryCall;
+  describe(
+    request: DescribeRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DescribeResponse) => void,
+  ): ClientUnaryCall;
+  describe(
+    request: DescribeRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DescribeResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Gives the node the key of its state disk and the measurement secret. Answers once the state
+   * disk is open.
+   */
   recover(
     request: RecoverRequest,
     callback: (error: ServiceError | null, response: RecoverResponse) => void,

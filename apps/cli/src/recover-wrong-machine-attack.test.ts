@@ -1,0 +1,184 @@
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import * as grpc from '@grpc/grpc-js';
+import { AttestedTlsServer } from '@constellation/atls';
+import { TpmIssuer, componentDigest, expectedMeasurements, measureBoot } from '@constellation/attestation';
+import type { BootComponent } from '@constellation/attestation';
+import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey, masterSecretToJson } from '@constellation/keys';
+import { RecoveryServiceService } from '@constellation/proto';
+import type { DescribeResponse, RecoverRequest, RecoverResponse } from '@constellation/proto';
+import { startSwtpm, tempDirForTest, useTestEkCa } from '@constellation/testing';
+import { SocketTransport, Tpm } from '@constellation/tpm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeClusterState } from './cluster-state.js';
+import { configYaml } from './constellation-conf.js';
+import { recoverNode } from './recover-command.js';
+import { workspaceFiles, writeWorkspaceFile } from './workspace.js';
+import { errorMessage } from '@constellation/errors';
+
+/*
+ * Attacker 2 with attacker 1's network position, found by a red-team pass: the owner of ONE
+ * genuine machine of the cluster, say worker-1, with a TPM certified by the cluster's EK CA and
+ * booted from the cluster's image (its quotes show exactly the configured measurements, PCR 15
+ * zero before it rejoins), runs its own attested-TLS server with its own TPM and gets the
+ * operator's `constellation recover` connection: a DNS answer, an address the operator mistyped
+ * or the platform reassigned, or a redirect by whoever sits on the path. The CLI checks that the
+ * machine is genuine and runs the image, not that it is the one the operator meant, and it used
+ * to send the master secret, which derives every node's disk key.
+ */
+
+const BOOT: BootComponent[] = [{ pcr: 9, description: 'bootstrapper bundle', digest: componentDigest('bundle v1') }];
+const measurements = expectedMeasurements(BOOT, [9, 15]);
+const ekCa = useTestEkCa();
+let workerTpm: Tpm;
+let stopSwtpm: () => Promise<void>;
+let worker: TpmIssuer;
+let workerEk = '';
+
+beforeAll(async () => {
+  // worker-1: a genuine machine of this cluster, measured-booted from the cluster's image.
+  const swtpm = await startSwtpm({ manufacture: { ca: ekCa(), vmid: 'worker-1' } });
+  stopSwtpm = () => swtpm.stop();
+  workerEk = swtpm.manufactured?.ekPublicKeyHash ?? '';
+  workerTpm = new Tpm(new SocketTransport({ host: swtpm.host, port: swtpm.port, keepConnection: true }));
+  await measureBoot(workerTpm, BOOT);
+  worker = await TpmIssuer.rooted(workerTpm);
+}, 60_000);
+
+afterAll(async () => {
+  await workerTpm.close();
+  await stopSwtpm();
+});
+
+async function workspace(port: number): Promise<string> {
+  const dir = await tempDirForTest();
+  await writeWorkspaceFile(
+    workspaceFiles(dir).config,
+    configYaml({
+      name: 'c',
+      kubernetesVersion: 'v1.32.9',
+      initEndpoint: `127.0.0.1:${port}`,
+      apiServerCertSans: [],
+      serviceCidr: '10.96.0.0/12',
+      attestation: {
+        variant: 'tpm2-ek',
+        measurements,
+        ekRoots: await readFile(ekCa().rootCertPath, 'utf8'),
+        ekIntermediates: await readFile(ekCa().intermediateCertPath, 'utf8'),
+      },
+    }),
+    false,
+  );
+  return dir;
+}
+
+/** The worker owner's server: its own genuine TPM attests every connection; it keeps what it gets. */
+async function ownersServer(add: (server: grpc.Server) => void): Promise<{ port: number; close(): Promise<void> }> {
+  const server = new grpc.Server();
+  add(server);
+  const atls = new AttestedTlsServer(server, { issuer: worker });
+  const port = await atls.listen(0, '127.0.0.1');
+  return {
+    port,
+    close: async () => {
+      await atls.close(100);
+      server.forceShutdown();
+    },
+  };
+}
+
+describe("the owner of one genuine worker answers the operator's recover (attacker 2)", () => {
+  it('gets a key for its own disk and TPM and the measurement secret, never the master secret', async () => {
+    const received: RecoverRequest[] = [];
+    const masterSecret = { key: randomBytes(32), salt: randomBytes(32) };
+    const measurementSalt = randomBytes(32);
+    const measurementSecret = deriveMeasurementSecret(masterSecret.key, masterSecret.salt);
+    const clusterId = deriveClusterId(measurementSecret, measurementSalt);
+    const diskUuid = '3f2504e0-4f89-41d3-9a0c-0305e82c3301';
+    const owner = await ownersServer((server) => {
+      server.addService(RecoveryServiceService, {
+        // It describes itself with the cluster ID the operator expects (public: every member
+        // records it) and a disk of its choice.
+        describe: (_call: unknown, callback: grpc.sendUnaryData<DescribeResponse>) => {
+          callback(null, { diskUuid, clusterIdHex: clusterId.toString('hex') });
+        },
+        recover: (
+          call: grpc.ServerUnaryCall<RecoverRequest, RecoverResponse>,
+          callback: grpc.sendUnaryData<RecoverResponse>,
+        ) => {
+          received.push(call.request);
+          callback(null, { diskUuid, clusterIdHex: clusterId.toString('hex') });
+        },
+      });
+    });
+    try {
+      const dir = await workspace(owner.port);
+      const files = workspaceFiles(dir);
+      await writeWorkspaceFile(files.masterSecret, masterSecretToJson(masterSecret), true);
+      await writeClusterState(files.state, {
+        clusterId: clusterId.toString('hex'),
+        measurementSalt: measurementSalt.toString('base64'),
+        initEndpoint: '127.0.0.1:9000',
+        kubernetesVersion: 'v1.32.9',
+      });
+      const outcome = await recoverNode(dir, `127.0.0.1:${owner.port}`).then(
+        (answer) => `recovered: ${JSON.stringify(answer)}`,
+        (err: unknown) => errorMessage(err),
+      );
+      expect(outcome).toMatch(/^recovered: /);
+      expect(received).toHaveLength(1);
+      const [request] = received;
+      const sent = [Buffer.from(request?.stateDiskKey ?? []), Buffer.from(request?.measurementSecret ?? [])];
+      // Nothing it received is, or contains, the master secret or its salt.
+      for (const field of sent) {
+        expect(field.includes(masterSecret.key), 'master secret sent').toBe(false);
+        expect(field.includes(masterSecret.salt), 'master salt sent').toBe(false);
+      }
+      // The disk key is bound to the TPM the worker proved: it opens no other machine's disk, not
+      // even one with the UUID it named.
+      expect(sent[0]).toEqual(deriveStateDiskKey(masterSecret.key, masterSecret.salt, diskUuid, workerEk));
+      expect(sent[1]).toEqual(measurementSecret);
+    } finally {
+      await owner.close();
+    }
+  }, 120_000);
+
+  it('sends nothing to a node that describes another cluster', async () => {
+    const received: RecoverRequest[] = [];
+    const owner = await ownersServer((server) => {
+      server.addService(RecoveryServiceService, {
+        describe: (_call: unknown, callback: grpc.sendUnaryData<DescribeResponse>) => {
+          callback(null, { diskUuid: '3f2504e0-4f89-41d3-9a0c-0305e82c3301', clusterIdHex: 'cd'.repeat(32) });
+        },
+        recover: (
+          call: grpc.ServerUnaryCall<RecoverRequest, RecoverResponse>,
+          callback: grpc.sendUnaryData<RecoverResponse>,
+        ) => {
+          received.push(call.request);
+          callback(null, { diskUuid: '', clusterIdHex: '' });
+        },
+      });
+    });
+    try {
+      const dir = await workspace(owner.port);
+      const files = workspaceFiles(dir);
+      await writeWorkspaceFile(
+        files.masterSecret,
+        masterSecretToJson({ key: randomBytes(32), salt: randomBytes(32) }),
+        true,
+      );
+      await writeClusterState(files.state, {
+        clusterId: 'ab'.repeat(32),
+        measurementSalt: randomBytes(32).toString('base64'),
+        initEndpoint: '127.0.0.1:9000',
+        kubernetesVersion: 'v1.32.9',
+      });
+      await expect(recoverNode(dir, `127.0.0.1:${owner.port}`)).rejects.toThrow(
+        `recovery of 127.0.0.1:${String(owner.port)} failed: the node belongs to cluster ${'cd'.repeat(32)}, not to this workspace's cluster ${'ab'.repeat(32)}; nothing was sent to it`,
+      );
+      expect(received).toEqual([]);
+    } finally {
+      await owner.close();
+    }
+  }, 120_000);
+});
