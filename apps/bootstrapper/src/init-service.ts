@@ -18,6 +18,10 @@ export interface InitServiceHooks {
 }
 
 const LOG_CHUNK = 16 * 1024;
+/** Init-secret checks (a metadata fetch and a memory-hard scrypt) under way at once, in all. */
+export const MAX_SECRET_CHECKS = 4;
+/** What a caller turned away for load is told to wait before asking again. */
+export const SECRET_CHECK_RETRY_AFTER_MS = 1_000;
 
 /**
  * The InitServer's `Init`. Before the node lock every failure is retry-safe: the node stays
@@ -28,9 +32,21 @@ const LOG_CHUNK = 16 * 1024;
 export function initService(context: NodeContext, hooks: InitServiceHooks): InitServiceServer {
   let busy = false;
   const log = context.logger.child({ component: 'init-server' });
+  /**
+   * Init-secret checks under way, by peer (address and port: one connection). One connection's
+   * HTTP/2 streams cost a stranger one attestation, and each ran a check at once: 200 of them kept
+   * libuv's threads busy with scrypt for seconds and the operator's Init waited behind them
+   * (red-team finding). Now a connection has one check at a time and the node a few; the rest are
+   * refused before any work, told when to come back, as the RecoveryService does.
+   */
+  const checking = new Set<string>();
+  let checksUnderWay = 0;
 
-  /** Why this call may not start an init (a status code and message), or undefined. */
-  async function refusal(call: Call): Promise<[grpc.status, string] | undefined> {
+  const retryAfter = new grpc.Metadata();
+  retryAfter.set('retry-after-ms', String(SECRET_CHECK_RETRY_AFTER_MS));
+
+  /** Why this call may not start an init (a status code, message and metadata), or undefined. */
+  async function refusal(call: Call): Promise<[grpc.status, string, grpc.Metadata?] | undefined> {
     try {
       checkInitRequest(call.request);
     } catch (err) {
@@ -38,15 +54,32 @@ export function initService(context: NodeContext, hooks: InitServiceHooks): Init
       if (status !== undefined) return [status.code, status.message];
       throw err;
     }
-    let hash: string;
-    try {
-      hash = await context.metadata.initSecretHash();
-    } catch (err) {
-      return [grpc.status.UNAVAILABLE, `cannot check the init secret: ${errorMessage(err)}`];
+    const peer = call.getPeer();
+    if (checking.has(peer) || checksUnderWay >= MAX_SECRET_CHECKS) {
+      return [
+        grpc.status.UNAVAILABLE,
+        checking.has(peer)
+          ? 'this connection already has an init-secret check under way; one at a time'
+          : 'too many init-secret checks are under way; retry',
+        retryAfter,
+      ];
     }
-    if (!(await verifyInitSecret(call.request.initSecret, hash))) {
-      log.warn('init refused: wrong init secret', { peer: call.getPeer() });
-      return [grpc.status.PERMISSION_DENIED, 'wrong init secret'];
+    checking.add(peer);
+    checksUnderWay++;
+    try {
+      let hash: string;
+      try {
+        hash = await context.metadata.initSecretHash();
+      } catch (err) {
+        return [grpc.status.UNAVAILABLE, `cannot check the init secret: ${errorMessage(err)}`];
+      }
+      if (!(await verifyInitSecret(call.request.initSecret, hash))) {
+        log.warn('init refused: wrong init secret', { peer });
+        return [grpc.status.PERMISSION_DENIED, 'wrong init secret'];
+      }
+    } finally {
+      checking.delete(peer);
+      checksUnderWay--;
     }
     if (busy) return [grpc.status.FAILED_PRECONDITION, 'node is already being initialised'];
     if (context.lock.heldBy !== undefined)
@@ -56,8 +89,8 @@ export function initService(context: NodeContext, hooks: InitServiceHooks): Init
 
   async function run(call: Call): Promise<void> {
     const started = Date.now();
-    const fail = (code: grpc.status, message: string): void => {
-      call.emit('error', { code, details: message });
+    const fail = (code: grpc.status, message: string, metadata?: grpc.Metadata): void => {
+      call.emit('error', { code, details: message, ...(metadata === undefined ? {} : { metadata }) });
     };
     const refused = await refusal(call);
     if (refused !== undefined) {
