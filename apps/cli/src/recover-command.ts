@@ -45,6 +45,43 @@ export async function recoverNode(
   workspace: string,
   endpoint: string,
   warn: (message: string) => void = () => undefined,
+  retry: { attempts: number; delayMs: number } = { attempts: 5, delayMs: 1_000 },
+): Promise<RecoverResponse & { endpoint: string }> {
+  // A node that is busy (its TPM with other activations, another recovery being checked) or not
+  // reachable yet says so with UNAVAILABLE: ask again, after the time it gave.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await recoverOnce(workspace, endpoint, warn);
+    } catch (err) {
+      const busy = unavailable(err);
+      if (busy === undefined || attempt >= retry.attempts) throw err;
+      await new Promise((resolve) => setTimeout(resolve, busy.retryAfterMs ?? retry.delayMs));
+    }
+  }
+}
+
+/** The UNAVAILABLE status somewhere in `err`'s cause chain, with the retry-after it carried. */
+function unavailable(err: unknown): { retryAfterMs: number | undefined } | undefined {
+  for (let cause: unknown = err; cause instanceof Error || typeof cause === 'object';) {
+    if (cause === null) return undefined;
+    const { code, metadata, retryAfterMs } = cause as {
+      code?: unknown;
+      metadata?: grpc.Metadata;
+      retryAfterMs?: unknown;
+    };
+    if (code === grpc.status.UNAVAILABLE) {
+      const asked = Number(metadata?.get('retry-after-ms')[0] ?? retryAfterMs);
+      return { retryAfterMs: Number.isFinite(asked) ? asked : undefined };
+    }
+    cause = (cause as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+async function recoverOnce(
+  workspace: string,
+  endpoint: string,
+  warn: (message: string) => void,
 ): Promise<RecoverResponse & { endpoint: string }> {
   const files = workspaceFiles(workspace);
   const config = await loadClusterConfig(files.config);

@@ -182,3 +182,48 @@ describe("the owner of one genuine worker answers the operator's recover (attack
     }
   }, 120_000);
 });
+
+describe('recover against a busy node', () => {
+  it('asks again after the retry-after the node gave, and gives up after its attempts naming the reason', async () => {
+    let describes = 0;
+    let busyFor = 2;
+    const owner = await ownersServer((server) => {
+      server.addService(RecoveryServiceService, {
+        describe: (_call: unknown, callback: grpc.sendUnaryData<DescribeResponse>) => {
+          describes++;
+          if (busyFor > 0) {
+            busyFor--;
+            const metadata = new grpc.Metadata();
+            metadata.set('retry-after-ms', '50');
+            callback({ code: grpc.status.UNAVAILABLE, details: 'the TPM is busy; retry', metadata });
+            return;
+          }
+          callback(null, { diskUuid: '3f2504e0-4f89-41d3-9a0c-0305e82c3301', clusterIdHex: 'ab'.repeat(32) });
+        },
+        recover: (_call: unknown, callback: grpc.sendUnaryData<RecoverResponse>) => {
+          callback(null, { diskUuid: '3f2504e0-4f89-41d3-9a0c-0305e82c3301', clusterIdHex: 'ab'.repeat(32) });
+        },
+      });
+    });
+    try {
+      const dir = await workspace(owner.port);
+      await writeWorkspaceFile(
+        workspaceFiles(dir).masterSecret,
+        masterSecretToJson({ key: randomBytes(32), salt: randomBytes(32) }),
+        true,
+      );
+      const answer = await recoverNode(dir, `127.0.0.1:${owner.port}`, () => undefined, {
+        attempts: 5,
+        delayMs: 10_000,
+      });
+      expect(answer.clusterIdHex).toBe('ab'.repeat(32));
+      expect(describes).toBe(3);
+      busyFor = 10;
+      await expect(
+        recoverNode(dir, `127.0.0.1:${owner.port}`, () => undefined, { attempts: 2, delayMs: 10_000 }),
+      ).rejects.toThrow(`recovery of 127.0.0.1:${String(owner.port)} failed: 14 UNAVAILABLE: the TPM is busy; retry`);
+    } finally {
+      await owner.close();
+    }
+  }, 120_000);
+});

@@ -6,7 +6,7 @@ import { ActivationServiceClient, ActivationServiceService, createClient } from 
 import type { ActivateRequest, ActivateResponse } from '@constellation/proto';
 import { randomBytes } from 'node:crypto';
 import type { AttestedChannelCredentials } from './attested-channel.js';
-import { AtlsError } from './errors.js';
+import { AtlsError, ServerBusyError } from './errors.js';
 import { retryAfterMetadata } from '@constellation/proto';
 import { errorMessage } from '@constellation/errors';
 
@@ -153,8 +153,17 @@ export async function proveServerIdentity(
   const nonce = randomBytes(NONCE_BYTES);
   const response = await new Promise<ActivateResponse>((resolve, reject) => {
     client.activate({ credential: pending.credential, nonce }, new grpc.Metadata(), { deadline }, (err, answer) => {
-      if (err) reject(new AtlsError(`the server did not activate its credential: ${err.details}`, { cause: err }));
-      else resolve(answer);
+      if (err === null) {
+        resolve(answer);
+        return;
+      }
+      const message = `the server did not activate its credential: ${err.details}`;
+      if (err.code !== grpc.status.UNAVAILABLE) {
+        reject(new AtlsError(message, { cause: err }));
+        return;
+      }
+      const retryAfterMs = Number(err.metadata.get('retry-after-ms')[0]);
+      reject(new ServerBusyError(message, Number.isFinite(retryAfterMs) ? retryAfterMs : undefined, { cause: err }));
     });
   });
   return pending.prove(response.proof, nonce);
