@@ -35,7 +35,7 @@ function service(): grpc.Server {
 function call(client: RecoveryServiceClient): Promise<void> {
   return new Promise((resolve, reject) => {
     client.recover(
-      { masterSecret: Buffer.alloc(0), masterSalt: Buffer.alloc(0) },
+      { stateDiskKey: Buffer.alloc(0), measurementSecret: Buffer.alloc(0) },
       new grpc.Metadata(),
       { deadline: Date.now() + 30_000 },
       (err) => {
