@@ -13,12 +13,11 @@ import {
 import type { BootComponent, Issuer } from '@constellation/attestation';
 import { ActivationServiceClient, InitServiceService } from '@constellation/proto';
 import type { InitRequest, InitResponse } from '@constellation/proto';
-import { startSwtpm, tempDirForTest, useTestEkCa } from '@constellation/testing';
+import { startSwtpm, useTestEkCa } from '@constellation/testing';
 import { SocketTransport, Tpm } from '@constellation/tpm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { configYaml } from './constellation-conf.js';
+import { attestedWorkspace } from './attested-workspace.fixture.js';
 import { runInit } from './init-command.js';
-import { workspaceFiles, writeWorkspaceFile } from './workspace.js';
 import { errorMessage } from '@constellation/errors';
 
 /*
@@ -93,25 +92,7 @@ describe("strangers take the node's activation slots (attacker 3)", () => {
       return new ActivationServiceClient(`127.0.0.1:${port}`, credentials.credentials, credentials.channelOptions);
     });
     try {
-      const dir = await tempDirForTest();
-      await writeWorkspaceFile(
-        workspaceFiles(dir).config,
-        configYaml({
-          name: 'c',
-          kubernetesVersion: 'v1.32.9',
-          initEndpoint: `127.0.0.1:${port}`,
-          apiServerCertSans: [],
-          serviceCidr: '10.96.0.0/12',
-          attestation: {
-            variant: 'tpm2-ek',
-            measurements,
-            ekRoots: await readFile(ekCa().rootCertPath, 'utf8'),
-            ekIntermediates: await readFile(ekCa().intermediateCertPath, 'utf8'),
-          },
-        }),
-        false,
-      );
-      await writeWorkspaceFile(workspaceFiles(dir).initSecret, 'secret', true);
+      const dir = await attestedWorkspace({ port, measurements, ekCa: ekCa(), initSecret: 'secret' });
       await Promise.all(
         strangers.map(
           (c) =>

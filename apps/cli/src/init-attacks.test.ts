@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import { AttestedTlsServer } from '@constellation/atls';
 import { TpmIssuer, componentDigest, expectedMeasurements } from '@constellation/attestation';
@@ -6,13 +5,12 @@ import type { Issuer } from '@constellation/attestation';
 import { SoftwareAttester } from '@constellation/attestation/testing';
 import { HealthStatus, InitServiceService } from '@constellation/proto';
 import type { InitRequest, InitResponse } from '@constellation/proto';
-import { startSwtpm, tempDirForTest, useTestEkCa } from '@constellation/testing';
+import { startSwtpm, useTestEkCa } from '@constellation/testing';
 import { SocketTransport, Tpm } from '@constellation/tpm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { configYaml } from './constellation-conf.js';
+import { attestedWorkspace } from './attested-workspace.fixture.js';
 import { runInit } from './init-command.js';
 import { verifyNode } from './verify-command.js';
-import { workspaceFiles, writeWorkspaceFile } from './workspace.js';
 import { errorMessage } from '@constellation/errors';
 
 // Attacker 1 poses as the first control-plane node: no TPM, the cluster's public measurements,
@@ -61,30 +59,13 @@ async function fakeNode(issuer: Issuer): Promise<{ port: number; received: InitR
   };
 }
 
-async function workspaceFor(port: number, variant: 'tpm2-ek' | 'qemu-vtpm' = 'tpm2-ek'): Promise<string> {
-  const workspace = await tempDirForTest();
-  await writeWorkspaceFile(
-    workspaceFiles(workspace).config,
-    configYaml({
-      name: 'c',
-      kubernetesVersion: 'v1.32.9',
-      initEndpoint: `127.0.0.1:${port}`,
-      apiServerCertSans: [],
-      serviceCidr: '10.96.0.0/12',
-      attestation:
-        variant === 'qemu-vtpm'
-          ? { variant, measurements }
-          : {
-              variant,
-              measurements,
-              ekRoots: await readFile(ekCa().rootCertPath, 'utf8'),
-              ekIntermediates: await readFile(ekCa().intermediateCertPath, 'utf8'),
-            },
-    }),
-    false,
-  );
-  await writeWorkspaceFile(workspaceFiles(workspace).initSecret, 'secret', true);
-  return workspace;
+function workspaceFor(port: number, variant: 'tpm2-ek' | 'qemu-vtpm' = 'tpm2-ek'): Promise<string> {
+  return attestedWorkspace({
+    port,
+    measurements,
+    ...(variant === 'tpm2-ek' ? { ekCa: ekCa() } : {}),
+    initSecret: 'secret',
+  });
 }
 
 describe('constellation init and verify against a fake node with no TPM', () => {

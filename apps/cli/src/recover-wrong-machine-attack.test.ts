@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import { AttestedTlsServer } from '@constellation/atls';
 import { TpmIssuer, componentDigest, expectedMeasurements, measureBoot } from '@constellation/attestation';
@@ -7,11 +6,11 @@ import type { BootComponent } from '@constellation/attestation';
 import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey, masterSecretToJson } from '@constellation/keys';
 import { RecoveryServiceService } from '@constellation/proto';
 import type { DescribeResponse, RecoverRequest, RecoverResponse } from '@constellation/proto';
-import { startSwtpm, tempDirForTest, useTestEkCa } from '@constellation/testing';
+import { startSwtpm, useTestEkCa } from '@constellation/testing';
 import { SocketTransport, Tpm } from '@constellation/tpm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeClusterState } from './cluster-state.js';
-import { configYaml } from './constellation-conf.js';
+import { attestedWorkspace } from './attested-workspace.fixture.js';
 import { recoverNode } from './recover-command.js';
 import { workspaceFiles, writeWorkspaceFile } from './workspace.js';
 import { errorMessage } from '@constellation/errors';
@@ -50,26 +49,8 @@ afterAll(async () => {
   await stopSwtpm();
 });
 
-async function workspace(port: number): Promise<string> {
-  const dir = await tempDirForTest();
-  await writeWorkspaceFile(
-    workspaceFiles(dir).config,
-    configYaml({
-      name: 'c',
-      kubernetesVersion: 'v1.32.9',
-      initEndpoint: `127.0.0.1:${port}`,
-      apiServerCertSans: [],
-      serviceCidr: '10.96.0.0/12',
-      attestation: {
-        variant: 'tpm2-ek',
-        measurements,
-        ekRoots: await readFile(ekCa().rootCertPath, 'utf8'),
-        ekIntermediates: await readFile(ekCa().intermediateCertPath, 'utf8'),
-      },
-    }),
-    false,
-  );
-  return dir;
+function workspace(port: number): Promise<string> {
+  return attestedWorkspace({ port, measurements, ekCa: ekCa() });
 }
 
 /** The worker owner's server: its own genuine TPM attests every connection; it keeps what it gets. */
