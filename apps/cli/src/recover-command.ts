@@ -62,8 +62,9 @@ export async function recoverNode(
 
 /** The UNAVAILABLE status somewhere in `err`'s cause chain, with the retry-after it carried. */
 function unavailable(err: unknown): { retryAfterMs: number | undefined } | undefined {
-  for (let cause: unknown = err; cause instanceof Error || typeof cause === 'object';) {
-    if (cause === null) return undefined;
+  let cause: unknown = err;
+  // A bounded walk: a cause chain could loop.
+  for (let depth = 0; depth < 8 && typeof cause === 'object' && cause !== null; depth++) {
     const { code, metadata, retryAfterMs } = cause as {
       code?: unknown;
       metadata?: grpc.Metadata;
