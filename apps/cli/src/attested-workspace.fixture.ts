@@ -14,6 +14,8 @@ export async function attestedWorkspace(options: {
   port: number;
   measurements: Measurements;
   ekCa?: EkCa;
+  /** tpm2-ek: the EK hash (hex) init may send its secrets to. */
+  firstControlPlaneEk?: string;
   initSecret?: string;
 }): Promise<string> {
   const { port, measurements, ekCa } = options;
@@ -34,6 +36,9 @@ export async function attestedWorkspace(options: {
               measurements,
               ekRoots: await readFile(ekCa.rootCertPath, 'utf8'),
               ekIntermediates: await readFile(ekCa.intermediateCertPath, 'utf8'),
+              ...(options.firstControlPlaneEk === undefined
+                ? {}
+                : { firstControlPlaneEk: options.firstControlPlaneEk }),
             },
     }),
     false,

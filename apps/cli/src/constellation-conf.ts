@@ -24,7 +24,17 @@ export interface ClusterConfig {
  * quotes only and proves no machine identity.
  */
 export type ClusterAttestation =
-  | { variant: 'tpm2-ek'; measurements: Measurements; ekRoots: string; ekIntermediates: string }
+  | {
+      variant: 'tpm2-ek';
+      measurements: Measurements;
+      ekRoots: string;
+      ekIntermediates: string;
+      /**
+       * The EK hash (lower-case hex) of the machine at `initEndpoint`: init sends its secrets to
+       * that machine only. Unset, any genuine machine running the image passes.
+       */
+      firstControlPlaneEk?: string;
+    }
   | { variant: 'qemu-vtpm'; measurements: Measurements };
 
 /** The verifier policy this configuration pins. */
@@ -65,6 +75,13 @@ const schema = z.strictObject({
           .refine((s) => s.trim() === '' || isPemBundle(s), 'must hold PEM certificates, or be empty')
           .default(''),
       }),
+      firstControlPlaneEk: z
+        .string()
+        .regex(
+          /^sha256:[0-9a-f]{64}$/,
+          'must be sha256: and 64 lower-case hex digits (the EK hash of the machine at initEndpoint)',
+        )
+        .optional(),
       measurements: z.record(z.string(), z.unknown()),
     }),
     z.strictObject({ variant: z.literal('qemu-vtpm'), measurements: z.record(z.string(), z.unknown()) }),
@@ -119,6 +136,9 @@ export async function loadClusterConfig(path: string): Promise<ClusterConfig> {
             measurements,
             ekRoots: attestation.ekCertificateAuthorities.roots,
             ekIntermediates: attestation.ekCertificateAuthorities.intermediates,
+            ...(attestation.firstControlPlaneEk === undefined
+              ? {}
+              : { firstControlPlaneEk: attestation.firstControlPlaneEk.slice('sha256:'.length) }),
           },
   };
 }
@@ -180,5 +200,10 @@ function attestationYaml(attestation: ClusterAttestation): string[] {
     `    roots:${block(attestation.ekRoots)}`,
     '    # PEM intermediates that TPMs do not send themselves (optional).',
     `    intermediates:${block(attestation.ekIntermediates)}`,
+    "  # EK hash of the machine at initEndpoint (the platform's record of it): init sends the master",
+    '  # secret to that machine only. Without it, any genuine machine running the image would do.',
+    attestation.firstControlPlaneEk === undefined
+      ? '  # firstControlPlaneEk: sha256:<64 hex digits>'
+      : `  firstControlPlaneEk: sha256:${attestation.firstControlPlaneEk}`,
   ];
 }

@@ -111,6 +111,21 @@ async function initAttempt(
       `node identity proven: TPM endorsement key sha256:${identity.ekPublicKeyHash}, certified by ${identity.certificatePath.slice(1).join(' <- ')}`,
     );
   }
+  // Genuine is not enough: the secrets go to the machine the configuration names, not to any
+  // genuine machine that answers at that address (red-team finding).
+  const expected = config.attestation.variant === 'tpm2-ek' ? config.attestation.firstControlPlaneEk : undefined;
+  if (expected !== undefined && identity?.ekPublicKeyHash !== expected) {
+    client.close();
+    throw attestationFailed(
+      config.initEndpoint,
+      `its endorsement key sha256:${identity?.ekPublicKeyHash ?? '(none)'} is not the expected first control-plane node's (attestation.firstControlPlaneEk sha256:${expected})`,
+      undefined,
+    );
+  }
+  if (expected === undefined && identity !== undefined)
+    options.print(
+      'warning: attestation.firstControlPlaneEk is not set, so any genuine machine running the image at this address would get the secrets',
+    );
   try {
     return await stream(client, request, options.print, credentials);
   } catch (err) {

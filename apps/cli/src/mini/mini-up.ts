@@ -174,6 +174,7 @@ async function bringUp(bring: Bring): Promise<MiniNodeResult[]> {
         measurements,
         ekRoots: await readFile(ekCa.rootCertPath, 'utf8'),
         ekIntermediates: await readFile(ekCa.intermediateCertPath, 'utf8'),
+        firstControlPlaneEk: first.ekPublicKeyHash,
       },
     }),
     false,

@@ -4,13 +4,20 @@ import { AttestedTlsServer } from '@constellation/atls';
 import { TpmIssuer, componentDigest, expectedMeasurements, measureBoot } from '@constellation/attestation';
 import type { BootComponent } from '@constellation/attestation';
 import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey, masterSecretToJson } from '@constellation/keys';
-import { RecoveryServiceService } from '@constellation/proto';
-import type { DescribeResponse, RecoverRequest, RecoverResponse } from '@constellation/proto';
+import { InitServiceService, RecoveryServiceService } from '@constellation/proto';
+import type {
+  DescribeResponse,
+  InitRequest,
+  InitResponse,
+  RecoverRequest,
+  RecoverResponse,
+} from '@constellation/proto';
 import { startSwtpm, useTestEkCa } from '@constellation/testing';
 import { SocketTransport, Tpm } from '@constellation/tpm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeClusterState } from './cluster-state.js';
 import { attestedWorkspace } from './attested-workspace.fixture.js';
+import { runInit } from './init-command.js';
 import { recoverNode } from './recover-command.js';
 import { workspaceFiles, writeWorkspaceFile } from './workspace.js';
 import { errorMessage } from '@constellation/errors';
@@ -23,7 +30,8 @@ import { errorMessage } from '@constellation/errors';
  * operator's `constellation recover` connection: a DNS answer, an address the operator mistyped
  * or the platform reassigned, or a redirect by whoever sits on the path. The CLI checks that the
  * machine is genuine and runs the image, not that it is the one the operator meant, and it used
- * to send the master secret, which derives every node's disk key.
+ * to send the master secret, which derives every node's disk key, to it: from `recover`, and
+ * from `init` (with the init secret).
  */
 
 const BOOT: BootComponent[] = [{ pcr: 9, description: 'bootstrapper bundle', digest: componentDigest('bundle v1') }];
@@ -203,6 +211,67 @@ describe('recover against a busy node', () => {
       await expect(
         recoverNode(dir, `127.0.0.1:${owner.port}`, () => undefined, { attempts: 2, delayMs: 10_000 }),
       ).rejects.toThrow(`recovery of 127.0.0.1:${String(owner.port)} failed: 14 UNAVAILABLE: the TPM is busy; retry`);
+    } finally {
+      await owner.close();
+    }
+  }, 120_000);
+});
+
+describe("the owner of one genuine worker answers the operator's init (attacker 2)", () => {
+  /** The owner's InitServer: it keeps every request it gets. */
+  async function initTaker(): Promise<{ port: number; received: InitRequest[]; close(): Promise<void> }> {
+    const received: InitRequest[] = [];
+    const owner = await ownersServer((server) => {
+      server.addService(InitServiceService, {
+        init: (call: grpc.ServerWritableStream<InitRequest, InitResponse>) => {
+          received.push(call.request);
+          call.emit('error', { code: grpc.status.PERMISSION_DENIED, details: 'kept it' });
+        },
+      });
+    });
+    return { ...owner, received };
+  }
+
+  it('sends nothing to a genuine machine that is not the first control plane the configuration names', async () => {
+    const owner = await initTaker();
+    try {
+      const expected = 'ab'.repeat(32);
+      const dir = await attestedWorkspace({
+        port: owner.port,
+        measurements,
+        ekCa: ekCa(),
+        firstControlPlaneEk: expected,
+        initSecret: 'the-operators-init-secret',
+      });
+      await expect(runInit({ workspace: dir, print: () => undefined, attempts: 1 })).rejects.toThrow(
+        `the node at 127.0.0.1:${String(owner.port)} failed attestation, nothing was sent to it: its endorsement key sha256:${workerEk} is not the expected first control-plane node's (attestation.firstControlPlaneEk sha256:${expected})`,
+      );
+      expect(owner.received).toEqual([]);
+    } finally {
+      await owner.close();
+    }
+  }, 120_000);
+
+  it('sends to the machine the configuration names, and warns when it names none', async () => {
+    const owner = await initTaker();
+    try {
+      const named = await attestedWorkspace({
+        port: owner.port,
+        measurements,
+        ekCa: ekCa(),
+        firstControlPlaneEk: workerEk,
+        initSecret: 's',
+      });
+      await expect(runInit({ workspace: named, print: () => undefined, attempts: 1 })).rejects.toThrow('kept it');
+      expect(owner.received).toHaveLength(1);
+      const lines: string[] = [];
+      const unnamed = await attestedWorkspace({ port: owner.port, measurements, ekCa: ekCa(), initSecret: 's' });
+      await expect(runInit({ workspace: unnamed, print: (l) => lines.push(l), attempts: 1 })).rejects.toThrow(
+        'kept it',
+      );
+      expect(lines).toContain(
+        'warning: attestation.firstControlPlaneEk is not set, so any genuine machine running the image at this address would get the secrets',
+      );
     } finally {
       await owner.close();
     }
