@@ -2,21 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import { AttestedChannelCredentials, AttestedTlsServer } from '@constellation/atls';
-import {
-  TpmIssuer,
-  componentDigest,
-  createAttestationVerifier,
-  expectedMeasurements,
-  measureBoot,
-  pemCertificatesToDer,
-} from '@constellation/attestation';
-import type { BootComponent, Issuer } from '@constellation/attestation';
+import { createAttestationVerifier, pemCertificatesToDer } from '@constellation/attestation';
+import type { Issuer } from '@constellation/attestation';
 import { ActivationServiceClient, InitServiceService } from '@constellation/proto';
 import type { InitRequest, InitResponse } from '@constellation/proto';
-import { startSwtpm, useTestEkCa } from '@constellation/testing';
-import { SocketTransport, Tpm } from '@constellation/tpm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { attestedWorkspace } from './attested-workspace.fixture.js';
+import { GENUINE_MEASUREMENTS, useGenuineMachine } from './genuine-machine.fixture.js';
 import { runInit } from './init-command.js';
 import { errorMessage } from '@constellation/errors';
 
@@ -30,30 +22,14 @@ import { errorMessage } from '@constellation/errors';
  * only) never happened and init failed at once.
  */
 
-const BOOT: BootComponent[] = [{ pcr: 9, description: 'bootstrapper bundle', digest: componentDigest('bundle v1') }];
-const measurements = expectedMeasurements(BOOT, [9, 15]);
-const ekCa = useTestEkCa();
-let tpm: Tpm;
-let stopSwtpm: () => Promise<void>;
-let genuine: TpmIssuer;
+const { ekCa, machine } = useGenuineMachine('control-plane-0');
+const measurements = GENUINE_MEASUREMENTS;
 /** How long each activation waits on the TPM (a TPM busy with the node's own work). */
 const TPM_BUSY_MS = 1_500;
 
-beforeAll(async () => {
-  const swtpm = await startSwtpm({ manufacture: { ca: ekCa(), vmid: 'control-plane-0' } });
-  stopSwtpm = () => swtpm.stop();
-  tpm = new Tpm(new SocketTransport({ host: swtpm.host, port: swtpm.port, keepConnection: true }));
-  await measureBoot(tpm, BOOT);
-  genuine = await TpmIssuer.rooted(tpm);
-}, 60_000);
-
-afterAll(async () => {
-  await tpm.close();
-  await stopSwtpm();
-});
-
 /** The genuine node, whose TPM takes TPM_BUSY_MS per activation. */
 function slowTpmNode(): Issuer {
+  const genuine = machine().issuer;
   const rooted = genuine.rooted;
   if (rooted === undefined) throw new Error('rooted issuer expected');
   return {

@@ -1,8 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { AttestedTlsServer } from '@constellation/atls';
-import { TpmIssuer, componentDigest, expectedMeasurements, measureBoot } from '@constellation/attestation';
-import type { BootComponent } from '@constellation/attestation';
 import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey, masterSecretToJson } from '@constellation/keys';
 import { InitServiceService, RecoveryServiceService } from '@constellation/proto';
 import type {
@@ -12,11 +10,10 @@ import type {
   RecoverRequest,
   RecoverResponse,
 } from '@constellation/proto';
-import { startSwtpm, useTestEkCa } from '@constellation/testing';
-import { SocketTransport, Tpm } from '@constellation/tpm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { writeClusterState } from './cluster-state.js';
 import { attestedWorkspace } from './attested-workspace.fixture.js';
+import { GENUINE_MEASUREMENTS, useGenuineMachine } from './genuine-machine.fixture.js';
 import { runInit } from './init-command.js';
 import { recoverNode } from './recover-command.js';
 import { workspaceFiles, writeWorkspaceFile } from './workspace.js';
@@ -34,28 +31,8 @@ import { errorMessage } from '@constellation/errors';
  * from `init` (with the init secret).
  */
 
-const BOOT: BootComponent[] = [{ pcr: 9, description: 'bootstrapper bundle', digest: componentDigest('bundle v1') }];
-const measurements = expectedMeasurements(BOOT, [9, 15]);
-const ekCa = useTestEkCa();
-let workerTpm: Tpm;
-let stopSwtpm: () => Promise<void>;
-let worker: TpmIssuer;
-let workerEk = '';
-
-beforeAll(async () => {
-  // worker-1: a genuine machine of this cluster, measured-booted from the cluster's image.
-  const swtpm = await startSwtpm({ manufacture: { ca: ekCa(), vmid: 'worker-1' } });
-  stopSwtpm = () => swtpm.stop();
-  workerEk = swtpm.manufactured?.ekPublicKeyHash ?? '';
-  workerTpm = new Tpm(new SocketTransport({ host: swtpm.host, port: swtpm.port, keepConnection: true }));
-  await measureBoot(workerTpm, BOOT);
-  worker = await TpmIssuer.rooted(workerTpm);
-}, 60_000);
-
-afterAll(async () => {
-  await workerTpm.close();
-  await stopSwtpm();
-});
+const { ekCa, machine } = useGenuineMachine('worker-1');
+const measurements = GENUINE_MEASUREMENTS;
 
 function workspace(port: number): Promise<string> {
   return attestedWorkspace({ port, measurements, ekCa: ekCa() });
@@ -65,7 +42,7 @@ function workspace(port: number): Promise<string> {
 async function ownersServer(add: (server: grpc.Server) => void): Promise<{ port: number; close(): Promise<void> }> {
   const server = new grpc.Server();
   add(server);
-  const atls = new AttestedTlsServer(server, { issuer: worker });
+  const atls = new AttestedTlsServer(server, { issuer: machine().issuer });
   const port = await atls.listen(0, '127.0.0.1');
   return {
     port,
@@ -125,7 +102,9 @@ describe("the owner of one genuine worker answers the operator's recover (attack
       }
       // The disk key is bound to the TPM the worker proved: it opens no other machine's disk, not
       // even one with the UUID it named.
-      expect(sent[0]).toEqual(deriveStateDiskKey(masterSecret.key, masterSecret.salt, diskUuid, workerEk));
+      expect(sent[0]).toEqual(
+        deriveStateDiskKey(masterSecret.key, masterSecret.salt, diskUuid, machine().ekPublicKeyHash),
+      );
       expect(sent[1]).toEqual(measurementSecret);
     } finally {
       await owner.close();
@@ -244,7 +223,7 @@ describe("the owner of one genuine worker answers the operator's init (attacker 
         initSecret: 'the-operators-init-secret',
       });
       await expect(runInit({ workspace: dir, print: () => undefined, attempts: 1 })).rejects.toThrow(
-        `the node at 127.0.0.1:${String(owner.port)} failed attestation, nothing was sent to it: its endorsement key sha256:${workerEk} is not the expected first control-plane node's (attestation.firstControlPlaneEk sha256:${expected})`,
+        `the node at 127.0.0.1:${String(owner.port)} failed attestation, nothing was sent to it: its endorsement key sha256:${machine().ekPublicKeyHash} is not the expected first control-plane node's (attestation.firstControlPlaneEk sha256:${expected})`,
       );
       expect(owner.received).toEqual([]);
     } finally {
@@ -259,7 +238,7 @@ describe("the owner of one genuine worker answers the operator's init (attacker 
         port: owner.port,
         measurements,
         ekCa: ekCa(),
-        firstControlPlaneEk: workerEk,
+        firstControlPlaneEk: machine().ekPublicKeyHash,
         initSecret: 's',
       });
       await expect(runInit({ workspace: named, print: () => undefined, attempts: 1 })).rejects.toThrow('kept it');
