@@ -46,6 +46,7 @@ describe('constellation config generate', () => {
     const bare = await run('--workspace', workspace, 'config', 'generate');
     expect(bare.code).toBe(0);
     expect(bare.stderr).toContain("your TPMs' EK CA roots under attestation.ekCertificateAuthorities.roots");
+    expect(bare.stderr).toContain("the first control-plane machine's EK hash under attestation.firstControlPlaneEk");
     await expect(loadClusterConfig(`${workspace}/constellation-conf.yaml`)).rejects.toThrow(
       'attestation.ekCertificateAuthorities.roots: must hold at least one PEM certificate (the EK CA roots to pin)',
     );

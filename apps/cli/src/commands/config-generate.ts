@@ -50,7 +50,7 @@ export function configCommand(context: CommandContext): CommandUnknownOpts {
       });
       await writeWorkspaceFile(path, yaml, false);
       context.print(
-        `wrote ${path}; add your node image's measurements under attestation.measurements${ekRoots === '' ? " and your TPMs' EK CA roots under attestation.ekCertificateAuthorities.roots" : ''}`,
+        `wrote ${path}; add your node image's measurements under attestation.measurements${ekRoots === '' ? ", your TPMs' EK CA roots under attestation.ekCertificateAuthorities.roots" : ''} and the first control-plane machine's EK hash under attestation.firstControlPlaneEk`,
       );
     });
   return config;
