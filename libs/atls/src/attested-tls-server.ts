@@ -10,6 +10,7 @@ import { noopLogger } from '@constellation/logger';
 import type { Logger } from '@constellation/logger';
 import { ActivationBudget, addActivationService } from './activation-service.js';
 import { GrpcTlsFront, connectionPeer } from './grpc-tls-front.js';
+import type { EstablishedLimit } from './grpc-tls-front.js';
 import { processAttestationLimits } from './attestation-limits.js';
 import type { AttestationLimits } from './attestation-limits.js';
 import { serverNameToNonce } from './nonce-server-name.js';
@@ -27,7 +28,11 @@ export interface AttestedTlsServerOptions {
    * closed; 30 s by default. Node's TLS server only reports the timeout and keeps the connection.
    */
   handshakeTimeoutMs?: number;
+  /** Finished connections kept at once, per remote address and in all; 32 and 256 by default. */
+  maxConnections?: EstablishedLimit;
 }
+
+const DEFAULT_MAX_CONNECTIONS: EstablishedLimit = { perAddress: 32, total: 256 };
 
 type SniDone = (err: Error | null, context?: SecureContext) => void;
 
@@ -87,6 +92,13 @@ export class AttestedTlsServer {
         },
       },
       {
+        // A connection that finished its handshake and keeps a call open forever (a request that
+        // never arrives, a Health/Watch) is not closed by any time bound; this bounds how many
+        // one stranger keeps, and how many there are at all (red-team finding: none was bounded).
+        established: options.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
+        onRefused: (address) => {
+          this.log.debug('connection refused: too many open', { peer: address });
+        },
         onSecure: (socket) => {
           const peer = connectionPeer(socket);
           socket.once('close', () => {

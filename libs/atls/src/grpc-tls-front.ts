@@ -18,19 +18,39 @@ export function connectionPeer(socket: Socket): string {
  * established connections and the graceful close; a handshake that fails or times out is closed
  * (Node's TLS server only reports it and would keep the connection open for ever).
  */
+/** Most established connections kept at once: from one remote address, and in all. */
+export interface EstablishedLimit {
+  perAddress: number;
+  total: number;
+}
+
 export class GrpcTlsFront {
   readonly tls: TlsServer;
   private readonly injector: ReturnType<grpc.Server['createConnectionInjector']>;
   private readonly sockets = new Set<TLSSocket>();
+  private readonly byAddress = new Map<string, number>();
 
-  /** `onSecure` sees each connection once its handshake is done, before grpc-js gets it. */
+  /**
+   * `onSecure` sees each connection once its handshake is done, before grpc-js gets it. With
+   * `established`, a finished connection beyond the limit is closed at once (`onRefused` is told).
+   */
   constructor(
     grpcServer: grpc.Server,
     tlsOptions: TlsOptions,
-    hooks: { onSecure?: (socket: TLSSocket) => void; onHandshakeError?: (err: Error) => void } = {},
+    hooks: {
+      onSecure?: (socket: TLSSocket) => void;
+      onHandshakeError?: (err: Error) => void;
+      established?: EstablishedLimit;
+      onRefused?: (address: string) => void;
+    } = {},
   ) {
     this.injector = grpcServer.createConnectionInjector(grpc.ServerCredentials.createInsecure());
     this.tls = createServer({ ALPNProtocols: ['h2'], ...tlsOptions }, (socket) => {
+      if (!this.admit(socket, hooks.established)) {
+        hooks.onRefused?.(socket.remoteAddress ?? '');
+        socket.destroy();
+        return;
+      }
       this.sockets.add(socket);
       socket.once('close', () => this.sockets.delete(socket));
       hooks.onSecure?.(socket);
@@ -40,6 +60,21 @@ export class GrpcTlsFront {
       hooks.onHandshakeError?.(err);
       socket.destroy();
     });
+  }
+
+  /** Counts the connection against `limit`, or says it is one too many. */
+  private admit(socket: TLSSocket, limit: EstablishedLimit | undefined): boolean {
+    if (limit === undefined) return true;
+    const address = socket.remoteAddress ?? '';
+    const held = this.byAddress.get(address) ?? 0;
+    if (held >= limit.perAddress || this.sockets.size >= limit.total) return false;
+    this.byAddress.set(address, held + 1);
+    socket.once('close', () => {
+      const left = (this.byAddress.get(address) ?? 1) - 1;
+      if (left > 0) this.byAddress.set(address, left);
+      else this.byAddress.delete(address);
+    });
+    return true;
   }
 
   /** Listens on `host:port` (port 0 picks a free port) and resolves with the bound port. */

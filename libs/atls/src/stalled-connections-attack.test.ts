@@ -1,0 +1,96 @@
+import { randomBytes } from 'node:crypto';
+import { connect as http2Connect } from 'node:http2';
+import type { ClientHttp2Session } from 'node:http2';
+import { connect as tlsConnect } from 'node:tls';
+import type { TLSSocket } from 'node:tls';
+import { DummyIssuer } from '@constellation/attestation/testing';
+import { HealthStatus, createGrpcServer } from '@constellation/proto';
+import { describe, expect, it } from 'vitest';
+import type { EstablishedLimit } from './grpc-tls-front.js';
+import { AttestationLimits } from './attestation-limits.js';
+import { AttestedTlsServer } from './attested-tls-server.js';
+import { nonceToServerName } from './nonce-server-name.js';
+
+/*
+ * Attacker 3 (a stranger, no TPM), found by a red-team pass: the aTLS server closes connections
+ * whose handshake stalls (handshakeTimeoutMs) and the gRPC server closes connections without
+ * calls (grpc.max_connection_idle_ms). Neither covers a connection that finished its handshake
+ * and keeps one call open: grpc-js counts the call as activity, waits for a unary request's
+ * message without any time limit, and keeps a server stream (Health/Watch on the verify endpoint)
+ * open for as long as the client wants. Each such connection costs one attestation and then holds
+ * a socket, a TLS session and an HTTP/2 session for ever. They are not closed yet (docs/atls.md),
+ * but how many one address and all callers keep is bounded.
+ */
+
+interface Stalled {
+  socket: TLSSocket;
+  session: ClientHttp2Session;
+}
+
+/** A stranger's connection: a well-formed nonce, a finished handshake, then one call that never ends. */
+async function stalledCall(port: number, kind: 'partial-request' | 'watch' | 'no-call'): Promise<Stalled> {
+  const socket = await new Promise<TLSSocket>((resolve, reject) => {
+    const s = tlsConnect({
+      host: '127.0.0.1',
+      port,
+      servername: nonceToServerName(randomBytes(32)),
+      ALPNProtocols: ['h2'],
+      rejectUnauthorized: false, // a stranger does not care who the node is
+    });
+    s.once('secureConnect', () => {
+      resolve(s);
+    });
+    s.once('error', reject);
+  });
+  const session = http2Connect('https://node', { createConnection: () => socket });
+  session.on('error', () => undefined);
+  if (kind === 'no-call') return { socket, session };
+  const path = kind === 'watch' ? '/grpc.health.v1.Health/Watch' : '/grpc.health.v1.Health/Check';
+  const stream = session.request({
+    ':method': 'POST',
+    ':path': path,
+    'content-type': 'application/grpc',
+    te: 'trailers',
+  });
+  stream.on('error', () => undefined);
+  stream.on('data', () => undefined);
+  if (kind === 'watch')
+    stream.end(Buffer.from([0, 0, 0, 0, 0])); // an empty HealthCheckRequest
+  else stream.write(Buffer.from([0, 0, 0, 0, 100])); // announces 100 bytes, sends none
+  return { socket, session };
+}
+
+async function openStalled(maxConnections: EstablishedLimit, count: number): Promise<number> {
+  const server = createGrpcServer();
+  new HealthStatus({ '': 'SERVING' }).addTo(server);
+  const atls = new AttestedTlsServer(server, {
+    issuer: new DummyIssuer(),
+    limits: new AttestationLimits(),
+    maxConnections,
+  });
+  const port = await atls.listen(0, '127.0.0.1');
+  const stalled: Stalled[] = [];
+  try {
+    for (let i = 0; i < count; i++) stalled.push(await stalledCall(port, i % 2 === 0 ? 'partial-request' : 'watch'));
+    // The refused ones are closed once their handshake is done: give the closes time to arrive.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    return stalled.filter((s) => !s.socket.destroyed && s.socket.readyState === 'open').length;
+  } finally {
+    for (const s of stalled) {
+      s.session.destroy();
+      s.socket.destroy();
+    }
+    await atls.close(100);
+    server.forceShutdown();
+  }
+}
+
+describe('connections with a call that never ends (attacker 3)', () => {
+  it('one address keeps at most its share of them', async () => {
+    expect(await openStalled({ perAddress: 3, total: 100 }, 10)).toBe(3);
+  }, 30_000);
+
+  it('all callers together keep at most the total', async () => {
+    expect(await openStalled({ perAddress: 100, total: 4 }, 10)).toBe(4);
+  }, 30_000);
+});
