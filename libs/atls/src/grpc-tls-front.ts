@@ -11,6 +11,12 @@ export function connectionPeer(socket: Socket): string {
   return `${socket.remoteAddress ?? ''}:${String(socket.remotePort ?? '')}`;
 }
 
+/** Most established connections kept at once: from one remote address, and in all. */
+export interface EstablishedLimit {
+  perAddress: number;
+  total: number;
+}
+
 /**
  * A TLS server that hands each finished connection to a grpc-js server (its connection injector).
  * Terminating TLS ourselves lets a server pick a certificate per connection (aTLS) or bound its
@@ -18,12 +24,6 @@ export function connectionPeer(socket: Socket): string {
  * established connections and the graceful close; a handshake that fails or times out is closed
  * (Node's TLS server only reports it and would keep the connection open for ever).
  */
-/** Most established connections kept at once: from one remote address, and in all. */
-export interface EstablishedLimit {
-  perAddress: number;
-  total: number;
-}
-
 export class GrpcTlsFront {
   readonly tls: TlsServer;
   private readonly injector: ReturnType<grpc.Server['createConnectionInjector']>;
