@@ -7,7 +7,7 @@ import type { ActivateRequest, ActivateResponse } from '@constellation/proto';
 import { randomBytes } from 'node:crypto';
 import type { AttestedChannelCredentials } from './attested-channel.js';
 import { AtlsError, ServerBusyError } from './errors.js';
-import { retryAfterMetadata } from '@constellation/proto';
+import { readRetryAfter, retryAfterMetadata } from '@constellation/proto';
 import { errorMessage } from '@constellation/errors';
 
 const NONCE_BYTES = 32;
@@ -162,8 +162,7 @@ export async function proveServerIdentity(
         reject(new AtlsError(message, { cause: err }));
         return;
       }
-      const retryAfterMs = Number(err.metadata.get('retry-after-ms')[0]);
-      reject(new ServerBusyError(message, Number.isFinite(retryAfterMs) ? retryAfterMs : undefined, { cause: err }));
+      reject(new ServerBusyError(message, readRetryAfter(err), { cause: err }));
     });
   });
   return pending.prove(response.proof, nonce);
