@@ -2,35 +2,17 @@ import { readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import { UsageError } from '@constellation/command-line';
 import { deriveMeasurementSecret, deriveStateDiskKey, masterSecretFromJson } from '@constellation/keys';
-import { RecoveryServiceClient } from '@constellation/proto';
+import { RecoveryServiceClient, readRetryAfter } from '@constellation/proto';
 import type { DescribeResponse, RecoverResponse } from '@constellation/proto';
 import { AttestationRefusedError, connectAttested } from './attested-connection.js';
 import { loadClusterConfig } from './constellation-conf.js';
 import { CLI_DEFAULTS } from './config.js';
 import { readClusterState } from './cluster-state.js';
+import { unary } from './unary-call.js';
 import { workspaceFiles } from './workspace.js';
 import { errorMessage } from '@constellation/errors';
 
 const DISK_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-/** A unary call with a deadline, as a promise. */
-function unary<Req, Res>(
-  call: (
-    request: Req,
-    metadata: grpc.Metadata,
-    options: Partial<grpc.CallOptions>,
-    callback: (err: grpc.ServiceError | null, response: Res) => void,
-  ) => unknown,
-  request: Req,
-  timeoutMs: number,
-): Promise<Res> {
-  return new Promise<Res>((resolve, reject) => {
-    call(request, new grpc.Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) => {
-      if (err) reject(err);
-      else resolve(res);
-    });
-  });
-}
 
 /**
  * `constellation recover`: after a full control-plane shutdown, hand a waiting control-plane node
@@ -65,15 +47,9 @@ function unavailable(err: unknown): { retryAfterMs: number | undefined } | undef
   let cause: unknown = err;
   // A bounded walk: a cause chain could loop.
   for (let depth = 0; depth < 8 && typeof cause === 'object' && cause !== null; depth++) {
-    const { code, metadata, retryAfterMs } = cause as {
-      code?: unknown;
-      metadata?: grpc.Metadata;
-      retryAfterMs?: unknown;
-    };
-    if (code === grpc.status.UNAVAILABLE) {
-      const asked = Number(metadata?.get('retry-after-ms')[0] ?? retryAfterMs);
-      return { retryAfterMs: Number.isFinite(asked) ? asked : undefined };
-    }
+    const { code, retryAfterMs } = cause as { code?: unknown; retryAfterMs?: number };
+    // A status's retry-after-ms (bounded by readRetryAfter), or what a ServerBusyError carried.
+    if (code === grpc.status.UNAVAILABLE) return { retryAfterMs: readRetryAfter(cause) ?? retryAfterMs };
     cause = (cause as { cause?: unknown }).cause;
   }
   return undefined;

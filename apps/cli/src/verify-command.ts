@@ -1,9 +1,9 @@
-import * as grpc from '@grpc/grpc-js';
 import type { Measurements } from '@constellation/attestation';
 import { UsageError } from '@constellation/command-line';
 import { markedPcr15 } from '@constellation/keys';
 import { HealthClient } from '@constellation/proto';
 import { connectAttested } from './attested-connection.js';
+import { unary } from './unary-call.js';
 import { CLI_DEFAULTS } from './config.js';
 import { loadClusterConfig } from './constellation-conf.js';
 import { readClusterState } from './cluster-state.js';
@@ -55,12 +55,7 @@ export async function verifyNode(
   }
   const { client, credentials, identity } = connection;
   try {
-    await new Promise<void>((resolve, reject) => {
-      client.check({ service: '' }, new grpc.Metadata(), { deadline: Date.now() + 20_000 }, (err) => {
-        if (err) reject(err);
-        else resolve();
-      });
-    });
+    await unary(client.check.bind(client), { service: '' }, 20_000);
   } catch (err) {
     throw new Error(`could not attest ${endpoint}: ${(credentials.failure ?? (err as Error)).message}`, { cause: err });
   } finally {
