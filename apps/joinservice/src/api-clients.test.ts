@@ -1,4 +1,5 @@
 import * as k8s from '@kubernetes/client-node';
+import { pooledApiConfiguration } from '@constellation/kubeadm';
 import type { KubeApiServer } from '@constellation/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { boundedApiClients } from './api-clients.js';
@@ -50,5 +51,18 @@ describe('API clients', () => {
     expect(proxy.connections - start).toBe(1);
     // Every request reached the server, each with its own headers on the kept connection.
     expect(api.requests.filter((r) => r.path === '/api/v1/namespaces/default').length).toBeGreaterThanOrEqual(8);
+  });
+
+  it('close a kept connection once idle, before the API server would, instead of reusing it as it closes', async () => {
+    // kube-apiserver closes a connection idle 90 s (secure_serving.go); a request sent on it as it
+    // closes fails with ECONNRESET. The pool closes idle connections first (30 s by default).
+    const core = new k8s.CoreV1Api(pooledApiConfiguration(kc, { idleConnectionMs: 300 }));
+    const start = proxy.connections;
+    await core.readNamespace({ name: 'default' });
+    await core.readNamespace({ name: 'default' });
+    expect(proxy.connections - start).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    await core.readNamespace({ name: 'default' });
+    expect(proxy.connections - start).toBe(2);
   });
 });

@@ -12,7 +12,16 @@ import type {
 export interface PooledApiOptions {
   /** Every request is aborted after this long (none: client-node's own, unbounded). */
   timeoutMs?: number;
+  /** A kept connection idle this long is closed (default 30 s). */
+  idleConnectionMs?: number;
 }
+
+/**
+ * Well under kube-apiserver's 90 s IdleTimeout: a client reusing a connection as the server closes
+ * it gets ECONNRESET, and Node's agent, unlike Go's transport, does not send the request again. With
+ * a timeout of its own, the agent also honours a shorter one a server announces (Keep-Alive header).
+ */
+const DEFAULT_IDLE_CONNECTION_MS = 30_000;
 
 /**
  * The kubeconfig's authentication with one connection pool kept alive across requests. The
@@ -20,7 +29,7 @@ export interface PooledApiOptions {
  * (a rotating service account token) are still applied per request; the agent's TLS options (CA,
  * client certificate) are the ones the kubeconfig gave the first request.
  */
-function pooledAuthentication(kc: KubeConfig): SecurityAuthentication {
+function pooledAuthentication(kc: KubeConfig, idleConnectionMs: number): SecurityAuthentication {
   let pool: HttpAgent | undefined;
   return {
     getName: () => 'kubeconfig (pooled connections)',
@@ -32,8 +41,8 @@ function pooledAuthentication(kc: KubeConfig): SecurityAuthentication {
       if (made === undefined || (kind !== HttpsAgent && kind !== HttpAgent)) return;
       pool ??=
         made instanceof HttpsAgent
-          ? new HttpsAgent({ ...made.options, keepAlive: true })
-          : new HttpAgent({ keepAlive: true });
+          ? new HttpsAgent({ ...made.options, keepAlive: true, timeout: idleConnectionMs })
+          : new HttpAgent({ keepAlive: true, timeout: idleConnectionMs });
       made.destroy();
       context.setAgent(pool);
     },
@@ -59,7 +68,7 @@ export function pooledApiConfiguration(kc: KubeConfig, options: PooledApiOptions
   if (cluster === null) throw new Error('kubeconfig has no current cluster');
   return createConfiguration({
     baseServer: new ServerConfiguration(cluster.server, {}),
-    authMethods: { default: pooledAuthentication(kc) },
+    authMethods: { default: pooledAuthentication(kc, options.idleConnectionMs ?? DEFAULT_IDLE_CONNECTION_MS) },
     ...(options.timeoutMs === undefined ? {} : { promiseMiddleware: [timeoutMiddleware(options.timeoutMs)] }),
   });
 }

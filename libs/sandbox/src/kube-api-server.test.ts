@@ -1,3 +1,4 @@
+import { Agent, get } from 'node:http';
 import * as k8s from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeApiServer } from './kube-api-server.js';
@@ -154,5 +155,23 @@ describe('Kubernetes API stand-in through @kubernetes/client-node', () => {
     expect((await apiFailure(core.listNode())).code).toBe(503);
     api.setReady(true);
     expect(await (await fetch(`${api.url}/readyz`)).text()).toBe('ok');
+  });
+
+  it('keeps an idle connection 90 s, as kube-apiserver does', async () => {
+    // secure_serving.go: IdleTimeout 90 s ("matches http.DefaultTransport keep-alive timeout").
+    // Node announces its keep-alive timeout; its 5 s default dropped connections a client was
+    // about to reuse.
+    const agent = new Agent({ keepAlive: true });
+    try {
+      const header = await new Promise<string | string[] | undefined>((resolve, reject) => {
+        get(`${api.url}/version`, { agent }, (res) => {
+          res.resume();
+          resolve(res.headers['keep-alive']);
+        }).once('error', reject);
+      });
+      expect(header).toBe('timeout=90');
+    } finally {
+      agent.destroy();
+    }
   });
 });

@@ -125,6 +125,11 @@ export class KubeApiServer {
       options.tls === undefined
         ? createHttpServer(handler)
         : createHttpsServer({ cert: options.tls.cert, key: options.tls.key, ...this.access?.tlsOptions() }, handler);
+    // kube-apiserver's http.Server (staging/src/k8s.io/apiserver/pkg/server/secure_serving.go):
+    // IdleTimeout 90 s, ReadHeaderTimeout 32 s. Node's 5 s default closed kept-alive connections
+    // that clients were about to reuse (a join refused with ECONNRESET in a test).
+    this.server.keepAliveTimeout = 90_000;
+    this.server.headersTimeout = 32_000;
     for (const name of ['default', 'kube-system', 'kube-public', 'kube-node-lease']) {
       this.store.create(NAMESPACES, undefined, { metadata: { name } });
     }
