@@ -4,7 +4,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { AttestedChannelCredentials } from '@constellation/atls';
 import { UsageError } from '@constellation/command-line';
 import { generateMasterSecret, masterSecretToJson } from '@constellation/keys';
-import { InitServiceClient, InitStep, StepState } from '@constellation/proto';
+import { INIT_CALL_DEADLINE_MS, InitServiceClient, InitStep, StepState } from '@constellation/proto';
 import type { InitFailure, InitResponse, InitSuccess } from '@constellation/proto';
 import { AttestationRefusedError, connectAttested } from './attested-connection.js';
 import { loadClusterConfig } from './constellation-conf.js';
@@ -205,7 +205,7 @@ function stream(
 ): Promise<Collected> {
   return new Promise((resolve, reject) => {
     const collected: Collected = { logs: [], logsNote: '' };
-    const call = client.init(request, { deadline: Date.now() + 15 * 60_000 });
+    const call = client.init(request, { deadline: Date.now() + INIT_CALL_DEADLINE_MS });
     let verifiedShown = false;
     call.on('data', (message: InitResponse) => {
       if (!verifiedShown && credentials.result !== undefined) {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { connect as http2Connect } from 'node:http2';
 import type { ClientHttp2Session } from 'node:http2';
 import { connect as tlsConnect } from 'node:tls';
+import type * as grpc from '@grpc/grpc-js';
 import type { TLSSocket } from 'node:tls';
 import { DummyIssuer } from '@constellation/attestation/testing';
 import { HealthStatus, createGrpcServer } from '@constellation/proto';
@@ -18,8 +19,9 @@ import { nonceToServerName } from './nonce-server-name.js';
  * and keeps one call open: grpc-js counts the call as activity, waits for a unary request's
  * message without any time limit, and keeps a server stream (Health/Watch on the verify endpoint)
  * open for as long as the client wants. Each such connection costs one attestation and then holds
- * a socket, a TLS session and an HTTP/2 session for ever. They are not closed yet (docs/atls.md),
- * but how many one address and all callers keep is bounded.
+ * a socket, a TLS session and an HTTP/2 session for ever. How many one address and all callers
+ * keep is bounded, and every factory server closes a connection past its age and grace
+ * (grpc.max_connection_age_ms, 10 + 10 min by default).
  */
 
 interface Stalled {
@@ -60,8 +62,13 @@ async function stalledCall(port: number, kind: 'partial-request' | 'watch' | 'no
   return { socket, session };
 }
 
-async function openStalled(maxConnections: EstablishedLimit, count: number): Promise<number> {
-  const server = createGrpcServer();
+async function openStalled(
+  maxConnections: EstablishedLimit,
+  count: number,
+  options: grpc.ServerOptions = {},
+  waitMs = 1_000,
+): Promise<number> {
+  const server = createGrpcServer(options);
   new HealthStatus({ '': 'SERVING' }).addTo(server);
   const atls = new AttestedTlsServer(server, {
     issuer: new DummyIssuer(),
@@ -73,7 +80,7 @@ async function openStalled(maxConnections: EstablishedLimit, count: number): Pro
   try {
     for (let i = 0; i < count; i++) stalled.push(await stalledCall(port, i % 2 === 0 ? 'partial-request' : 'watch'));
     // The refused ones are closed once their handshake is done: give the closes time to arrive.
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await new Promise((resolve) => setTimeout(resolve, waitMs));
     return stalled.filter((s) => !s.socket.destroyed && s.socket.readyState === 'open').length;
   } finally {
     for (const s of stalled) {
@@ -92,5 +99,12 @@ describe('connections with a call that never ends (attacker 3)', () => {
 
   it('all callers together keep at most the total', async () => {
     expect(await openStalled({ perAddress: 100, total: 4 }, 10)).toBe(4);
+  }, 30_000);
+
+  it('each is closed once its connection is past its age and grace, the call cut', async () => {
+    // Within the caps, with the age bounds shortened (10 + 10 min by default): all four stay open
+    // without them (the caps above), and none is left after age (+10 % jitter) and grace.
+    const age = { 'grpc.max_connection_age_ms': 400, 'grpc.max_connection_age_grace_ms': 400 };
+    expect(await openStalled({ perAddress: 10, total: 10 }, 4, age, 2_000)).toBe(0);
   }, 30_000);
 });

@@ -5,6 +5,9 @@ import * as grpc from '@grpc/grpc-js';
 import { repoRoot, withTimeout } from '@constellation/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  INIT_CALL_DEADLINE_MS,
+  SERVER_CONNECTION_AGE_GRACE_MS,
+  SERVER_CONNECTION_AGE_MS,
   SERVER_CONNECTION_IDLE_MS,
   clientOptions,
   createClient,
@@ -188,6 +191,15 @@ describe('gRPC factory options', () => {
     expect(serverOptions()['grpc.max_connection_idle_ms']).toBe(SERVER_CONNECTION_IDLE_MS);
     expect(SERVER_CONNECTION_IDLE_MS).toBe(5 * 60_000);
     expect(serverOptions({ 'grpc.max_connection_idle_ms': 60_000 })['grpc.max_connection_idle_ms']).toBe(60_000);
+  });
+
+  it('bounds how long a server keeps any connection: past the longest call a client makes (init)', () => {
+    expect(serverOptions()).toMatchObject({
+      'grpc.max_connection_age_ms': SERVER_CONNECTION_AGE_MS,
+      'grpc.max_connection_age_grace_ms': SERVER_CONNECTION_AGE_GRACE_MS,
+    });
+    // grpc-js takes up to 10 % off the age; what is left, with the grace, must outlast an init.
+    expect(SERVER_CONNECTION_AGE_MS * 0.9 + SERVER_CONNECTION_AGE_GRACE_MS).toBeGreaterThan(INIT_CALL_DEADLINE_MS);
   });
 });
 

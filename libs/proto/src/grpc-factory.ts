@@ -10,13 +10,14 @@ import { MAX_MESSAGE_BYTES, grpcMessageLimits } from './message-limits.js';
  *
  * each with RESOURCE_EXHAUSTED, grpc's own status for an oversized message.
  *
- * Defaults are the limits and, for servers, a connection idle limit (SERVER_CONNECTION_IDLE_MS):
- * grpc-js keeps a connection without calls open for ever, so a stranger's idle connections
- * would pile up until the process runs out of descriptors. Other settings stay grpc-js's
- * defaults unless the caller passes them: no `grpc.max_concurrent_streams` (the JoinService sets
- * its own), the server's keepalive ping every two hours, no connection age limit. Callers may
- * tighten the limits (a smaller value) but never loosen them: a larger value, or -1 (unlimited),
- * is a RangeError.
+ * Defaults are the limits and, for servers, a connection idle limit (SERVER_CONNECTION_IDLE_MS)
+ * and a connection age limit (SERVER_CONNECTION_AGE_MS, then SERVER_CONNECTION_AGE_GRACE_MS):
+ * grpc-js keeps a connection without calls open for ever, and one whose call never ends (a
+ * request announcing bytes it never sends, a health watch) too, so a stranger's connections would
+ * pile up until the process runs out of descriptors. Other settings stay grpc-js's defaults unless
+ * the caller passes them: no `grpc.max_concurrent_streams` (the JoinService sets its own), the
+ * server's keepalive ping every two hours. Callers may tighten the limits (a smaller value) but
+ * never loosen them: a larger value, or -1 (unlimited), is a RangeError.
  *
  * A guard test (grpc-factory.test.ts) fails when product code constructs `new grpc.Server(` or a
  * generated client directly.
@@ -38,12 +39,33 @@ function withLimits<T extends grpc.ChannelOptions>(options: T | undefined): T {
 /** A server closes a connection that has had no call for this long (callers may set their own). */
 export const SERVER_CONNECTION_IDLE_MS = 5 * 60_000;
 
-/** Server options: the limits and the idle bound, then `extra` (which may tighten or replace the idle bound). */
+/** The longest call a client of ours makes: the CLI's `init`, which kubeadm's work dominates. */
+export const INIT_CALL_DEADLINE_MS = 15 * 60_000;
+
+/**
+ * A server stops taking new calls on a connection this old (HTTP/2 GOAWAY; grpc-js adds up to 10 %
+ * jitter); a client opens a new one for its next call.
+ */
+export const SERVER_CONNECTION_AGE_MS = 10 * 60_000;
+
+/**
+ * Calls still running that long after the GOAWAY are cut with their connection. Age, jitter and
+ * grace together (21 min at most, 19 at least) outlast the longest call a client makes
+ * (INIT_CALL_DEADLINE_MS).
+ */
+export const SERVER_CONNECTION_AGE_GRACE_MS = 10 * 60_000;
+
+/** Server options: the limits, the idle and the age bounds, then `extra` (which may replace the bounds). */
 export function serverOptions(extra?: grpc.ServerOptions): grpc.ServerOptions {
-  return withLimits({ 'grpc.max_connection_idle_ms': SERVER_CONNECTION_IDLE_MS, ...extra });
+  return withLimits({
+    'grpc.max_connection_idle_ms': SERVER_CONNECTION_IDLE_MS,
+    'grpc.max_connection_age_ms': SERVER_CONNECTION_AGE_MS,
+    'grpc.max_connection_age_grace_ms': SERVER_CONNECTION_AGE_GRACE_MS,
+    ...extra,
+  });
 }
 
-/** A grpc-js server with the message limits and the idle bound; `options` adds to them (e.g. max concurrent streams). */
+/** A grpc-js server with the message limits and the idle and age bounds; `options` adds to them (e.g. max concurrent streams). */
 export function createGrpcServer(options?: grpc.ServerOptions): grpc.Server {
   return new grpc.Server(serverOptions(options));
 }

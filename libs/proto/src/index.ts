@@ -60,7 +60,7 @@ export {
 export { HealthCheckResponse_ServingStatus, HealthClient } from './gen/grpc/health/v1/health.js';
 
 export { grpcMessageLimits } from './message-limits.js';
-export { createClient, createGrpcServer } from './grpc-factory.js';
+export { INIT_CALL_DEADLINE_MS, createClient, createGrpcServer } from './grpc-factory.js';
 
 export { HealthStatus } from './health-service.js';
 export { StatusError, retryAfterMetadata, statusErrorOf } from './status-error.js';
