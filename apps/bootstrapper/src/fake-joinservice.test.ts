@@ -71,6 +71,7 @@ async function fakeJoinService(
           state.issued++;
           const ticket = JoinTicket.encode({
             stateDiskKey: Buffer.alloc(32, 0x66),
+            diskReceipt: Buffer.alloc(32, 0x77),
             measurementSalt: randomBytes(32),
             measurementSecret: randomBytes(32),
             kubeletClientCert: Buffer.alloc(0),

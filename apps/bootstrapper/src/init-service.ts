@@ -118,11 +118,11 @@ export function initService(context: NodeContext, hooks: InitServiceHooks): Init
       report.done();
       // Loaded by the node that is initialised (kubeadm, the cluster's keys), not at every start.
       const { bootstrapKubernetes, takeNode } = await import('./init-steps.js');
-      const { clusterId, diskUuid, metadata } = await takeNode(context, call.request, report, () => {
+      const { clusterId, metadata } = await takeNode(context, call.request, report, () => {
         lock.committed = true;
         hooks.committed();
       });
-      const { kubeconfig, version } = await bootstrapKubernetes(context, call.request, diskUuid, metadata, report, log);
+      const { kubeconfig, version } = await bootstrapKubernetes(context, call.request, metadata, report, log);
       await recordKubernetesConfigured(context.paths);
       await context.startKubelet();
       call.write({ kind: { $case: 'success', value: { kubeconfig, clusterId, kubernetesVersion: version } } });

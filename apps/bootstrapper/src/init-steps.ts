@@ -1,8 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { machineIdOf } from '@constellation/attestation';
-import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey } from '@constellation/keys';
+import { deriveClusterId, deriveDiskReceipt, deriveMeasurementSecret, deriveStateDiskKey } from '@constellation/keys';
 import {
-  DiskBindings,
   NodeAddressBindings,
   NodeNameBindings,
   apiServerAltNames,
@@ -51,7 +50,7 @@ export async function takeNode(
   request: InitRequest,
   report: StepReporter,
   committed: () => void,
-): Promise<{ clusterId: Buffer; diskUuid: string; metadata: NodeMetadata }> {
+): Promise<{ clusterId: Buffer; metadata: NodeMetadata }> {
   report.begin(InitStep.INIT_STEP_DERIVE_KEYS);
   const measurementSecret = deriveMeasurementSecret(request.masterSecret, request.masterSalt);
   const clusterId = deriveClusterId(measurementSecret, request.measurementSalt);
@@ -70,9 +69,12 @@ export async function takeNode(
 
   report.begin(InitStep.INIT_STEP_REKEY_STATE_DISK);
   const diskUuid = await context.disk.uuid();
+  // This node joins by init, not through the JoinService: it makes the receipt a join ticket would
+  // carry, so that it gets a rejoin ticket after a reboot.
   await rekeyStateDisk(
     context,
     deriveStateDiskKey(request.masterSecret, request.masterSalt, diskUuid, context.issuer.rooted?.ekPublicKeyHash),
+    deriveDiskReceipt(request.masterSecret, request.masterSalt, diskUuid, await machineIdOf(context.issuer)),
   );
   report.done();
 
@@ -83,17 +85,16 @@ export async function takeNode(
     clusterId,
   });
   report.done();
-  return { clusterId, diskUuid, metadata };
+  return { clusterId, metadata };
 }
 
 /**
  * Node preparation, `kubeadm init`, the API server up, kubeadm's own token removed, the cluster
- * configuration and this node's disk binding published; returns the admin kubeconfig.
+ * configuration and (bare metal) this node's name and address recorded; returns the admin kubeconfig.
  */
 export async function bootstrapKubernetes(
   context: NodeContext,
   request: InitRequest,
-  diskUuid: string,
   { self, endpoint }: NodeMetadata,
   report: StepReporter,
   log: Logger,
@@ -145,11 +146,9 @@ export async function bootstrapKubernetes(
     components: request.kubernetesComponents,
     apiServer: apiServerAltNames(kubeadmInput),
   });
-  // This node joined by init, not through the JoinService: record its (machine, disk) pair as a
-  // join would, so that it gets a rejoin ticket after a reboot, and (with a proven identity) its
-  // name and address as a bare-metal join would, so that no machine joining later takes them.
+  // This node joined by init, not through the JoinService: with a proven identity, record its name
+  // and address as a bare-metal join would, so that no machine joining later takes them.
   const machine = await machineIdOf(context.issuer);
-  await new DiskBindings({ core }).bind(diskUuid, machine, self.name);
   if (context.issuer.rooted !== undefined) {
     await new NodeNameBindings({ core }).bind(self.name, machine);
     await new NodeAddressBindings({ core }).bind([self.ip], self.name, machine);

@@ -6,8 +6,19 @@ import * as grpc from '@grpc/grpc-js';
 import * as k8s from '@kubernetes/client-node';
 import { AttestedChannelCredentials } from '@constellation/atls';
 import { TpmValidator, componentDigest, expectedMeasurements, machineIdOf } from '@constellation/attestation';
-import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey, markedPcr15 } from '@constellation/keys';
-import { DiskBindings, nodeAddressBindingName, nodeNameBindingName, parseClusterConfig } from '@constellation/kubeadm';
+import {
+  deriveClusterId,
+  deriveMeasurementSecret,
+  deriveStateDiskKey,
+  isDiskReceipt,
+  markedPcr15,
+} from '@constellation/keys';
+import {
+  diskBindingName,
+  nodeAddressBindingName,
+  nodeNameBindingName,
+  parseClusterConfig,
+} from '@constellation/kubeadm';
 import { InitServiceClient, InitStep, StepState } from '@constellation/proto';
 import { readFile } from 'node:fs/promises';
 import {
@@ -175,12 +186,18 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
     kc.loadFromFile(kubeconfig);
     const core = kc.makeApiClient(k8s.CoreV1Api);
     // The JoinService knows an unrooted machine by its attestation key (machineIdOf): after a
-    // reboot, the rejoin ticket's check (ticket-service.ts) finds the disk recorded under it, and
-    // the ticket's key (derived without an EK hash) opens the disk init re-keyed.
+    // reboot, the rejoin ticket's check (ticket-service.ts) takes the receipt init kept in the
+    // disk's header for it, and the ticket's key (derived without an EK hash) opens the disk init
+    // re-keyed. Init records no disk in the API.
     const machine = await machineIdOf(node.context.issuer);
     expect(machine).toMatch(/^ak-[0-9a-f]+$/);
     const uuid = await node.context.disk.uuid();
-    await new DiskBindings({ core }).check(uuid, machine);
+    const receipt = await node.context.disk.diskReceipt();
+    expect(receipt && isDiskReceipt(receipt, request.masterSecret, request.masterSalt, uuid, machine)).toBe(true);
+    const recorded = await apiFailure(
+      core.readNamespacedConfigMap({ namespace: 'kube-system', name: diskBindingName(uuid, machine) }),
+    );
+    expect(recorded.code).toBe(404);
     const rejoinKey = deriveStateDiskKey(request.masterSecret, request.masterSalt, uuid, undefined);
     expect(await node.context.disk.testPassphrase(rejoinKey)).toBe(true);
     // It proves no identity, so it claims nothing a bare-metal join by a proven machine would be refused for.

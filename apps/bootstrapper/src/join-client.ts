@@ -142,7 +142,7 @@ export class JoinClient {
       endpoint: ticket.apiServerEndpoint,
       kubernetesVersion: ticket.kubernetesVersion,
     });
-    await rekeyStateDisk(context, ticket.stateDiskKey);
+    await rekeyStateDisk(context, ticket.stateDiskKey, ticket.diskReceipt);
     for (const file of ticket.controlPlaneFiles) {
       const path = join(context.paths.kubernetesPki, file.name);
       if (!path.startsWith(`${context.paths.kubernetesPki}/`) || file.name.includes('..'))

@@ -208,6 +208,7 @@ describe('a genuine, attested worker asking for more than it is (attacker 2)', (
     const key = (node: SimulatedNode, uuid: string): Buffer =>
       deriveStateDiskKey(fixture.masterSecret.key, fixture.masterSecret.salt, uuid, node.ekPublicKeyHash);
     const ownDisk = worker.diskUuid;
+    const ownReceipt = worker.diskReceipt;
     // The red team's attack: the worker joins with the UUID of a node that has not joined yet.
     worker.diskUuid = other.diskUuid;
     try {
@@ -215,19 +216,34 @@ describe('a genuine, attested worker asking for more than it is (attacker 2)', (
       // Disk keys are derived for (UUID, EK): the worker gets a key for nothing of the other node's.
       expect(squat.stateDiskKey).toEqual(key(worker, other.diskUuid));
       expect(squat.stateDiskKey).not.toEqual(key(other, other.diskUuid));
-      // A rejoin for a disk this machine never joined with is refused.
-      worker.diskUuid = randomUUID();
-      expect(await rpcFailure(worker.requestRejoin(fixture.client))).toMatchObject({
-        code: grpc.status.PERMISSION_DENIED,
-        details: `this machine never joined the cluster with state disk ${worker.diskUuid}; a rejoin ticket is only given for a disk recorded at the machine's join`,
-      });
+      // A rejoin for a disk this machine never joined with is refused, with no receipt or with the
+      // receipt of a disk it did join with.
+      const madeUp = randomUUID();
+      for (const diskReceipt of [Buffer.alloc(0), ownReceipt]) {
+        expect(await rpcFailure(worker.requestRejoin(fixture.client, { diskUuid: madeUp, diskReceipt }))).toMatchObject(
+          {
+            code: grpc.status.PERMISSION_DENIED,
+            details:
+              diskReceipt.length === 0
+                ? `this machine showed no disk receipt for state disk ${madeUp} and no record says it joined with it; a rejoin ticket is only given for a disk the machine joined with`
+                : `the disk receipt shown is not this machine's for state disk ${madeUp}; a rejoin ticket is only given for a disk the machine joined with (its join ticket's receipt, kept in the disk's LUKS2 header)`,
+          },
+        );
+      }
     } finally {
       worker.diskUuid = ownDisk;
+      worker.diskReceipt = ownReceipt;
     }
     // The real owner joins and rejoins with its own key, claim or no claim.
     expect((await other.requestJoin(fixture.client)).ticket.stateDiskKey).toEqual(key(other, other.diskUuid));
     expect((await other.requestRejoin(fixture.client)).stateDiskKey).toEqual(key(other, other.diskUuid));
     expect((await worker.requestRejoin(fixture.client)).stateDiskKey).toEqual(key(worker, worker.diskUuid));
+    // The other machine's receipt for its own disk is of no use to the worker: it names that machine.
+    const borrowed = await rpcFailure(
+      worker.requestRejoin(fixture.client, { diskUuid: other.diskUuid, diskReceipt: other.diskReceipt }),
+    );
+    expect(borrowed.code).toBe(grpc.status.PERMISSION_DENIED);
+    expect(borrowed.details).toMatch(/^the disk receipt shown is not this machine's for state disk /);
   });
 });
 
@@ -349,6 +365,29 @@ describe("bare metal: node names (attacker 2 taking another node's name)", () =>
     } finally {
       await Promise.all([first.stop(), second.stop()]);
       await bare.close();
+    }
+  });
+});
+
+describe('a genuine node joining again and again with made-up disks (attacker 2)', () => {
+  it('leaves no record behind in the API: each ticket carries a receipt for its own disk instead', async () => {
+    // Found by a red-team pass: every join with a new disk UUID recorded one more ConfigMap, and
+    // nothing removed them (about 1,440 a day per replica at one ticket a minute).
+    const flapping = await fixture.node('worker-flapping', '10.42.0.32');
+    nodes.push(flapping);
+    const before = configMapsIn(fixture).length;
+    const receipts = new Map<string, Buffer>();
+    for (let i = 0; i < 4; i++) {
+      flapping.diskUuid = randomUUID();
+      await flapping.requestJoin(fixture.client);
+      receipts.set(flapping.diskUuid, flapping.diskReceipt);
+    }
+    expect(configMapsIn(fixture).length).toBe(before);
+    // Each disk's receipt still gets that disk's key on a rejoin, and only that disk's.
+    for (const [diskUuid, diskReceipt] of receipts) {
+      expect((await flapping.requestRejoin(fixture.client, { diskUuid, diskReceipt })).stateDiskKey).toEqual(
+        deriveStateDiskKey(fixture.masterSecret.key, fixture.masterSecret.salt, diskUuid, flapping.ekPublicKeyHash),
+      );
     }
   });
 });

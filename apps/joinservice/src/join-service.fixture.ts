@@ -250,6 +250,8 @@ export class SimulatedNode {
   readonly name: string;
   readonly ip: string;
   diskUuid = randomUUID();
+  /** The disk receipt of this node's last join ticket, which its rejoins show. */
+  diskReceipt: Buffer = Buffer.alloc(0);
   readonly swtpm: Swtpm;
   readonly tpm: Tpm;
   /** Rooted (`tpm2-ek`) issuer; tests may swap in another to play an attacker. */
@@ -317,11 +319,20 @@ export class SimulatedNode {
       this.issuer,
       request,
     );
-    return { ticket: JoinTicket.decode(plaintext), clientKeyPem: clientCsr.keyPem, servingKeyPem: servingCsr.keyPem };
+    const ticket = JoinTicket.decode(plaintext);
+    this.diskReceipt = Buffer.from(ticket.diskReceipt);
+    return { ticket, clientKeyPem: clientCsr.keyPem, servingKeyPem: servingCsr.keyPem };
   }
 
-  async requestRejoin(client: JoinServiceClient): Promise<RejoinTicket> {
-    const request = RejoinTicketRequest.encode({ diskUuid: this.diskUuid }).finish();
+  /** Asks for a rejoin ticket for its disk, showing its last join's receipt or the given one. */
+  async requestRejoin(
+    client: JoinServiceClient,
+    options: { diskUuid?: string; diskReceipt?: Uint8Array } = {},
+  ): Promise<RejoinTicket> {
+    const request = RejoinTicketRequest.encode({
+      diskUuid: options.diskUuid ?? this.diskUuid,
+      diskReceipt: Buffer.from(options.diskReceipt ?? this.diskReceipt),
+    }).finish();
     return RejoinTicket.decode(
       await requestWithAttestation(client.issueRejoinTicket({ deadline: Date.now() + 20_000 }), this.issuer, request),
     );

@@ -143,7 +143,7 @@ console.log(
 );
 console.log(`load average at the start (other work on this machine shows here): ${loadavg()[0]?.toFixed(1) ?? '?'}`);
 console.log(
-  'each join: EK certificate path + credential activation (EK private key) + registry lookup + quote + 2 fresh kubelet CSRs (keys and CSRs made by each node before the storm, as on its own machine), two certificates signed, token Secret and disk binding written to the API stand-in',
+  'each join: EK certificate path + credential activation (EK private key) + registry lookup + quote + 2 fresh kubelet CSRs (keys and CSRs made by each node before the storm, as on its own machine), two certificates signed, token Secret written to the API stand-in (and, in the first half of a period, the previous period token deleted)',
 );
 
 // 1. Steady load: distinct nodes, 12 calls in flight at any time, next to raw mutual TLS. The

@@ -1,4 +1,10 @@
-import { CsrError, deriveMeasurementSecret, deriveStateDiskKey } from '@constellation/keys';
+import {
+  CsrError,
+  deriveDiskReceipt,
+  deriveMeasurementSecret,
+  deriveStateDiskKey,
+  isDiskReceipt,
+} from '@constellation/keys';
 import type { IssuedKubeletCertificate, MasterSecret } from '@constellation/keys';
 import type { Logger } from '@constellation/logger';
 import type { JoinTicket, JoinTicketRequest, RejoinTicket, RejoinTicketRequest } from '@constellation/proto';
@@ -40,6 +46,7 @@ export interface TicketServiceOptions {
   /** host:port nodes join through (the API server or its load balancer). */
   apiServerEndpoint: string;
   lease: ControlPlaneLease;
+  /** Records of (disk, machine) pairs that earlier versions wrote at every join: rejoins without a receipt. */
   disks: DiskBindings;
   /** Bare metal: which machine each node name belongs to (a registry names machines elsewhere). */
   names: NodeNameBindings;
@@ -138,7 +145,7 @@ export class TicketService {
   }
 
   async joinTicket(request: JoinTicketRequest, node: AdmittedNode): Promise<JoinTicket> {
-    const { pki, masterSecret, clusterConfig, lease, logger, disks, names, addresses, budget, tokens } = this.options;
+    const { pki, masterSecret, clusterConfig, lease, logger, names, addresses, budget, tokens } = this.options;
     checkDiskUuid(request.diskUuid);
     const { instance: registered, unregistered } = node;
     budget.take(`join:${node.machineId}`, `machine ${registered?.name ?? node.machineId}`);
@@ -169,7 +176,6 @@ export class TicketService {
       await names.bind(client.nodeName, node.machineId);
       await addresses.record(checked, client.nodeName);
     }
-    await disks.bind(request.diskUuid, node.machineId, client.nodeName);
     if (request.isControlPlane) await lease.acquire(client.nodeName);
     try {
       const controlPlaneFiles = request.isControlPlane ? await pki.controlPlaneFiles() : [];
@@ -193,6 +199,7 @@ export class TicketService {
         tokenExpiresUnixSeconds: BigInt(Math.floor(token.expires.getTime() / 1000)),
         kubeletClientCert: Buffer.from(client.certificatePem),
         kubeletServingCert: Buffer.from(serving.certificatePem),
+        diskReceipt: deriveDiskReceipt(masterSecret.key, masterSecret.salt, request.diskUuid, node.machineId),
       };
     } catch (err) {
       if (request.isControlPlane) await lease.release(client.nodeName).catch(() => undefined);
@@ -204,8 +211,21 @@ export class TicketService {
     checkDiskUuid(request.diskUuid);
     const { masterSecret, disks, budget } = this.options;
     budget.take(`rejoin:${node.machineId}`, `machine ${node.instance?.name ?? node.machineId}`);
-    await disks.check(request.diskUuid, node.machineId);
-    this.options.logger.info('rejoin ticket issued', { diskUuid: request.diskUuid, node: node.instance?.name });
+    if (request.diskReceipt.length === 0) await disks.check(request.diskUuid, node.machineId);
+    else if (
+      !isDiskReceipt(request.diskReceipt, masterSecret.key, masterSecret.salt, request.diskUuid, node.machineId)
+    ) {
+      throw new Refusal(
+        'denied',
+        'disk',
+        `the disk receipt shown is not this machine's for state disk ${request.diskUuid}; a rejoin ticket is only given for a disk the machine joined with (its join ticket's receipt, kept in the disk's LUKS2 header)`,
+      );
+    }
+    this.options.logger.info('rejoin ticket issued', {
+      diskUuid: request.diskUuid,
+      node: node.instance?.name,
+      proof: request.diskReceipt.length === 0 ? 'record' : 'receipt',
+    });
     return {
       stateDiskKey: deriveStateDiskKey(masterSecret.key, masterSecret.salt, request.diskUuid, node.ekPublicKeyHash),
       measurementSecret: deriveMeasurementSecret(masterSecret.key, masterSecret.salt),

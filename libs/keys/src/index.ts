@@ -4,6 +4,7 @@ export { CertificateAuthority } from './certificate-authority.js';
 
 export { CsrError } from './kubelet-csr-checks.js';
 export { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey, markedPcr15 } from './key-hierarchy.js';
+export { deriveDiskReceipt, isDiskReceipt } from './disk-receipt.js';
 
 export { createKubeletCsr } from './kubelet-csr.js';
 export type { MasterSecret } from './master-secret.js';

@@ -12,12 +12,12 @@ export interface DiskBindingsOptions {
 const EK_KEY = 'ekPublicKeyHash';
 
 /**
- * Which state disks each machine joined with: one ConfigMap per (machine, disk UUID) pair, holding
- * the machine's id (the EK hash) and the UUID. Neither value is secret, so the service needs no
- * read access to Secrets. A join records its pair; a rejoin ticket is given only for a recorded
- * pair. Disk keys are derived for (UUID, EK) as well, so naming another machine's UUID yields a
- * key for nothing, and keying the record by the pair means nobody can claim a UUID first and lock
- * its real owner out.
+ * Which state disks each machine joined with, as earlier versions recorded it: one ConfigMap per
+ * (machine, disk UUID) pair, holding the machine's id (the EK hash) and the UUID, written at every
+ * join. Joins now hand out a disk receipt instead (deriveDiskReceipt in @constellation/keys) and
+ * write nothing, since those records only grew: a machine joining again and again with made-up
+ * UUIDs added one per ticket. A node that joined before shows no receipt, and its record still
+ * lets it rejoin.
  */
 export class DiskBindings {
   private readonly core: CoreV1Api;
@@ -28,34 +28,13 @@ export class DiskBindings {
     this.namespace = options.namespace ?? 'kube-system';
   }
 
-  /** At join: records that this machine joined with `diskUuid` (idempotent). */
-  async bind(diskUuid: string, ekPublicKeyHash: string, nodeName: string): Promise<void> {
-    const body: V1ConfigMap = {
-      metadata: {
-        name: bindingName(diskUuid, ekPublicKeyHash),
-        namespace: this.namespace,
-        labels: { 'app.kubernetes.io/managed-by': 'constellation' },
-        annotations: { 'constellation.io/node-name': nodeName },
-      },
-      data: { [EK_KEY]: ekPublicKeyHash, diskUuid },
-    };
-    try {
-      await this.core.createNamespacedConfigMap({ namespace: this.namespace, body });
-      return;
-    } catch (err) {
-      if (apiStatusCode(err) !== 409) throw unavailable(err);
-    }
-    // Already recorded: the same pair, unless the short name collided with another machine's.
-    if (!(await this.recorded(diskUuid, ekPublicKeyHash))) throw unavailable(new Error('binding name collision'));
-  }
-
   /** At rejoin: this machine must have joined with this disk. */
   async check(diskUuid: string, ekPublicKeyHash: string): Promise<void> {
     if (await this.recorded(diskUuid, ekPublicKeyHash)) return;
     throw new Refusal(
       'denied',
       'disk',
-      `this machine never joined the cluster with state disk ${diskUuid}; a rejoin ticket is only given for a disk recorded at the machine's join`,
+      `this machine showed no disk receipt for state disk ${diskUuid} and no record says it joined with it; a rejoin ticket is only given for a disk the machine joined with`,
     );
   }
 
@@ -63,7 +42,7 @@ export class DiskBindings {
     let binding: V1ConfigMap;
     try {
       binding = await this.core.readNamespacedConfigMap({
-        name: bindingName(diskUuid, ekPublicKeyHash),
+        name: diskBindingName(diskUuid, ekPublicKeyHash),
         namespace: this.namespace,
       });
     } catch (err) {
@@ -74,8 +53,8 @@ export class DiskBindings {
   }
 }
 
-/** A valid object name per pair: the UUID and 16 hex of SHA-256 over the machine id. */
-function bindingName(diskUuid: string, machine: string): string {
+/** The record's object name per pair: the UUID and 16 hex of SHA-256 over the machine id. */
+export function diskBindingName(diskUuid: string, machine: string): string {
   return `constellation-disk-${diskUuid}-${createHash('sha256').update(machine).digest('hex').slice(0, 16)}`;
 }
 
@@ -83,7 +62,7 @@ function unavailable(err: unknown): Refusal {
   return new Refusal(
     'unavailable',
     'api-unavailable',
-    `could not read or record the state-disk binding: ${apiErrorMessage(err)}`,
+    `could not read the state-disk record: ${apiErrorMessage(err)}`,
     { retryAfterMs: 1_000 },
   );
 }

@@ -22,7 +22,7 @@ export { apiStatusCode } from './api-status-code.js';
 export { apiErrorMessage } from './api-error-message.js';
 export type { PooledApiOptions } from './pooled-api-clients.js';
 export { pooledApiConfiguration } from './pooled-api-clients.js';
-export { DiskBindings } from './disk-binding.js';
+export { DiskBindings, diskBindingName } from './disk-binding.js';
 export { NodeNameBindings, machineNameBindingName, nodeNameBindingName } from './node-name-binding.js';
 export type { CheckedAddresses } from './node-address-binding.js';
 export { NodeAddressBindings, nodeAddressBindingName } from './node-address-binding.js';

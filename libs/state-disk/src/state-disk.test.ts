@@ -64,6 +64,20 @@ describe('StateDisk with real cryptsetup on an image file', () => {
     expect(await disk.isInitialized()).toBe(false);
   });
 
+  it("keeps the join's disk receipt in the token, for the disk as booted again, and drops it on reset", async () => {
+    const device = await blankImage();
+    const disk = new StateDisk({ device, kdf: 'fast' });
+    await disk.format(randomBytes(32));
+    expect(await disk.diskReceipt()).toBeUndefined();
+    const receipt = randomBytes(32);
+    await disk.setInitialized(true, receipt);
+    const rebooted = new StateDisk({ device, kdf: 'fast' });
+    expect(await rebooted.isInitialized()).toBe(true);
+    expect(await rebooted.diskReceipt()).toEqual(receipt);
+    await rebooted.setInitialized(false, receipt);
+    expect(await rebooted.diskReceipt()).toBeUndefined();
+  });
+
   it('fails with a message naming the step and the device when the passphrase is wrong', async () => {
     const device = await blankImage();
     const disk = new StateDisk({ device, kdf: 'fast' });

@@ -118,29 +118,52 @@ export class StateDisk {
 
   /** Whether the disk belongs to a cluster (token `diskIsInitialized`); false for a fresh or reset disk. */
   async isInitialized(): Promise<boolean> {
+    return (await this.readToken())?.diskIsInitialized === true;
+  }
+
+  /**
+   * The receipt of the join that gave the disk its key (token `diskReceipt`, base64), which a
+   * rejoin shows; undefined if the token holds none (a disk set up by an earlier version).
+   */
+  async diskReceipt(): Promise<Buffer | undefined> {
+    const receipt = (await this.readToken())?.diskReceipt;
+    return typeof receipt === 'string' && receipt !== '' ? Buffer.from(receipt, 'base64') : undefined;
+  }
+
+  /**
+   * Sets the token; `false` is how a node marks its disk for reset before rebooting, and drops the
+   * receipt. The receipt is not secret (it opens nothing), so the header may hold it.
+   */
+  async setInitialized(initialized: boolean, diskReceipt?: Uint8Array): Promise<void> {
+    await this.ready();
+    await this.writeToken(initialized, initialized ? diskReceipt : undefined);
+  }
+
+  private async readToken(): Promise<{ diskIsInitialized?: unknown; diskReceipt?: unknown } | undefined> {
     await this.ready();
     const result = await runCryptsetup(
       this.program,
       ['token', 'export', '--token-id', TOKEN_ID, this.device],
       this.timeoutMs,
     );
-    if (result.code !== 0) return false;
+    if (result.code !== 0) return undefined;
     try {
-      const token = JSON.parse(result.stdout) as { type?: unknown; diskIsInitialized?: unknown };
-      return token.type === TOKEN_TYPE && token.diskIsInitialized === true;
+      const token = JSON.parse(result.stdout) as { type?: unknown; diskIsInitialized?: unknown; diskReceipt?: unknown };
+      return token.type === TOKEN_TYPE ? token : undefined;
     } catch {
-      return false;
+      return undefined;
     }
   }
 
-  /** Sets the token; `false` is how a node marks its disk for reset before rebooting. */
-  async setInitialized(initialized: boolean): Promise<void> {
-    await this.ready();
-    await this.writeToken(initialized);
-  }
-
-  private async writeToken(initialized: boolean): Promise<void> {
-    const token = Buffer.from(JSON.stringify({ type: TOKEN_TYPE, keyslots: [], diskIsInitialized: initialized }));
+  private async writeToken(initialized: boolean, diskReceipt?: Uint8Array): Promise<void> {
+    const token = Buffer.from(
+      JSON.stringify({
+        type: TOKEN_TYPE,
+        keyslots: [],
+        diskIsInitialized: initialized,
+        ...(diskReceipt === undefined ? {} : { diskReceipt: Buffer.from(diskReceipt).toString('base64') }),
+      }),
+    );
     await this.withKeyFiles([token], async ([tokenFile]) => {
       await this.run(
         ['token', 'import', '--token-id', TOKEN_ID, '--token-replace', '--json-file', tokenFile ?? '', this.device],

@@ -104,7 +104,10 @@ export interface ControlPlaneFile {
 
 /** Everything a node needs to run `kubeadm join`. Travels sealed inside SealedResponse. */
 export interface JoinTicket {
-  /** 32-byte key for the node's state disk: HKDF from the master secret, info "key-<disk_uuid>". */
+  /**
+   * 32-byte key for the node's state disk: HKDF from the master secret, info
+   * "key-<disk_uuid>@<EK hash>" (without "@…" for a machine without a proven EK).
+   */
   stateDiskKey: Buffer;
   /** 32-byte measurement salt of the cluster. */
   measurementSalt: Buffer;
@@ -137,12 +140,23 @@ export interface JoinTicket {
    * the registered IPs. Issued for kubelet_serving_certificate_request.
    */
   kubeletServingCert: Buffer;
+  /**
+   * 32 bytes: the JoinService's receipt that this machine joined with this state disk,
+   * HMAC-SHA256 with a key derived from the master secret over "<disk_uuid>@<machine id>". Not
+   * secret: the node keeps it in its disk's LUKS2 header and presents it to rejoin.
+   */
+  diskReceipt: Buffer;
 }
 
 /** What a rebooted node asks for. Travels as attested bytes inside AttestedRequest.request. */
 export interface RejoinTicketRequest {
   /** UUID of the node's LUKS2 state disk, lower case. */
   diskUuid: string;
+  /**
+   * The disk_receipt of the join ticket this machine joined with for this disk (or that init
+   * wrote for the first node).
+   */
+  diskReceipt: Buffer;
 }
 
 /** The keys a rebooted node needs. Travels sealed inside SealedResponse. */
@@ -656,6 +670,7 @@ function createBaseJoinTicket(): JoinTicket {
     tokenExpiresUnixSeconds: 0n,
     kubeletClientCert: Buffer.alloc(0),
     kubeletServingCert: Buffer.alloc(0),
+    diskReceipt: Buffer.alloc(0),
   };
 }
 
@@ -699,6 +714,9 @@ export const JoinTicket: MessageFns<JoinTicket> = {
     }
     if (message.kubeletServingCert.length !== 0) {
       writer.uint32(106).bytes(message.kubeletServingCert);
+    }
+    if (message.diskReceipt.length !== 0) {
+      writer.uint32(114).bytes(message.diskReceipt);
     }
     return writer;
   },
@@ -812,6 +830,14 @@ export const JoinTicket: MessageFns<JoinTicket> = {
             message.kubeletServingCert = Buffer.from(reader.bytes());
             continue;
           }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.diskReceipt = Buffer.from(reader.bytes());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -844,18 +870,22 @@ export const JoinTicket: MessageFns<JoinTicket> = {
         : 0n;
     message.kubeletClientCert = object.kubeletClientCert ?? Buffer.alloc(0);
     message.kubeletServingCert = object.kubeletServingCert ?? Buffer.alloc(0);
+    message.diskReceipt = object.diskReceipt ?? Buffer.alloc(0);
     return message;
   },
 };
 
 function createBaseRejoinTicketRequest(): RejoinTicketRequest {
-  return { diskUuid: "" };
+  return { diskUuid: "", diskReceipt: Buffer.alloc(0) };
 }
 
 export const RejoinTicketRequest: MessageFns<RejoinTicketRequest> = {
   encode(message: RejoinTicketRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.diskUuid !== "") {
       writer.uint32(10).string(message.diskUuid);
+    }
+    if (message.diskReceipt.length !== 0) {
+      writer.uint32(18).bytes(message.diskReceipt);
     }
     return writer;
   },
@@ -881,6 +911,14 @@ export const RejoinTicketRequest: MessageFns<RejoinTicketRequest> = {
             message.diskUuid = reader.string();
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.diskReceipt = Buffer.from(reader.bytes());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -899,6 +937,7 @@ export const RejoinTicketRequest: MessageFns<RejoinTicketRequest> = {
   fromPartial(object: DeepPartial<RejoinTicketRequest>): RejoinTicketRequest {
     const message = createBaseRejoinTicketRequest();
     message.diskUuid = object.diskUuid ?? "";
+    message.diskReceipt = object.diskReceipt ?? Buffer.alloc(0);
     return message;
   },
 };
