@@ -18,6 +18,7 @@ export function deriveDiskReceipt(
   // The text is unambiguous only while a UUID cannot hold the "@".
   if (!/^[0-9a-fA-F-]{8,64}$/.test(diskUuid)) throw new RangeError(`"${diskUuid}" is not a disk UUID`);
   if (machineId === '') throw new RangeError('machine id must not be empty');
+  // No disk's key has this id: disk ids are hex UUIDs (deriveStateDiskKey).
   return createHmac('sha256', deriveDataKey(masterSecret, masterSalt, 'diskReceipt'))
     .update(`${diskUuid.toLowerCase()}@${machineId}`)
     .digest();
