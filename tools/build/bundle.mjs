@@ -217,6 +217,8 @@ async function buildSingleExecutable() {
   await writeFile(join(outdir, 'assets.json'), `${JSON.stringify(assets, null, 2)}\n`);
   // What every piece's code may refer to without defining it.
   const parameters = ['exports', 'require', 'module', '__nodeRequire', '__importMetaUrl', '__filename', '__dirname'];
+  // For whoever makes the pieces' code caches: they are only valid for the same wrapper.
+  await writeFile(join(outdir, 'parameters.json'), `${JSON.stringify(parameters)}\n`);
   await writeFile(
     join(outdir, 'main.cjs'),
     [
@@ -231,17 +233,33 @@ async function buildSingleExecutable() {
 
 /**
  * The head of a single executable's main script: a CommonJS module table. The main script runs
- * its own piece through it; the others are the executable's assets, compiled on first require().
+ * its own piece through it; the others are the executable's assets, compiled on first require(),
+ * with V8's code cache for the piece (asset `<key>.v8cache`) where the build made one: V8 then
+ * skips parsing the piece (a rejected or missing cache only costs the parse;
+ * CONSTELLATION_DEBUG_CODE_CACHE=1 says which it was, per piece, on stderr).
  */
 function singleExecutableLoader(parameters) {
   return `'use strict';
 const __nodeRequire = require;
 const __importMetaUrl = require('node:url').pathToFileURL(__filename).href;
 const __modules = new Map();
+const __codeCache = (key) => {
+  try {
+    return new Uint8Array(require('node:sea').getRawAsset(key + '.v8cache'));
+  } catch {
+    return undefined;
+  }
+};
 const __require = (key, body) => {
   const loaded = __modules.get(key);
   if (loaded !== undefined) return loaded.exports;
-  body ??= require('node:vm').compileFunction(require('node:sea').getAsset(key, 'utf8'), ${JSON.stringify(parameters)}, { filename: key });
+  if (body === undefined) {
+    const cachedData = __codeCache(key);
+    body = require('node:vm').compileFunction(require('node:sea').getAsset(key, 'utf8'), ${JSON.stringify(parameters)}, { filename: key, cachedData });
+    // Whether V8 took each piece's cache, for whoever wonders why a start is slow.
+    if (process.env.CONSTELLATION_DEBUG_CODE_CACHE === '1')
+      process.stderr.write('code cache ' + key + ': ' + (cachedData === undefined ? 'none' : body.cachedDataRejected ? 'rejected' : 'taken') + String.fromCharCode(10));
+  }
   const module = { exports: {} };
   __modules.set(key, module);
   const requireFrom = (id) => {

@@ -60,6 +60,15 @@ describe('one single executable per program', () => {
       expect(await readFile(join(workspace, 'constellation-conf.yaml'), 'utf8')).toContain(
         '# What every node must prove',
       );
+      // Each piece it compiled came with V8's code cache from the build, and V8 took it.
+      const reported = await runCommand(
+        executables.get('constellation')!,
+        ['--workspace', workspace, 'config', 'generate', '--force'],
+        { timeoutMs: 30_000, env: { ...bareEnv, CONSTELLATION_DEBUG_CODE_CACHE: '1' } },
+      );
+      const lines = reported.stderr.split('\n').filter((line) => line.startsWith('code cache '));
+      expect(lines.length).toBeGreaterThan(1);
+      for (const line of lines) expect(line).toMatch(/^code cache chunks\/\S+\.cjs: taken$/);
     } finally {
       await rm(workspace, { recursive: true, force: true });
     }
