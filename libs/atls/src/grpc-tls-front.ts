@@ -11,6 +11,15 @@ export function connectionPeer(socket: Socket): string {
   return `${socket.remoteAddress ?? ''}:${String(socket.remotePort ?? '')}`;
 }
 
+/**
+ * How long a connection whose sending side we ended stays open for the peer to close its own. grpc-js
+ * ends a connection it is done with (idle, too old) gracefully: Node's http2 sends our FIN and
+ * then waits for the peer's, for ever if the peer never sends it (red-team finding: a stranger's
+ * sockets outlived every bound and filled the connection caps). The moment lets the peer read
+ * what was sent before the socket is destroyed.
+ */
+const HALF_CLOSED_MS = 1_000;
+
 /** Most established connections kept at once: from one remote address, and in all. */
 export interface EstablishedLimit {
   perAddress: number;
@@ -53,6 +62,9 @@ export class GrpcTlsFront {
       }
       this.sockets.add(socket);
       socket.once('close', () => this.sockets.delete(socket));
+      socket.once('finish', () => {
+        setTimeout(() => socket.destroy(), HALF_CLOSED_MS).unref();
+      });
       hooks.onSecure?.(socket);
       this.injector.injectConnection(socket);
     });
