@@ -201,6 +201,21 @@ describe('gRPC factory options', () => {
     // grpc-js takes up to 10 % off the age; what is left, with the grace, must outlast an init.
     expect(SERVER_CONNECTION_AGE_MS * 0.9 + SERVER_CONNECTION_AGE_GRACE_MS).toBeGreaterThan(INIT_CALL_DEADLINE_MS);
   });
+
+  it.each([
+    ['grpc.max_connection_age_ms', -1],
+    ['grpc.max_connection_age_ms', SERVER_CONNECTION_AGE_MS + 1],
+    ['grpc.max_connection_age_grace_ms', -1],
+    ['grpc.max_connection_age_grace_ms', SERVER_CONNECTION_AGE_GRACE_MS * 10],
+    ['grpc.max_connection_idle_ms', -1],
+    ['grpc.max_connection_idle_ms', 0.5],
+    ['grpc.max_connection_idle_ms', SERVER_CONNECTION_IDLE_MS * 10],
+  ])('lets no caller lengthen or drop a connection bound: %s = %d is a RangeError (red-team finding)', (key, value) => {
+    expect(() => serverOptions({ [key]: value })).toThrow(
+      new RegExp(`^${key.replaceAll('.', '\\.')} must be an integer from 1 to `),
+    );
+    expect(serverOptions({ [key]: 1_000 })[key]).toBe(1_000);
+  });
 });
 
 describe('gRPC factory servers against idle connections (attacker 3)', () => {

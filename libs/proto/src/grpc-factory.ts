@@ -16,8 +16,8 @@ import { MAX_MESSAGE_BYTES, grpcMessageLimits } from './message-limits.js';
  * request announcing bytes it never sends, a health watch) too, so a stranger's connections would
  * pile up until the process runs out of descriptors. Other settings stay grpc-js's defaults unless
  * the caller passes them: no `grpc.max_concurrent_streams` (the JoinService sets its own), the
- * server's keepalive ping every two hours. Callers may tighten the limits (a smaller value) but
- * never loosen them: a larger value, or -1 (unlimited), is a RangeError.
+ * server's keepalive ping every two hours. Callers may tighten the limits and the bounds (a smaller
+ * value) but never loosen them: a larger value, or -1 (unlimited), is a RangeError.
  *
  * A guard test (grpc-factory.test.ts) fails when product code constructs `new grpc.Server(` or a
  * generated client directly.
@@ -55,14 +55,27 @@ export const SERVER_CONNECTION_AGE_MS = 10 * 60_000;
  */
 export const SERVER_CONNECTION_AGE_GRACE_MS = 10 * 60_000;
 
-/** Server options: the limits, the idle and the age bounds, then `extra` (which may replace the bounds). */
+/** Each connection bound a server gets, at its longest: callers may shorten one, never lengthen or drop it. */
+const SERVER_CONNECTION_BOUNDS = {
+  'grpc.max_connection_idle_ms': SERVER_CONNECTION_IDLE_MS,
+  'grpc.max_connection_age_ms': SERVER_CONNECTION_AGE_MS,
+  'grpc.max_connection_age_grace_ms': SERVER_CONNECTION_AGE_GRACE_MS,
+} as const;
+
+/**
+ * Server options: the limits, the idle and the age bounds, then `extra`, which may shorten the
+ * bounds (a longer one, or -1 for none, is a RangeError: the age bound is the only end of a call
+ * that never ends).
+ */
 export function serverOptions(extra?: grpc.ServerOptions): grpc.ServerOptions {
-  return withLimits({
-    'grpc.max_connection_idle_ms': SERVER_CONNECTION_IDLE_MS,
-    'grpc.max_connection_age_ms': SERVER_CONNECTION_AGE_MS,
-    'grpc.max_connection_age_grace_ms': SERVER_CONNECTION_AGE_GRACE_MS,
-    ...extra,
-  });
+  for (const [key, longest] of Object.entries(SERVER_CONNECTION_BOUNDS)) {
+    const value: unknown = extra?.[key];
+    if (value === undefined) continue;
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > longest) {
+      throw new RangeError(`${key} must be an integer from 1 to ${longest}, got ${JSON.stringify(value)}`);
+    }
+  }
+  return withLimits({ ...SERVER_CONNECTION_BOUNDS, ...extra });
 }
 
 /** A grpc-js server with the message limits and the idle and age bounds; `options` adds to them (e.g. max concurrent streams). */
