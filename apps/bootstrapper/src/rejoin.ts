@@ -80,7 +80,8 @@ export async function rejoin(context: NodeContext, options: RejoinOptions): Prom
 
   const connection = new JoinServiceConnection(context, options.requestTimeoutMs);
   const ticketed = (async (): Promise<Keys> => {
-    // The receipt of the disk's join; a disk set up by an earlier version has none (its join was recorded in the API).
+    // The receipt of the disk's join; a disk set up by an earlier version has none (its join was
+    // recorded in the API).
     const diskReceipt = (await context.disk.diskReceipt()) ?? Buffer.alloc(0);
     const request = RejoinTicketRequest.encode({ diskUuid, diskReceipt }).finish();
     for (let attempt = 0; !progress.settled; attempt++) {

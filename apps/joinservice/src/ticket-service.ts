@@ -46,7 +46,7 @@ export interface TicketServiceOptions {
   /** host:port nodes join through (the API server or its load balancer). */
   apiServerEndpoint: string;
   lease: ControlPlaneLease;
-  /** Records of (disk, machine) pairs that earlier versions wrote at every join: rejoins without a receipt. */
+  /** Records of (disk, machine) pairs earlier versions wrote at every join: for rejoins without a receipt. */
   disks: DiskBindings;
   /** Bare metal: which machine each node name belongs to (a registry names machines elsewhere). */
   names: NodeNameBindings;
