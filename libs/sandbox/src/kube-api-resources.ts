@@ -2,6 +2,7 @@ import { KubeApiError, badRequest } from './kube-api-status.js';
 import { applyPatch, patchFormat } from './kube-api-patch.js';
 import { decodeObject, validateObject } from './kube-api-validation.js';
 import type { KubeObject, KubeObjectStore, ResourceType } from './kube-object-store.js';
+import { admitNodeWrite } from './kube-api/node-restriction.js';
 
 /*
  * The REST semantics of the resources the stand-in serves, after authentication: routing by
@@ -130,6 +131,7 @@ export function handleResourceRequest(
     }
     if (method === 'POST') {
       const object = checked(type, prepareForCreate(type, decodeObject(type, request.body), request.user));
+      admitNodeWrite(request.user, type, object, undefined);
       return { code: 201, body: store.create(type, namespace, object, { dryRun: isDryRun(query, method) }) };
     }
     throw new KubeApiError(405, 'MethodNotAllowed', `${method} is not supported on a collection`);
@@ -138,7 +140,7 @@ export function handleResourceRequest(
     case 'GET':
       return { code: 200, body: store.get(type, namespace, name) };
     case 'PUT':
-      return replace(store, route, name, decodeObject(type, request.body), isDryRun(query, method));
+      return replace(store, route, name, decodeObject(type, request.body), isDryRun(query, method), request.user);
     case 'PATCH': {
       const format = patchFormat(request.contentType);
       const dryRun = isDryRun(query, method);
@@ -149,7 +151,7 @@ export function handleResourceRequest(
       const sent = patchedResourceVersion(request.body, format);
       const resourceVersion = sent ?? current.metadata.resourceVersion;
       if (resourceVersion !== undefined) object.metadata.resourceVersion = resourceVersion;
-      return replace(store, route, name, object, dryRun);
+      return replace(store, route, name, object, dryRun, request.user);
     }
     case 'DELETE': {
       if (subresource !== undefined)
@@ -193,6 +195,7 @@ function replace(
   name: string,
   sent: KubeObject,
   dryRun: boolean,
+  user: ResourceRequest['user'],
 ): ResourceResponse {
   const { type, namespace, subresource } = route;
   const sentName = sent.metadata.name as unknown; // the body may carry no name: the URL's applies
@@ -215,8 +218,10 @@ function replace(
     }
   }
   const createIfMissing = CREATE_ON_UPDATE.has(type.kind) && subresource === undefined;
-  const existed = existing(store, type, namespace, name) !== undefined;
-  const stored = store.replace(type, namespace, name, checked(type, object), { dryRun, createIfMissing });
+  const current = existing(store, type, namespace, name);
+  admitNodeWrite(user, type, checked(type, object), current);
+  const stored = store.replace(type, namespace, name, object, { dryRun, createIfMissing });
+  const existed = current !== undefined;
   return { code: existed ? 200 : 201, body: stored };
 }
 

@@ -37,7 +37,14 @@ export const RESOURCE_TYPES: readonly ResourceType[] = [
   { group: '', version: 'v1', resource: 'nodes', kind: 'Node', namespaced: false },
   { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true },
   { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true },
-  { group: 'coordination.k8s.io', version: 'v1', resource: 'leases', kind: 'Lease', namespaced: true },
+  {
+    group: 'coordination.k8s.io',
+    version: 'v1',
+    resource: 'leases',
+    kind: 'Lease',
+    namespaced: true,
+    unconditionalUpdate: false,
+  },
   {
     group: 'certificates.k8s.io',
     version: 'v1',

@@ -1,4 +1,5 @@
 import { KubeApiError, badRequest } from './kube-api-status.js';
+import { csrSpecErrors } from './kube-api/csr-validation.js';
 import type { KubeObject, ResourceType } from './kube-object-store.js';
 
 /*
@@ -92,6 +93,8 @@ export function validateObject(type: ResourceType, object: KubeObject): void {
   errors.push(...labelErrors(object.metadata.labels));
   if (type.kind === 'ConfigMap' || type.kind === 'Secret') errors.push(...dataErrors(type, object));
   if (type.kind === 'Lease') errors.push(...leaseSpecErrors(record(object['spec'])));
+  if (type.kind === 'CertificateSigningRequest' && object.metadata.resourceVersion === undefined)
+    errors.push(...csrSpecErrors(record(object['spec'])));
   if (errors.length > 0) {
     const shown = typeof name === 'string' ? name : '';
     const list = errors.map((e) => `${e.field}: ${e.detail}`);
@@ -177,7 +180,14 @@ function dataErrors(type: ResourceType, object: KubeObject): FieldError[] {
       }
       if (seen.has(key)) errors.push(invalidValue(`${field}[${key}]`, key, 'duplicate of key present in data'));
       seen.add(key);
-      size += key.length + (typeof value === 'string' ? value.length : 0);
+      // Go's len: UTF-8 bytes for ConfigMap data; base64 text (longer than its bytes) elsewhere.
+      const bytes =
+        typeof value !== 'string'
+          ? 0
+          : field === 'data' && type.kind === 'ConfigMap'
+            ? Buffer.byteLength(value)
+            : value.length;
+      size += key.length + bytes;
     }
   }
   if (size > MAX_DATA_BYTES)

@@ -38,6 +38,11 @@ export interface ResourceType {
   resource: string;
   kind: string;
   namespaced: boolean;
+  /**
+   * False where the kind's strategy refuses an update without a resourceVersion
+   * (`AllowUnconditionalUpdate`; Leases: pkg/registry/coordination/lease/strategy.go).
+   */
+  unconditionalUpdate?: boolean;
 }
 
 /**
@@ -123,7 +128,16 @@ export class KubeObjectStore {
       return this.create(type, namespace, object, options);
     }
     const sent = object.metadata.resourceVersion;
-    if (sent !== undefined && sent !== current.metadata.resourceVersion) throw conflict(qualified(type), name);
+    if ((sent === undefined || sent === '') && type.unconditionalUpdate === false) {
+      // The generic registry's Update (staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go).
+      throw invalid(
+        qualified(type),
+        name,
+        'metadata.resourceVersion: Invalid value: 0x0: must be specified for an update',
+      );
+    }
+    if (sent !== undefined && sent !== '' && sent !== current.metadata.resourceVersion)
+      throw conflict(qualified(type), name);
     this.checkImmutable(type, current, object);
     const identity = {
       name,
@@ -182,6 +196,18 @@ export class KubeObjectStore {
   }
 
   private checkImmutable(type: ResourceType, current: KubeObject, next: KubeObject): void {
+    // ValidateSecretUpdate (pkg/apis/core/validation/validation.go): the type never changes; an
+    // update without one is defaulted to Opaque first.
+    if (type.resource === 'secrets') {
+      const was = typeof current['type'] === 'string' ? current['type'] : 'Opaque';
+      const asked = typeof next['type'] === 'string' && next['type'] !== '' ? next['type'] : 'Opaque';
+      if (asked !== was)
+        throw invalid(
+          type.kind,
+          current.metadata.name,
+          `type: Invalid value: ${JSON.stringify(asked)}: field is immutable`,
+        );
+    }
     if ((type.resource === 'configmaps' || type.resource === 'secrets') && current['immutable'] === true) {
       const same =
         JSON.stringify([current['data'], current['binaryData'], current['immutable']]) ===

@@ -1,5 +1,6 @@
 import { computeDetachedSignature } from '../bootstrap-jws.js';
 import type { KubeObject, KubeObjectStore, ResourceType } from '../kube-object-store.js';
+import { bootstrapTokenExpired } from '../kube-api/bootstrap-token-expiration.js';
 
 /*
  * kube-controller-manager's bootstrapsigner and tokencleaner controllers
@@ -112,8 +113,7 @@ export class BootstrapSigner {
       const { name } = secret.metadata;
       seen.add(name);
       const token = this.tokenOf(secret);
-      // cluster-bootstrap/util/secrets HasExpired: an unparseable expiration counts as expired.
-      if (token.expiration !== '' && !(Date.parse(token.expiration) >= now)) expired.push(name);
+      if (bootstrapTokenExpired(token.expiration, now)) expired.push(name);
       else if (token.signing !== undefined) signing.push(token.signing);
     });
     for (const name of this.decoded.keys()) if (!seen.has(name)) this.decoded.delete(name);

@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { BOOTSTRAPPERS_GROUP } from './authorization-rules.js';
 import type { AuthenticationResult } from './client-certificate-authenticator.js';
+import { bootstrapTokenExpired } from './bootstrap-token-expiration.js';
 
 /** A stored Secret, as far as this authenticator reads it. */
 export interface SecretLike {
@@ -44,11 +45,7 @@ export function authenticateBootstrapToken(
   if (!sameSecret(field('token-secret'), secret)) return refused('token secret does not match');
   if (field('token-id') !== id) return refused('token-id does not match');
   const expiration = field('expiration');
-  // cluster-bootstrap/util/secrets HasExpired: an unparseable expiration counts as expired.
-  if (expiration !== '') {
-    const expires = Date.parse(expiration);
-    if (Number.isNaN(expires) || expires < now.getTime()) return refused('expired');
-  }
+  if (bootstrapTokenExpired(expiration, now.getTime())) return refused('expired');
   if (field('usage-bootstrap-authentication') !== 'true')
     return refused('not marked usage-bootstrap-authentication=true');
   const extra = field('auth-extra-groups');

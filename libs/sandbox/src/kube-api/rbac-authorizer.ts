@@ -38,10 +38,10 @@ function resourceAllowed(
   if (!matches(rule.verbs, attributes.verb)) return false;
   if (!matches(rule.apiGroups, attributes.apiGroup)) return false;
   if (!matches(rule.resources, combinedResource(attributes))) return false;
-  // A rule with resourceNames never matches a request without a name (list, create).
-  return (
-    rule.resourceNames === undefined || rule.resourceNames.length === 0 || rule.resourceNames.includes(attributes.name)
-  );
+  // A rule with resourceNames never matches a request without a name (list, create): RBAC sees the
+  // name in the URL only (requestinfo.go), which a create has not, whatever its body names.
+  const name = attributes.verb === 'create' ? '' : attributes.name;
+  return rule.resourceNames === undefined || rule.resourceNames.length === 0 || rule.resourceNames.includes(name);
 }
 
 function pathAllowed(
