@@ -6,13 +6,12 @@
 // no cap on finished connections at all: they added up without bound.
 // Found by a red-team pass; GrpcTlsFront now destroys a socket 1 s after its sending side ended.
 import { connect as http2Connect } from 'node:http2';
-import { createServer as createTcpServer, connect as tcpConnect } from 'node:net';
-import type { Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import type { TLSSocket } from 'node:tls';
 import type { GrpcTlsFront } from '@constellation/atls';
 import { serviceTlsIdentity } from '@constellation/atls';
 import { HealthStatus, createGrpcServer } from '@constellation/proto';
+import { startNeverClosingRelay } from '@constellation/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BoundedTlsListener } from './bounded-tls-listener.js';
 
@@ -21,26 +20,11 @@ afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c();
 });
 
-/** The stranger's TCP stack: its sockets to the server ignore the server's FIN and are never closed. */
+/** The stranger's TCP stack: never answers the server's FIN (closed after the test). */
 async function neverClosingRelay(serverPort: number): Promise<number> {
-  const upstream: Socket[] = [];
-  const relay = createTcpServer({ allowHalfOpen: true }, (inbound) => {
-    const out = tcpConnect({ port: serverPort, host: '127.0.0.1', allowHalfOpen: true });
-    upstream.push(out);
-    out.on('error', () => undefined);
-    inbound.on('error', () => undefined);
-    inbound.on('data', (d: Buffer) => out.write(d));
-    out.on('data', (d: Buffer) => {
-      if (!inbound.destroyed) inbound.write(d);
-    });
-  });
-  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
-  cleanup.push(() => {
-    for (const s of upstream) s.destroy();
-    relay.close();
-  });
-  const address = relay.address();
-  return typeof address === 'object' && address !== null ? address.port : 0;
+  const relay = await startNeverClosingRelay(serverPort);
+  cleanup.push(relay.close);
+  return relay.port;
 }
 
 /** Finishes the TLS handshake and the HTTP/2 preface, then makes no call. */

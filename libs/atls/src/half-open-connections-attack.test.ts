@@ -8,13 +8,12 @@
 // Found by a red-team pass; GrpcTlsFront now destroys a socket 1 s after its sending side ended.
 import { randomBytes } from 'node:crypto';
 import { connect as http2Connect } from 'node:http2';
-import { createServer as createTcpServer, connect as tcpConnect } from 'node:net';
-import type { Server as TcpServer, Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import type { TLSSocket } from 'node:tls';
 import type * as grpc from '@grpc/grpc-js';
 import { DummyIssuer } from '@constellation/attestation/testing';
 import { HealthStatus, createGrpcServer } from '@constellation/proto';
+import { startNeverClosingRelay } from '@constellation/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AttestationLimits } from './attestation-limits.js';
 import { AttestedTlsServer } from './attested-tls-server.js';
@@ -26,31 +25,11 @@ afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c();
 });
 
-/**
- * The stranger's TCP stack: a relay whose socket to the server ignores the server's FIN
- * (allowHalfOpen) and is never ended or destroyed while the test runs; the TLS and HTTP/2 client in
- * front of it are ordinary Node clients.
- */
-async function neverClosingRelay(serverPort: number): Promise<{ port: number; upstream: Socket[] }> {
-  const upstream: Socket[] = [];
-  const relay: TcpServer = createTcpServer({ allowHalfOpen: true }, (inbound) => {
-    const out = tcpConnect({ port: serverPort, host: '127.0.0.1', allowHalfOpen: true });
-    upstream.push(out);
-    out.on('error', () => undefined);
-    inbound.on('error', () => undefined);
-    inbound.on('data', (d: Buffer) => out.write(d));
-    out.on('data', (d: Buffer) => {
-      if (!inbound.destroyed) inbound.write(d);
-    });
-    // Deliberately nothing on 'end' or 'close': the server's FIN is never answered.
-  });
-  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
-  cleanup.push(() => {
-    for (const s of upstream) s.destroy();
-    relay.close();
-  });
-  const address = relay.address();
-  return { port: typeof address === 'object' && address !== null ? address.port : 0, upstream };
+/** The stranger's TCP stack: never answers the server's FIN (closed after the test). */
+async function neverClosingRelay(serverPort: number): Promise<{ port: number }> {
+  const relay = await startNeverClosingRelay(serverPort);
+  cleanup.push(relay.close);
+  return relay;
 }
 
 /** A finished aTLS handshake and, optionally, a Health/Watch that never ends. */

@@ -14,3 +14,5 @@ export { sleep, waitFor, withTimeout } from './wait-for.js';
 export { installTypeScriptCommand, repoRoot, runTypeScript } from './run-typescript.js';
 
 export { applyTextMutation, textMutation } from './text-mutation.js';
+export type { NeverClosingRelay } from './never-closing-relay.js';
+export { startNeverClosingRelay } from './never-closing-relay.js';
