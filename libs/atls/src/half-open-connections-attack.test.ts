@@ -6,10 +6,8 @@
 // server's socket, TLS session and place in GrpcTlsFront's established-connection caps for ever,
 // and the caps, once filled, locked everyone else out for good.
 // Found by a red-team pass; GrpcTlsFront now destroys a socket 1 s after its sending side ended.
-import { randomBytes } from 'node:crypto';
 import { connect as http2Connect } from 'node:http2';
 import { connect as tlsConnect } from 'node:tls';
-import type { TLSSocket } from 'node:tls';
 import type * as grpc from '@grpc/grpc-js';
 import { DummyIssuer } from '@constellation/attestation/testing';
 import { HealthStatus, createGrpcServer } from '@constellation/proto';
@@ -18,7 +16,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { AttestationLimits } from './attestation-limits.js';
 import { AttestedTlsServer } from './attested-tls-server.js';
 import type { GrpcTlsFront } from './grpc-tls-front.js';
-import { nonceToServerName } from './nonce-server-name.js';
+import { stalledCall, strangerTlsOptions } from './stranger-connection.fixture.js';
 
 const cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -32,39 +30,17 @@ async function neverClosingRelay(serverPort: number): Promise<{ port: number }> 
   return relay;
 }
 
-/** A finished aTLS handshake and, optionally, a Health/Watch that never ends. */
+/** A finished aTLS handshake and, optionally, a Health/Watch or a request that never ends. */
 async function strangerConnection(port: number, call: 'watch' | 'partial' | 'none'): Promise<void> {
-  const socket = await new Promise<TLSSocket>((resolve, reject) => {
-    const s = tlsConnect({
-      host: '127.0.0.1',
-      port,
-      servername: nonceToServerName(randomBytes(32)),
-      ALPNProtocols: ['h2'],
-      rejectUnauthorized: false,
-    });
-    s.once('secureConnect', () => {
-      resolve(s);
-    });
-    s.once('error', reject);
-  });
+  const { socket, session } = await stalledCall(
+    port,
+    call === 'partial' ? 'partial-request' : call === 'none' ? 'no-call' : 'watch',
+  );
   socket.on('error', () => undefined);
-  const session = http2Connect('https://node', { createConnection: () => socket });
-  session.on('error', () => undefined);
   cleanup.push(() => {
     session.destroy();
     socket.destroy();
   });
-  if (call === 'none') return;
-  const stream = session.request({
-    ':method': 'POST',
-    ':path': call === 'watch' ? '/grpc.health.v1.Health/Watch' : '/grpc.health.v1.Health/Check',
-    'content-type': 'application/grpc',
-    te: 'trailers',
-  });
-  stream.on('error', () => undefined);
-  stream.on('data', () => undefined);
-  if (call === 'watch') stream.end(Buffer.from([0, 0, 0, 0, 0]));
-  else stream.write(Buffer.from([0, 0, 0, 0, 100])); // announces 100 bytes, sends none
 }
 
 /** A newcomer's health check over aTLS: 'ok' once the call answers, else why not. */
@@ -73,13 +49,7 @@ async function newcomerCheck(port: number): Promise<string> {
     const timer = setTimeout(() => {
       resolve('timeout');
     }, 5_000);
-    const socket = tlsConnect({
-      host: '127.0.0.1',
-      port,
-      servername: nonceToServerName(randomBytes(32)),
-      ALPNProtocols: ['h2'],
-      rejectUnauthorized: false,
-    });
+    const socket = tlsConnect(strangerTlsOptions(port));
     socket.on('error', (err: Error) => {
       clearTimeout(timer);
       resolve(`error: ${err.message}`);

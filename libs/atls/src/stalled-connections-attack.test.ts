@@ -1,16 +1,12 @@
-import { randomBytes } from 'node:crypto';
-import { connect as http2Connect } from 'node:http2';
-import type { ClientHttp2Session } from 'node:http2';
-import { connect as tlsConnect } from 'node:tls';
 import type * as grpc from '@grpc/grpc-js';
-import type { TLSSocket } from 'node:tls';
 import { DummyIssuer } from '@constellation/attestation/testing';
 import { HealthStatus, createGrpcServer } from '@constellation/proto';
 import { describe, expect, it } from 'vitest';
 import type { EstablishedLimit } from './grpc-tls-front.js';
 import { AttestationLimits } from './attestation-limits.js';
 import { AttestedTlsServer } from './attested-tls-server.js';
-import { nonceToServerName } from './nonce-server-name.js';
+import { stalledCall } from './stranger-connection.fixture.js';
+import type { Stalled } from './stranger-connection.fixture.js';
 
 /*
  * Attacker 3 (a stranger, no TPM), found by a red-team pass: the aTLS server closes connections
@@ -23,44 +19,6 @@ import { nonceToServerName } from './nonce-server-name.js';
  * keep is bounded, and every factory server closes a connection past its age and grace
  * (grpc.max_connection_age_ms, 10 + 10 min by default).
  */
-
-interface Stalled {
-  socket: TLSSocket;
-  session: ClientHttp2Session;
-}
-
-/** A stranger's connection: a well-formed nonce, a finished handshake, then one call that never ends. */
-async function stalledCall(port: number, kind: 'partial-request' | 'watch' | 'no-call'): Promise<Stalled> {
-  const socket = await new Promise<TLSSocket>((resolve, reject) => {
-    const s = tlsConnect({
-      host: '127.0.0.1',
-      port,
-      servername: nonceToServerName(randomBytes(32)),
-      ALPNProtocols: ['h2'],
-      rejectUnauthorized: false, // a stranger does not care who the node is
-    });
-    s.once('secureConnect', () => {
-      resolve(s);
-    });
-    s.once('error', reject);
-  });
-  const session = http2Connect('https://node', { createConnection: () => socket });
-  session.on('error', () => undefined);
-  if (kind === 'no-call') return { socket, session };
-  const path = kind === 'watch' ? '/grpc.health.v1.Health/Watch' : '/grpc.health.v1.Health/Check';
-  const stream = session.request({
-    ':method': 'POST',
-    ':path': path,
-    'content-type': 'application/grpc',
-    te: 'trailers',
-  });
-  stream.on('error', () => undefined);
-  stream.on('data', () => undefined);
-  if (kind === 'watch')
-    stream.end(Buffer.from([0, 0, 0, 0, 0])); // an empty HealthCheckRequest
-  else stream.write(Buffer.from([0, 0, 0, 0, 100])); // announces 100 bytes, sends none
-  return { socket, session };
-}
 
 async function openStalled(
   maxConnections: EstablishedLimit,
