@@ -4,6 +4,7 @@ import type { ManifestComponent } from './component-manifest.js';
 import { withRetry } from './fetch-with-retry.js';
 import type { RetryPolicy } from './fetch-with-retry.js';
 import { httpGet, PermanentFetchError } from './http-get.js';
+import { shownUrl } from './shown-url.js';
 
 /**
  * Streams a component into `file` (an open temporary file), hashing while it streams and stopping
@@ -17,7 +18,7 @@ export async function downloadComponent(
   retry: RetryPolicy,
 ): Promise<void> {
   const algorithm = component.hash.slice(0, component.hash.indexOf(':'));
-  await withRetry(`component ${component.name} (${component.url})`, retry, async (signal) => {
+  await withRetry(`component ${component.name} (${shownUrl(component.url)})`, retry, async (signal) => {
     await file.truncate(0);
     const response = await httpGet(component.url, { signal });
     const hash = createHash(algorithm);
@@ -29,7 +30,7 @@ export async function downloadComponent(
       }
       hash.update(chunk);
       try {
-        await file.write(chunk, 0, chunk.length, written);
+        await writeAll(file, chunk, written);
       } catch (err) {
         response.destroy();
         throw new PermanentFetchError(`cannot be written: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, {
@@ -43,4 +44,18 @@ export async function downloadComponent(
     if (`${algorithm}:${hash.digest('hex')}` !== component.hash)
       throw new PermanentFetchError(`the download does not match the manifest's digest`);
   });
+}
+
+/**
+ * Writes all of `chunk` at `position`. write(2) may write less than asked without an error, on a
+ * nearly full disk for one: the rest is written again, which then fails with ENOSPC. Taking one
+ * write's word left a truncated component on disk whose digest was checked over the bytes
+ * received, not written (red-team finding).
+ */
+async function writeAll(file: FileHandle, chunk: Buffer, position: number): Promise<void> {
+  for (let offset = 0; offset < chunk.length;) {
+    const { bytesWritten } = await file.write(chunk, offset, chunk.length - offset, position + offset);
+    if (bytesWritten === 0) throw Object.assign(new Error('short write'), { code: 'ENOSPC' });
+    offset += bytesWritten;
+  }
 }

@@ -45,7 +45,7 @@ export async function installComponents(
       const target = join(dir, basename(component.installPath));
       if (realProtected.includes(target))
         throw new Error(`component ${component.name} would replace ${target}, which node preparation protects`);
-      if ((await inspectExistingComponent(target, component.hash)) === 'keep') {
+      if ((await inspectExistingComponent(target, component.hash, component.mode)) === 'keep') {
         options.logger.info('component already installed', {
           component: component.name,
           path: component.installPath,

@@ -3,6 +3,7 @@ import { open } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { errorMessage } from '@constellation/errors';
 import { httpGet, PermanentFetchError, readBoundedBody } from './http-get.js';
+import { shownUrl } from './shown-url.js';
 
 export interface RetryPolicy {
   tries: number;
@@ -67,10 +68,10 @@ export async function fetchBytes(location: string, policy: RetryPolicy, options:
     return readLocalBounded(location.startsWith('/') ? location : fileURLToPath(location), options.maxBytes);
   }
   if (!/^https?:\/\//.test(location))
-    throw new Error(`unsupported location "${location}" (expected http(s)://, file:// or an absolute path)`);
-  return withRetry(`fetching ${location}`, policy, async (signal) => {
+    throw new Error(`unsupported location "${shownUrl(location)}" (expected http(s)://, file:// or an absolute path)`);
+  return withRetry(`fetching ${shownUrl(location)}`, policy, async (signal) => {
     const response = await httpGet(location, { signal, ...(options.ca === undefined ? {} : { ca: options.ca }) });
-    return readBoundedBody(response, options.maxBytes, location);
+    return readBoundedBody(response, options.maxBytes, shownUrl(location));
   });
 }
 

@@ -18,6 +18,7 @@ import { readHighestSerial, recordHighestSerial } from './serial-record.js';
 import { verifyDetachedSignature } from './signature.js';
 import { readTrustedFile } from './trusted-file.js';
 import { renderUrlTemplate } from './url-template.js';
+import { shownUrl } from './shown-url.js';
 import { discoverKubernetesVersion } from './version-discovery.js';
 import type { VersionSource } from './version-discovery.js';
 
@@ -107,7 +108,8 @@ export async function prepareNode(options: NodePreparationOptions): Promise<Node
     OSVersion: os.version,
     KubernetesVersion: version,
   });
-  logger.info('fetching component manifest', { url });
+  const shown = shownUrl(url);
+  logger.info('fetching component manifest', { url: shown });
   const manifestBytes = await fetchBytes(url, options.retry, { maxBytes: MAX_MANIFEST_BYTES, allowLocal: true });
   if (options.verifySignatures) {
     const armoredKeyring = await readTrustedFile(inRoot(options.keyringPath), 'pinned keyring', MAX_KEYRING_BYTES);
@@ -120,19 +122,19 @@ export async function prepareNode(options: NodePreparationOptions): Promise<Node
       const keyId = await verifyDetachedSignature(manifestBytes, signature.toString('utf8'), keys);
       logger.info('component manifest signature verified', { keyId });
     } catch (err) {
-      throw new Error(`component manifest ${url} is not signed by the pinned keyring: ${errorMessage(err)}`, {
+      throw new Error(`component manifest ${shown} is not signed by the pinned keyring: ${errorMessage(err)}`, {
         cause: err,
       });
     }
   } else {
     logger.warn(
       'SIGNATURE VERIFICATION IS DISABLED (--no-verify-signatures): the component manifest is trusted unchecked',
-      { url },
+      { url: shown },
     );
   }
-  const manifest = parseComponentManifest(manifestBytes, url);
+  const manifest = parseComponentManifest(manifestBytes, shown);
   const highestSerial = await readHighestSerial(root, serialPath);
-  checkManifestApplies(manifest, url, {
+  checkManifestApplies(manifest, shown, {
     board: os.board,
     osVersion: os.version,
     kubernetesVersion: version,

@@ -9,9 +9,12 @@ export const protobufPackage = "constellation.components.v1";
 export const protobufFileName = "constellation/components/v1/components.proto";
 
 /**
- * A Kubernetes component (kubelet, kubeadm, CNI plugins, a kubeadm patch, ...) that a node
- * installs before kubeadm runs. Travels in the init request and in join tickets so that every
- * node runs exactly the component set the cluster was created with.
+ * A Kubernetes component (kubelet, kubeadm, CNI plugins, a kubeadm patch, ...) of the cluster.
+ * Travels in the init request and in join tickets and is published with the cluster
+ * configuration, as the record of the component set the cluster was created with. Nodes do NOT
+ * install from it: node preparation installs only what the signed component manifest for the
+ * cluster's Kubernetes version lists (docs/node-preparation.md), so nothing here is unsigned
+ * code a node runs. The fields describe the artifact as a manifest entry would.
  */
 export interface KubernetesComponent {
   /**
