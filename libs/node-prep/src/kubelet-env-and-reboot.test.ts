@@ -91,4 +91,12 @@ describe('the OS update hook and the reboot', () => {
     expect(await node.exists('run/state/bin/kubelet')).toBe(true);
     expect(await node.exists('etc/kubernetes/kubelet.env')).toBe(false);
   });
+
+  it('kills a hook that does not finish in time and fails, so the unit retries (30 minutes by default)', async () => {
+    const node = await testNode(trusted);
+    await expect(
+      prepareNode({ ...node.options, osUpdateCommand: ['sleep', '30'], osUpdateTimeoutMs: 200 }),
+    ).rejects.toThrow('OS update hook sleep 30 did not finish within 200 ms');
+    expect(await node.exists('etc/kubernetes/kubelet.env')).toBe(false);
+  });
 });

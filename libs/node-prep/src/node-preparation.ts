@@ -58,6 +58,8 @@ export interface NodePreparationOptions {
   kubeletEnvKeys?: readonly string[];
   /** Exit code 0: nothing staged; 100: an OS update is staged and awaits a reboot; else a failure. */
   osUpdateCommand?: readonly string[];
+  /** How long the hook may run (default OS_UPDATE_HOOK_TIMEOUT_MS, 30 minutes). */
+  osUpdateTimeoutMs?: number;
   /** Must reject when the reboot could not be started: preparation then fails and the unit retries. */
   reboot: () => Promise<void>;
   retry: RetryPolicy;
@@ -152,7 +154,7 @@ export async function prepareNode(options: NodePreparationOptions): Promise<Node
   });
 
   if (options.osUpdateCommand !== undefined && options.osUpdateCommand.length > 0) {
-    if ((await runOsUpdateHook(options.osUpdateCommand)) === 'staged') {
+    if ((await runOsUpdateHook(options.osUpdateCommand, options.osUpdateTimeoutMs)) === 'staged') {
       // kubelet.env stays unwritten: after the reboot preparation runs again for the new OS.
       logger.info('OS update staged; rebooting before kubelet.env is written');
       try {
