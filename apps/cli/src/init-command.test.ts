@@ -131,6 +131,13 @@ describe('constellation init', () => {
       files.config,
       `name: c\nkubernetesVersion: v1.32.9\ninitEndpoint: a:1\nattestation: {variant: qemu-vtpm, measurements: {"15": {expected: "${'0'.repeat(64)}"}}}\n`,
     );
+    await expect(runInit({ workspace, print: () => undefined })).rejects.toThrow(
+      /attestation\.measurements enforces no boot measurement \(only PCR 15\): any software on a genuine TPM would pass/,
+    );
+    await writeFile(
+      files.config,
+      `name: c\nkubernetesVersion: v1.32.9\ninitEndpoint: a:1\nattestation: {variant: qemu-vtpm, measurements: {"9": {expected: "${'1'.repeat(64)}"}, "15": {expected: "${'0'.repeat(64)}"}}}\n`,
+    );
     await expect(runInit({ workspace, print: () => undefined })).rejects.toThrow(/no init secret at/);
   });
 });

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { access, readFile } from 'node:fs/promises';
+import { access, link, readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import type { AttestedChannelCredentials } from '@constellation/atls';
 import { UsageError } from '@constellation/command-line';
@@ -65,12 +65,52 @@ async function readyToInit(files: ReturnType<typeof workspaceFiles>, force: bool
       `no init secret at ${files.initSecret}: the infrastructure (or \`constellation mini up\`) writes it`,
     );
   }
-  if (!force && (await exists(files.masterSecret)))
-    throw new UsageError(
-      `${files.masterSecret} exists: it may be the only recovery secret of a cluster an earlier init already ` +
-        'locked; move it away (or pass --force to replace it) and run init again',
-    );
+  if (!force && (await exists(files.masterSecret))) throw masterSecretExists(files.masterSecret);
   return initSecret;
+}
+
+const masterSecretExists = (path: string): UsageError =>
+  new UsageError(
+    `${path} exists: it may be the only recovery secret of a cluster an earlier init already ` +
+      'locked; move it away (or pass --force to replace it) and run init again',
+  );
+
+/**
+ * Writes the new master secret before anything is sent. Without `force` it is created only if no
+ * file is there, so of two inits racing in one workspace exactly one goes on (both used to pass
+ * the check, write and send their own secret). With `force` an existing one is first kept beside
+ * it as `<file>.<time>.bak`, since it may be the only recovery secret of a locked cluster (it was
+ * replaced for good; red-team findings).
+ */
+async function writeMasterSecret(
+  path: string,
+  json: string,
+  force: boolean,
+  print: (line: string) => void,
+): Promise<void> {
+  if (!force) {
+    try {
+      await writeWorkspaceFile(path, json, true, { exclusive: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw masterSecretExists(path);
+      throw err;
+    }
+    return;
+  }
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  for (let i = 0; ; i++) {
+    const backup = `${path}.${stamp}${i === 0 ? '' : `-${i}`}.bak`;
+    try {
+      await link(path, backup); // the same file under a second name: its content and mode, kept
+      print(`previous master secret kept at ${backup}`);
+      break;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') break;
+      if (code !== 'EEXIST') throw err;
+    }
+  }
+  await writeWorkspaceFile(path, json, true);
 }
 
 const attestationFailed = (endpoint: string, why: string, cause: unknown): Error =>
@@ -151,7 +191,7 @@ export async function runInit(options: InitCommandOptions): Promise<InitResult> 
   const initSecret = await readyToInit(files, options.force === true);
   const masterSecret = generateMasterSecret();
   const measurementSalt = randomBytes(32);
-  await writeWorkspaceFile(files.masterSecret, masterSecretToJson(masterSecret), true);
+  await writeMasterSecret(files.masterSecret, masterSecretToJson(masterSecret), options.force === true, options.print);
   options.print(`master secret written to ${files.masterSecret} (keep it: it recovers the cluster)`);
   const request = {
     initSecret,

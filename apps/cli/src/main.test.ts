@@ -37,7 +37,7 @@ describe('constellation CLI entry point', () => {
 });
 
 describe('constellation config generate', () => {
-  it('writes a commented config that loads, and refuses to overwrite without --force', async () => {
+  it('writes a commented config that names what to fill in, and refuses to overwrite without --force', async () => {
     const { tempDirForTest } = await import('@constellation/testing');
     const { loadClusterConfig } = await import('./constellation-conf.js');
     const { createEkCa } = await import('@constellation/swtpm');
@@ -56,11 +56,21 @@ describe('constellation config generate', () => {
     const ca = await createEkCa(`${workspace}/ek-ca`);
     const first = await run('--workspace', workspace, 'config', 'generate', '--force', '--ek-roots', ca.rootCertPath);
     expect(first.code).toBe(0);
+    // PCR 15 alone measures no software: the config is refused until the image's PCRs are in.
+    expect(first.stderr).toContain("add your node image's measurements under attestation.measurements");
+    await expect(loadClusterConfig(`${workspace}/constellation-conf.yaml`)).rejects.toThrow(
+      /attestation\.measurements enforces no boot measurement \(only PCR 15\)/,
+    );
+    const { readFile, writeFile } = await import('node:fs/promises');
+    const text = await readFile(`${workspace}/constellation-conf.yaml`, 'utf8');
+    expect(text).toContain('# What every node must prove');
+    // With a PCR of the image filled in, it loads.
+    const filled = text.replace(/^( +)"?15"?:/m, `$1"9": { expected: "${'1'.repeat(64)}", warnOnly: false }\n$1"15":`);
+    await writeFile(`${workspace}/constellation-conf.yaml`, filled);
     const config = await loadClusterConfig(`${workspace}/constellation-conf.yaml`);
     expect(config.attestation.variant).toBe('tpm2-ek');
     expect(config.attestation.measurements.get(15)?.expected).toEqual(Buffer.alloc(32));
-    const { readFile } = await import('node:fs/promises');
-    expect(await readFile(`${workspace}/constellation-conf.yaml`, 'utf8')).toContain('# What every node must prove');
+    expect(config.attestation.measurements.get(9)?.warnOnly).toBe(false);
     const again = await run('--workspace', workspace, 'config', 'generate');
     expect(again.code).toBe(2);
     expect(again.stderr).toContain('exists; use --force to overwrite it');

@@ -25,7 +25,12 @@ export function workspaceFiles(dir: string): {
  * Writes atomically through a unique temporary file that never follows a planted symlink;
  * `secret` files are 0600 and never exist with looser modes, whatever the umask or a stale file says.
  */
-export async function writeWorkspaceFile(path: string, content: string | Uint8Array, secret: boolean): Promise<void> {
+export async function writeWorkspaceFile(
+  path: string,
+  content: string | Uint8Array,
+  secret: boolean,
+  options: { exclusive?: boolean } = {},
+): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
-  await writeFileAtomic(path, content, { mode: secret ? 0o600 : 0o644 });
+  await writeFileAtomic(path, content, { mode: secret ? 0o600 : 0o644, ...options });
 }
