@@ -1,14 +1,10 @@
-import * as grpc from '@grpc/grpc-js';
-import { AttestedTlsServer } from '@constellation/atls';
 import { TpmIssuer, componentDigest, expectedMeasurements } from '@constellation/attestation';
-import type { Issuer } from '@constellation/attestation';
 import { SoftwareAttester } from '@constellation/attestation/testing';
-import { HealthStatus, InitServiceService } from '@constellation/proto';
-import type { InitRequest, InitResponse } from '@constellation/proto';
 import { startSwtpm, useTestEkCa } from '@constellation/testing';
 import { SocketTransport, Tpm } from '@constellation/tpm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attestedWorkspace } from './attested-workspace.fixture.js';
+import { recordingInitNode } from './recording-init-node.fixture.js';
 import { runInit } from './init-command.js';
 import { verifyNode } from './verify-command.js';
 import { errorMessage } from '@constellation/errors';
@@ -36,29 +32,6 @@ afterAll(async () => {
   await stopSwtpm();
 });
 
-/** A fake node: an attested TLS server with the attacker's issuer, recording every Init it gets. */
-async function fakeNode(issuer: Issuer): Promise<{ port: number; received: InitRequest[]; close(): Promise<void> }> {
-  const received: InitRequest[] = [];
-  const server = new grpc.Server();
-  server.addService(InitServiceService, {
-    init: (call: grpc.ServerWritableStream<InitRequest, InitResponse>) => {
-      received.push(call.request);
-      call.end();
-    },
-  });
-  new HealthStatus({ '': 'SERVING' }).addTo(server);
-  const atls = new AttestedTlsServer(server, { issuer });
-  const port = await atls.listen(0, '127.0.0.1');
-  return {
-    port,
-    received,
-    close: async () => {
-      await atls.close(100);
-      server.forceShutdown();
-    },
-  };
-}
-
 function workspaceFor(port: number, variant: 'tpm2-ek' | 'qemu-vtpm' = 'tpm2-ek'): Promise<string> {
   return attestedWorkspace({
     port,
@@ -70,7 +43,7 @@ function workspaceFor(port: number, variant: 'tpm2-ek' | 'qemu-vtpm' = 'tpm2-ek'
 
 describe('constellation init and verify against a fake node with no TPM', () => {
   it('sends nothing to a software attester that presents the right PCR values', async () => {
-    const node = await fakeNode(new SoftwareAttester({ claims: measurements }));
+    const node = await recordingInitNode(new SoftwareAttester({ claims: measurements }));
     try {
       const workspace = await workspaceFor(node.port);
       const err = await runInit({ workspace, print: () => undefined, attempts: 1 }).catch((e: unknown) => e);
@@ -84,7 +57,7 @@ describe('constellation init and verify against a fake node with no TPM', () => 
   });
 
   it("sends nothing to a software attester that presents a genuine machine's EK certificate", async () => {
-    const node = await fakeNode(
+    const node = await recordingInitNode(
       new SoftwareAttester({ claims: measurements, stolenIdentity: genuine.rooted?.identity }),
     );
     try {
@@ -104,7 +77,7 @@ describe('constellation init and verify against a fake node with no TPM', () => 
   });
 
   it('verify reports a genuine node with its proven endorsement key', async () => {
-    const node = await fakeNode(genuine);
+    const node = await recordingInitNode(genuine);
     try {
       const workspace = await workspaceFor(node.port);
       const report = await verifyNode(workspace, `127.0.0.1:${node.port}`);
@@ -116,7 +89,7 @@ describe('constellation init and verify against a fake node with no TPM', () => 
   });
 
   it('with qemu-vtpm, named explicitly, the same software attester gets the secrets: the warning says so', async () => {
-    const node = await fakeNode(new SoftwareAttester({ claims: measurements }));
+    const node = await recordingInitNode(new SoftwareAttester({ claims: measurements }));
     try {
       const workspace = await workspaceFor(node.port, 'qemu-vtpm');
       const lines: string[] = [];

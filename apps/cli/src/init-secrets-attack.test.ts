@@ -1,16 +1,13 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import * as grpc from '@grpc/grpc-js';
-import { AttestedTlsServer } from '@constellation/atls';
 import { TpmIssuer, componentDigest, expectedMeasurements, measureBoot } from '@constellation/attestation';
 import type { Measurements } from '@constellation/attestation';
 import { SoftwareAttester } from '@constellation/attestation/testing';
-import { InitServiceService } from '@constellation/proto';
-import type { InitRequest, InitResponse } from '@constellation/proto';
 import { startSwtpm, useTestEkCa } from '@constellation/testing';
 import { SocketTransport, Tpm } from '@constellation/tpm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attestedWorkspace } from './attested-workspace.fixture.js';
+import { recordingInitNode } from './recording-init-node.fixture.js';
 import { runInit } from './init-command.js';
 import { verifyNode } from './verify-command.js';
 import { workspaceFiles, writeWorkspaceFile } from './workspace.js';
@@ -51,32 +48,6 @@ afterAll(async () => {
   await stopSwtpm();
 });
 
-/** An attested InitServer that records every request and ends the stream without a result. */
-async function initTaker(issuer: TpmIssuer | SoftwareAttester): Promise<{
-  port: number;
-  received: InitRequest[];
-  close(): Promise<void>;
-}> {
-  const received: InitRequest[] = [];
-  const server = new grpc.Server();
-  server.addService(InitServiceService, {
-    init: (call: grpc.ServerWritableStream<InitRequest, InitResponse>) => {
-      received.push(call.request);
-      call.emit('error', { code: grpc.status.PERMISSION_DENIED, details: 'kept it' });
-    },
-  });
-  const atls = new AttestedTlsServer(server, { issuer });
-  const port = await atls.listen(0, '127.0.0.1');
-  return {
-    port,
-    received,
-    close: async () => {
-      await atls.close(100);
-      server.forceShutdown();
-    },
-  };
-}
-
 describe('a configuration that enforces no boot measurement (attacker 2)', () => {
   // `config generate` writes exactly this until the image's values are filled in: PCR 15 = 0 and
   // nothing else. The policy check refused only an empty set, so PCR 15 alone (or boot PCRs all
@@ -90,7 +61,7 @@ describe('a configuration that enforces no boot measurement (attacker 2)', () =>
   ];
   for (const [name, measurements] of cases) {
     it(`init refuses before dialing, and sends no master secret to an unmeasured image: ${name}`, async () => {
-      const node = await initTaker(attacker);
+      const node = await recordingInitNode(attacker);
       try {
         // The operator even pinned the right hardware; the software on it is what is unchecked.
         const workspace = await attestedWorkspace({
@@ -133,7 +104,7 @@ describe('the master secret in the workspace (operator error, two runs at once)'
   }, 30_000);
 
   it('two inits in one workspace: only one may create the master secret and reach the node', async () => {
-    const node = await initTaker(new SoftwareAttester({ claims: IMAGE }));
+    const node = await recordingInitNode(new SoftwareAttester({ claims: IMAGE }));
     try {
       const workspace = await plainWorkspace(node.port);
       const { masterSecret } = workspaceFiles(workspace);

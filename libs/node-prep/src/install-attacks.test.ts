@@ -2,8 +2,8 @@ import { execFileSync } from 'node:child_process';
 import { chown, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tempDirForTest, withTimeout } from '@constellation/testing';
-import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { artifactHost, componentsOf, sha256, signingKey, testNode } from './node-prep.fixture.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { artifactHost, componentsOf, sha256, signingKey, smallBinDirectory, testNode } from './node-prep.fixture.js';
 import type { SigningKey } from './node-prep.fixture.js';
 import { prepareNode } from './node-preparation.js';
 
@@ -149,16 +149,7 @@ describe('downloads', () => {
 
   it('leaves no temporary file behind on a full disk, however often it is retried (real tmpfs; needs mount rights)', async (context) => {
     const node = await testNode(trusted);
-    const bin = join(node.root, 'run/state/bin');
-    await mkdir(bin, { recursive: true });
-    try {
-      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', bin], { stdio: 'ignore' });
-    } catch {
-      context.skip('cannot mount a tmpfs here');
-    }
-    onTestFinished(() => {
-      execFileSync('umount', [bin]);
-    });
+    const bin = await smallBinDirectory(node, (why) => context.skip(why));
     const big = Buffer.alloc(512 * 1024, 'k');
     node.host.routes.set('/pkgs/kubelet', (_req, res) => res.end(big));
     await node.publish((m) => {

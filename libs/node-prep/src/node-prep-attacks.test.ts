@@ -3,12 +3,11 @@
  * before the fix: a truncated component installed as verified (F1), a revocation that did not
  * count (F2), a kept component's mode (F3), credentials logged from a mirror URL (F4).
  */
-import { execFileSync } from 'node:child_process';
 import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as openpgp from 'openpgp';
-import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { componentsOf, sha256, signingKey, testNode } from './node-prep.fixture.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { componentsOf, sha256, signingKey, smallBinDirectory, testNode } from './node-prep.fixture.js';
 import type { SigningKey } from './node-prep.fixture.js';
 import { prepareNode } from './node-preparation.js';
 
@@ -20,16 +19,7 @@ beforeAll(async () => {
 describe('node preparation under attack', () => {
   it('F1: a short write on a nearly full disk must not install a truncated component as "verified" (real tmpfs; needs mount rights)', async (context) => {
     const node = await testNode(trusted);
-    const bin = join(node.root, 'run/state/bin');
-    await mkdir(bin, { recursive: true });
-    try {
-      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', bin], { stdio: 'ignore' });
-    } catch {
-      context.skip('cannot mount a tmpfs here');
-    }
-    onTestFinished(() => {
-      execFileSync('umount', [bin]);
-    });
+    const bin = await smallBinDirectory(node, (why) => context.skip(why));
     // 48 KiB free; the 56 KiB kubelet arrives as one chunk, so write(2) is short and never fails.
     await writeFile(join(bin, 'other-file'), Buffer.alloc(16 * 1024, 'f'));
     const kubelet = Buffer.alloc(56 * 1024, 'k');

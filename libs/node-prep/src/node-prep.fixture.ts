@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
@@ -195,3 +196,21 @@ export async function testNode(trusted: SigningKey): Promise<TestNode> {
 /** The manifest's components, to change in a `publish` callback. */
 export const componentsOf = (m: Record<string, unknown>): Record<string, unknown>[] =>
   m['components'] as Record<string, unknown>[];
+
+/**
+ * Mounts a 64 KiB tmpfs over the node's `run/state/bin` (unmounted when the test ends) and
+ * returns its path: a nearly full disk, for real. Where mounting is not allowed, `skip` is called.
+ */
+export async function smallBinDirectory(node: TestNode, skip: (why: string) => void): Promise<string> {
+  const bin = join(node.root, 'run/state/bin');
+  await mkdir(bin, { recursive: true });
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', bin], { stdio: 'ignore' });
+  } catch {
+    skip('cannot mount a tmpfs here');
+  }
+  onTestFinished(() => {
+    execFileSync('umount', [bin]);
+  });
+  return bin;
+}
