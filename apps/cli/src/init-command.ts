@@ -283,7 +283,8 @@ async function failed(
   const retrySafe = failure?.retrySafe ?? false;
   const lines = [`init failed: ${error}`];
   if (logs.length > 0) {
-    await writeWorkspaceFile(logPath, Buffer.concat(logs), false);
+    // Owner-only, as the workspace's other files: the node's text, which may name its hosts and setup.
+    await writeWorkspaceFile(logPath, Buffer.concat(logs), true);
     lines.push(`the node's logs are in ${logPath}`);
   } else {
     lines.push('the node sent no logs');

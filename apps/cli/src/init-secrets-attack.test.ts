@@ -1,8 +1,9 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { TpmIssuer, componentDigest, expectedMeasurements, measureBoot } from '@constellation/attestation';
 import type { Measurements } from '@constellation/attestation';
 import { SoftwareAttester } from '@constellation/attestation/testing';
+import { InitStep } from '@constellation/proto';
 import { startSwtpm, useTestEkCa } from '@constellation/testing';
 import { SocketTransport, Tpm } from '@constellation/tpm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -122,6 +123,36 @@ describe('the master secret in the workspace (operator error, two runs at once)'
         reachedTheNode: 1,
       });
       for (const key of sent) expect(key).toBe(onDisk.key);
+    } finally {
+      await node.close();
+    }
+  }, 60_000);
+});
+
+describe('what init keeps of a failed node', () => {
+  it("writes the node's logs owner-only: they are the node's text, not the operator's to share", async () => {
+    const node = await recordingInitNode(new SoftwareAttester({ claims: IMAGE }), [
+      {
+        kind: {
+          $case: 'failure',
+          value: { error: 'kubeadm init failed', step: InitStep.INIT_STEP_KUBEADM_INIT, retrySafe: true },
+        },
+      },
+      { kind: { $case: 'log', value: { data: Buffer.from('{"message":"kubeadm init failed"}\n') } } },
+      { kind: { $case: 'logsDone', value: { bytesSent: 33, collectionError: '' } } },
+    ]);
+    try {
+      const workspace = await attestedWorkspace({ port: node.port, measurements: IMAGE, initSecret: 'secret' });
+      const printed: string[] = [];
+      await expect(runInit({ workspace, print: (line) => printed.push(line), attempts: 1 })).rejects.toThrow(
+        'init failed: kubeadm init failed',
+      );
+      const logPath = /^the node's logs are in (.+)$/.exec(
+        printed.find((l) => l.startsWith("the node's logs")) ?? '',
+      )?.[1];
+      expect(logPath).toBeDefined();
+      expect(await readFile(logPath ?? '', 'utf8')).toBe('{"message":"kubeadm init failed"}\n');
+      expect((await stat(logPath ?? '')).mode & 0o777).toBe(0o600);
     } finally {
       await node.close();
     }

@@ -14,14 +14,16 @@ export interface RecordingInitNode {
 
 /**
  * An attacker's InitServer: it attests with `issuer` (a software attester, or a genuine TPM that
- * booted other software), records each request and ends the call without a result.
+ * booted other software), records each request and answers with `answer` (by default nothing:
+ * the call ends without a result).
  */
-export async function recordingInitNode(issuer: Issuer): Promise<RecordingInitNode> {
+export async function recordingInitNode(issuer: Issuer, answer: InitResponse[] = []): Promise<RecordingInitNode> {
   const received: InitRequest[] = [];
   const server = new grpc.Server();
   server.addService(InitServiceService, {
     init: (call: grpc.ServerWritableStream<InitRequest, InitResponse>) => {
       received.push(call.request);
+      for (const message of answer) call.write(message);
       call.end();
     },
   });
