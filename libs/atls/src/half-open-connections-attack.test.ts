@@ -112,27 +112,23 @@ const openConnections = (front: GrpcTlsFront): Promise<number> =>
   });
 
 describe('a stranger that never answers the server FIN (attacker 3)', () => {
-  it('has its watch connections freed by the age bound, so a newcomer gets a place again', async () => {
-    const { port, front } = await attestedServer(4);
-    const relay = await neverClosingRelay(port);
-    for (let i = 0; i < 4; i++) await strangerConnection(relay.port, i % 2 === 0 ? 'watch' : 'partial');
-    expect(await openConnections(front)).toBe(4);
-    // Well past age (+10 % jitter) and grace: every one of them should be gone.
-    await new Promise((resolve) => setTimeout(resolve, 2_500));
-    expect({
-      serverSocketsStillOpen: await openConnections(front),
-      newcomer: await newcomerCheck(port),
-    }).toEqual({ serverSocketsStillOpen: 0, newcomer: 'ok' });
-  }, 30_000);
-
-  it('has its idle connections (no call at all) freed by the idle bound', async () => {
-    const { port, front } = await attestedServer(4);
-    const relay = await neverClosingRelay(port);
-    for (let i = 0; i < 4; i++) await strangerConnection(relay.port, 'none');
-    await new Promise((resolve) => setTimeout(resolve, 2_500));
-    expect({
-      serverSocketsStillOpen: await openConnections(front),
-      newcomer: await newcomerCheck(port),
-    }).toEqual({ serverSocketsStillOpen: 0, newcomer: 'ok' });
-  }, 30_000);
+  it.each([
+    ['watch and stalled-request connections', 'age', ['watch', 'partial', 'watch', 'partial'] as const],
+    ['idle connections (no call at all)', 'idle', ['none', 'none', 'none', 'none'] as const],
+  ])(
+    'has its %s freed by the %s bound, so a newcomer gets a place again',
+    async (_what, _bound, kinds) => {
+      const { port, front } = await attestedServer(4);
+      const relay = await neverClosingRelay(port);
+      for (const kind of kinds) await strangerConnection(relay.port, kind);
+      expect(await openConnections(front)).toBe(4);
+      // Well past idle, age (+10 % jitter) and grace: every one of them should be gone.
+      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      expect({
+        serverSocketsStillOpen: await openConnections(front),
+        newcomer: await newcomerCheck(port),
+      }).toEqual({ serverSocketsStillOpen: 0, newcomer: 'ok' });
+    },
+    30_000,
+  );
 });
