@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { errorMessage } from '@constellation/errors';
 import { verifyInitSecret } from '@constellation/keys';
-import { InitStep, StepState, statusErrorOf } from '@constellation/proto';
+import { InitStep, StepState, retryAfterMetadata, statusErrorOf } from '@constellation/proto';
 import type { InitRequest, InitResponse, InitServiceServer } from '@constellation/proto';
 import { checkInitRequest } from './init-request.js';
 import { recordKubernetesConfigured } from './kubernetes-configured.js';
@@ -42,8 +42,7 @@ export function initService(context: NodeContext, hooks: InitServiceHooks): Init
   const checking = new Set<string>();
   let checksUnderWay = 0;
 
-  const retryAfter = new grpc.Metadata();
-  retryAfter.set('retry-after-ms', String(SECRET_CHECK_RETRY_AFTER_MS));
+  const retryAfter = retryAfterMetadata(SECRET_CHECK_RETRY_AFTER_MS);
 
   /** Why this call may not start an init (a status code, message and metadata), or undefined. */
   async function refusal(call: Call): Promise<[grpc.status, string, grpc.Metadata?] | undefined> {

@@ -7,9 +7,9 @@ import { isTrustedOwner } from './trusted-file.js';
  * What to do about the file at an install destination: install (nothing there, or a root-owned
  * regular file with other content or another mode), or keep (a root-owned regular file with the
  * right digest and exactly the manifest's mode: a kept file with a setuid bit, or not executable,
- * stayed so, red-team finding). A symlink, a FIFO, a directory or a file owned by another user is refused:
- * it was not put there by node preparation. Opened O_NOFOLLOW|O_NONBLOCK, so neither a symlink
- * is followed nor a FIFO blocks the run.
+ * stayed so, red-team finding). A symlink, a FIFO, a directory or a file owned by another user
+ * is refused: it was not put there by node preparation. Opened O_NOFOLLOW|O_NONBLOCK, so neither
+ * a symlink is followed nor a FIFO blocks the run.
  */
 export async function inspectExistingComponent(
   path: string,

@@ -25,14 +25,23 @@ import { MAX_MESSAGE_BYTES, grpcMessageLimits } from './message-limits.js';
 
 const LIMIT_KEYS = ['grpc.max_receive_message_length', 'grpc.max_send_message_length'] as const;
 
-function withLimits<T extends grpc.ChannelOptions>(options: T | undefined): T {
-  for (const key of LIMIT_KEYS) {
-    const value: unknown = options?.[key];
-    if (value === undefined) continue;
-    if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > MAX_MESSAGE_BYTES) {
-      throw new RangeError(`${key} must be an integer from 0 to ${MAX_MESSAGE_BYTES} (MAX_MESSAGE_BYTES)`);
-    }
+/** A RangeError unless `options[key]` is absent or an integer from `min` to `max` (`name` says whose). */
+function checkIntegerOption(
+  options: grpc.ChannelOptions | undefined,
+  key: string,
+  min: number,
+  max: number,
+  name: string,
+): void {
+  const value: unknown = options?.[key];
+  if (value === undefined) return;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new RangeError(`${key} must be an integer from ${min} to ${max} (${name}), got ${JSON.stringify(value)}`);
   }
+}
+
+function withLimits<T extends grpc.ChannelOptions>(options: T | undefined): T {
+  for (const key of LIMIT_KEYS) checkIntegerOption(options, key, 0, MAX_MESSAGE_BYTES, 'MAX_MESSAGE_BYTES');
   return { ...grpcMessageLimits, ...options } as T;
 }
 
@@ -68,13 +77,8 @@ const SERVER_CONNECTION_BOUNDS = {
  * that never ends).
  */
 export function serverOptions(extra?: grpc.ServerOptions): grpc.ServerOptions {
-  for (const [key, longest] of Object.entries(SERVER_CONNECTION_BOUNDS)) {
-    const value: unknown = extra?.[key];
-    if (value === undefined) continue;
-    if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > longest) {
-      throw new RangeError(`${key} must be an integer from 1 to ${longest}, got ${JSON.stringify(value)}`);
-    }
-  }
+  for (const [key, longest] of Object.entries(SERVER_CONNECTION_BOUNDS))
+    checkIntegerOption(extra, key, 1, longest, 'its default');
   return withLimits({ ...SERVER_CONNECTION_BOUNDS, ...extra });
 }
 

@@ -130,7 +130,7 @@ export function handleResourceRequest(
       };
     }
     if (method === 'POST') {
-      const object = checked(type, prepareForCreate(type, decodeObject(type, request.body), request.user));
+      const object = checked(type, prepareForCreate(type, decodeObject(type, request.body), request.user), true);
       admitNodeWrite(request.user, type, object, undefined);
       return { code: 201, body: store.create(type, namespace, object, { dryRun: isDryRun(query, method) }) };
     }
@@ -203,8 +203,8 @@ function replace(
   if (sent.metadata.name !== name)
     throw badRequest(`the name of the object (${sent.metadata.name}) does not match the name on the URL (${name})`);
   let object = sent;
+  const current = existing(store, type, namespace, name);
   if (STATUS_SUBRESOURCE.has(type.kind)) {
-    const current = existing(store, type, namespace, name);
     if (current !== undefined) {
       // The main resource cannot change status; the status subresource changes nothing else.
       object =
@@ -218,11 +218,9 @@ function replace(
     }
   }
   const createIfMissing = CREATE_ON_UPDATE.has(type.kind) && subresource === undefined;
-  const current = existing(store, type, namespace, name);
-  admitNodeWrite(user, type, checked(type, object), current);
+  admitNodeWrite(user, type, checked(type, object, current === undefined), current);
   const stored = store.replace(type, namespace, name, object, { dryRun, createIfMissing });
-  const existed = current !== undefined;
-  return { code: existed ? 200 : 201, body: stored };
+  return { code: current === undefined ? 201 : 200, body: stored };
 }
 
 function existing(
@@ -248,8 +246,8 @@ function withResourceVersion(
   return resourceVersion === undefined ? rest : { ...rest, resourceVersion };
 }
 
-function checked(type: ResourceType, object: KubeObject): KubeObject {
-  validateObject(type, object);
+function checked(type: ResourceType, object: KubeObject, creating: boolean): KubeObject {
+  validateObject(type, object, creating);
   return object;
 }
 

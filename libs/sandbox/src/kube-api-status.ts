@@ -41,4 +41,6 @@ export const conflict = (resource: string, name: string): KubeApiError =>
   );
 export const invalid = (resource: string, name: string, why: string): KubeApiError =>
   new KubeApiError(422, 'Invalid', `${resource} "${name}" is invalid: ${why}`, { name, kind: resource });
+export const forbidden = (resource: string, name: string, why: string): KubeApiError =>
+  new KubeApiError(403, 'Forbidden', `${resource} "${name}" is forbidden: ${why}`, { name, kind: resource });
 export const badRequest = (message: string): KubeApiError => new KubeApiError(400, 'BadRequest', message);

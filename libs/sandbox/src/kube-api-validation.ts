@@ -82,9 +82,10 @@ export function decodeObject(type: ResourceType, body: unknown): KubeObject {
 
 /**
  * Validation (422) of an object about to be stored: ValidateObjectMeta with the kind's name rule,
- * plus ValidateConfigMap / ValidateSecret keys and sizes, ValidateLeaseSpec, ValidateNode's name.
+ * plus ValidateConfigMap / ValidateSecret keys and sizes, ValidateLeaseSpec, ValidateNode's name,
+ * and, when `creating`, a CertificateSigningRequest's spec.
  */
-export function validateObject(type: ResourceType, object: KubeObject): void {
+export function validateObject(type: ResourceType, object: KubeObject, creating: boolean): void {
   const errors: FieldError[] = [];
   const name = object.metadata.name as unknown;
   if (typeof name !== 'string' || name === '')
@@ -93,8 +94,7 @@ export function validateObject(type: ResourceType, object: KubeObject): void {
   errors.push(...labelErrors(object.metadata.labels));
   if (type.kind === 'ConfigMap' || type.kind === 'Secret') errors.push(...dataErrors(type, object));
   if (type.kind === 'Lease') errors.push(...leaseSpecErrors(record(object['spec'])));
-  if (type.kind === 'CertificateSigningRequest' && object.metadata.resourceVersion === undefined)
-    errors.push(...csrSpecErrors(record(object['spec'])));
+  if (type.kind === 'CertificateSigningRequest' && creating) errors.push(...csrSpecErrors(record(object['spec'])));
   if (errors.length > 0) {
     const shown = typeof name === 'string' ? name : '';
     const list = errors.map((e) => `${e.field}: ${e.detail}`);

@@ -62,7 +62,7 @@ export class KubeObjectStore {
 
   get(type: ResourceType, namespace: string | undefined, name: string): KubeObject {
     const found = this.objects.get(this.key(type, namespace, name));
-    if (found === undefined) throw notFound(qualified(type), name);
+    if (found === undefined) throw notFound(qualifiedResource(type), name);
     return clone(found);
   }
 
@@ -103,7 +103,7 @@ export class KubeObjectStore {
   ): KubeObject {
     const name = object.metadata.name;
     const key = this.key(type, namespace, name);
-    if (this.objects.has(key)) throw alreadyExists(qualified(type), name);
+    if (this.objects.has(key)) throw alreadyExists(qualifiedResource(type), name);
     const identity = { name, uid: randomUUID(), creationTimestamp: kubeTimestamp() };
     return this.store(key, type, namespace, object, identity, options);
   }
@@ -122,22 +122,22 @@ export class KubeObjectStore {
     const key = this.key(type, namespace, name);
     const current = this.objects.get(key);
     if (current === undefined) {
-      if (options.createIfMissing !== true) throw notFound(qualified(type), name);
+      if (options.createIfMissing !== true) throw notFound(qualifiedResource(type), name);
       if (object.metadata.resourceVersion !== undefined && object.metadata.resourceVersion !== '')
-        throw conflict(qualified(type), name);
+        throw conflict(qualifiedResource(type), name);
       return this.create(type, namespace, object, options);
     }
     const sent = object.metadata.resourceVersion;
     if ((sent === undefined || sent === '') && type.unconditionalUpdate === false) {
       // The generic registry's Update (staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go).
       throw invalid(
-        qualified(type),
+        qualifiedResource(type),
         name,
         'metadata.resourceVersion: Invalid value: 0x0: must be specified for an update',
       );
     }
     if (sent !== undefined && sent !== '' && sent !== current.metadata.resourceVersion)
-      throw conflict(qualified(type), name);
+      throw conflict(qualifiedResource(type), name);
     this.checkImmutable(type, current, object);
     const identity = {
       name,
@@ -183,7 +183,7 @@ export class KubeObjectStore {
   delete(type: ResourceType, namespace: string | undefined, name: string, options: WriteOptions = {}): KubeObject {
     const key = this.key(type, namespace, name);
     const current = this.objects.get(key);
-    if (current === undefined) throw notFound(qualified(type), name);
+    if (current === undefined) throw notFound(qualifiedResource(type), name);
     if (options.dryRun === true) return clone(current);
     this.objects.delete(key);
     this.revision++;
@@ -212,12 +212,14 @@ export class KubeObjectStore {
       const same =
         JSON.stringify([current['data'], current['binaryData'], current['immutable']]) ===
         JSON.stringify([next['data'], next['binaryData'], next['immutable']]);
-      if (!same) throw invalid(qualified(type), current.metadata.name, 'field is immutable when `immutable` is set');
+      if (!same)
+        throw invalid(qualifiedResource(type), current.metadata.name, 'field is immutable when `immutable` is set');
     }
   }
 }
 
-function qualified(type: ResourceType): string {
+/** The resource as kube-apiserver names it in messages: `leases.coordination.k8s.io`, `secrets`. */
+export function qualifiedResource(type: ResourceType): string {
   return type.group === '' ? type.resource : `${type.resource}.${type.group}`;
 }
 

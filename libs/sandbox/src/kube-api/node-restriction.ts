@@ -1,4 +1,5 @@
-import { KubeApiError } from '../kube-api-status.js';
+import { forbidden } from '../kube-api-status.js';
+import { qualifiedResource } from '../kube-object-store.js';
 import type { KubeObject, ResourceType } from '../kube-object-store.js';
 import { nodeIdentity } from './node-authorizer.js';
 
@@ -56,14 +57,6 @@ function taintsOf(object: KubeObject | undefined): string {
   return JSON.stringify(Array.isArray(taints) && taints.length > 0 ? taints : []);
 }
 
-function forbidden(type: ResourceType, name: string, why: string): KubeApiError {
-  const resource = type.group === '' ? type.resource : `${type.resource}.${type.group}`;
-  return new KubeApiError(403, 'Forbidden', `${resource} "${name}" is forbidden: ${why}`, {
-    name,
-    kind: type.resource,
-  });
-}
-
 /**
  * Refuses what a kubelet may not write: a Node registered with labels outside the kubelet's set
  * (node-role.kubernetes.io/*, node-restriction.kubernetes.io/*), a Node update that changes its
@@ -82,15 +75,24 @@ export function admitNodeWrite(
     if (old === undefined) {
       const labels = forbiddenLabels(Object.keys(labelsOf(object)));
       if (labels.length > 0)
-        throw forbidden(type, name, `node "${node}" is not allowed to set the following labels: ${labels.join(', ')}`);
+        throw forbidden(
+          qualifiedResource(type),
+          name,
+          `node "${node}" is not allowed to set the following labels: ${labels.join(', ')}`,
+        );
       return;
     }
     if (taintsOf(object) !== taintsOf(old))
-      throw forbidden(type, name, `node "${node}" is not allowed to modify taints`);
+      throw forbidden(qualifiedResource(type), name, `node "${node}" is not allowed to modify taints`);
     const labels = forbiddenLabels(modifiedLabels(labelsOf(object), labelsOf(old)));
-    if (labels.length > 0) throw forbidden(type, name, `is not allowed to modify labels: ${labels.join(', ')}`);
+    if (labels.length > 0)
+      throw forbidden(qualifiedResource(type), name, `is not allowed to modify labels: ${labels.join(', ')}`);
     return;
   }
   if (type.group === 'coordination.k8s.io' && type.resource === 'leases' && name !== node)
-    throw forbidden(type, name, 'can only access node lease with the same name as the requesting node');
+    throw forbidden(
+      qualifiedResource(type),
+      name,
+      'can only access node lease with the same name as the requesting node',
+    );
 }
