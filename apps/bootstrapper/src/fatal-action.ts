@@ -10,19 +10,44 @@ export type FatalAction = (reason: Error) => Promise<void>;
 
 export const REBOOT_EXIT_CODE = 75;
 
-export function rebootAction(logger: Logger, command: readonly string[] = ['systemctl', 'reboot']): FatalAction {
+/** `systemctl reboot` only queues a job and returns within seconds; a minute means it is stuck. */
+const REBOOT_COMMAND_TIMEOUT_MS = 60_000;
+
+export interface RebootOptions {
+  command?: readonly string[];
+  /** How long the command may run before it is killed and the action ends anyway. */
+  timeoutMs?: number;
+}
+
+/**
+ * Runs the reboot command, bounded: a command that hangs (a wedged systemd) or fails must not
+ * hold the node locked for ever. The action then ends and the bootstrapper exits with its error;
+ * systemd starts it again, and it takes this path, and tries the reboot, once more.
+ */
+export function rebootAction(logger: Logger, options: RebootOptions = {}): FatalAction {
+  const [program = 'systemctl', ...args] = options.command ?? ['systemctl', 'reboot'];
+  const timeoutMs = options.timeoutMs ?? REBOOT_COMMAND_TIMEOUT_MS;
   return async (reason) => {
     logger.error('unrecoverable failure after the point of no return; rebooting', { err: reason });
-    const [program = 'systemctl', ...args] = command;
-    await new Promise<void>((resolve) => {
+    const outcome = await new Promise<string | undefined>((resolve) => {
       const child = spawn(program, args, { stdio: 'ignore' });
-      child.once('error', () => {
-        resolve();
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        resolve(`did not finish within ${timeoutMs} ms and was killed`);
+      }, timeoutMs);
+      child.once('error', (err) => {
+        clearTimeout(timer);
+        resolve(`could not be started: ${err.message}`);
       });
-      child.once('close', () => {
-        resolve();
+      child.once('close', (code, signal) => {
+        clearTimeout(timer);
+        resolve(code === 0 ? undefined : `failed (${signal ?? `exit code ${String(code)}`})`);
       });
     });
+    if (outcome !== undefined)
+      logger.error(`the reboot command ${outcome}; exiting so that the bootstrapper is started again`, {
+        command: [program, ...args].join(' '),
+      });
   };
 }
 
