@@ -9,7 +9,7 @@ import { loadClusterConfig } from './constellation-conf.js';
 import { CLI_DEFAULTS } from './config.js';
 import { readClusterState } from './cluster-state.js';
 import { unary } from './unary-call.js';
-import { workspaceFiles } from './workspace.js';
+import { looseSecretFileWarning, workspaceFiles } from './workspace.js';
 import { errorMessage } from '@constellation/errors';
 
 const DISK_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -29,6 +29,9 @@ export async function recoverNode(
   warn: (message: string) => void = () => undefined,
   retry: { attempts: number; delayMs: number } = { attempts: 5, delayMs: 1_000 },
 ): Promise<RecoverResponse & { endpoint: string }> {
+  // Said once, before any attempt; a missing file is recoverOnce's to explain.
+  const loose = await looseSecretFileWarning(workspaceFiles(workspace).masterSecret).catch(() => undefined);
+  if (loose !== undefined) warn(`warning: ${loose}`);
   // A node that is busy (its TPM with other activations, another recovery being checked) or not
   // reachable yet says so with UNAVAILABLE: ask again, after the time it gave.
   for (let attempt = 1; ; attempt++) {

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 
 /** Quotes an argument for a POSIX shell when it needs it. */
-function shellQuote(arg: string): string {
+export function shellQuote(arg: string): string {
   return /^[A-Za-z0-9_./:=@%+-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", `'\\''`)}'`;
 }
 
