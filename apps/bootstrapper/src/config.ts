@@ -2,6 +2,9 @@ import { InvalidArgumentError } from '@commander-js/extra-typings';
 import { readPemCertificates } from '@constellation/attestation/pem-file';
 import { UsageError, readOptionFile } from '@constellation/command-line';
 import { DEFAULT_KUBERNETES_VERSION } from '@constellation/kubeadm/kubernetes-version';
+import { errorMessage } from '@constellation/errors';
+import { parseKubernetesVersion } from '@constellation/node-prep/kubernetes-version';
+import { belowVersionFloor } from './kubernetes-version-floor.js';
 import type { TpmAddress } from './tpm-address.js';
 
 /**
@@ -63,6 +66,7 @@ export interface BootstrapperFlags {
   kubeadm: string;
   apiServerBindPort: number;
   defaultKubernetesVersion: string;
+  minimumKubernetesVersion?: string;
   kubeletStartCommand: string;
   joinBackoffMaxMs: number;
   onFatal: 'reboot' | 'exit';
@@ -89,11 +93,23 @@ async function readPemOption(file: string | undefined, option: string, required:
 /** Reads the files the flags name; a bad file is a usage error naming the flag. */
 export async function compileConfig(flags: BootstrapperFlags): Promise<BootstrapperConfig> {
   const rooted = flags.attestationVariant === 'tpm2-ek';
+  const belowFloor = belowVersionFloor(flags.defaultKubernetesVersion, flags.minimumKubernetesVersion);
+  if (belowFloor !== undefined) throw new UsageError(`--default-kubernetes-version: ${belowFloor}`);
   return {
     ...flags,
     ekRootCertificates: rooted ? await readPemOption(flags.ekRoots, '--ek-roots', true) : [],
     ekIntermediateCertificates: await readPemOption(flags.ekIntermediates, '--ek-intermediates', false),
   };
+}
+
+/** `--minimum-kubernetes-version`: a version like v1.32.9. */
+export function parseVersionOption(value: string): string {
+  try {
+    parseKubernetesVersion(value, 'the command line');
+  } catch (err) {
+    throw new InvalidArgumentError(errorMessage(err));
+  }
+  return value;
 }
 
 /** `--measured-pcrs`: comma-separated PCR indexes. */

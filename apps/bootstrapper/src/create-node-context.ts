@@ -47,6 +47,7 @@ function nodePreparation(config: BootstrapperConfig, logger: Logger): Pick<NodeC
         root: config.root,
         osReleasePath: defaults.osReleasePath,
         requestVersion: kubernetesVersion,
+        ...(config.minimumKubernetesVersion === undefined ? {} : { minimumVersion: config.minimumKubernetesVersion }),
         seedFile: defaults.seedFile,
         manifestUrlTemplate,
         verifySignatures: config.verifySignatures,
@@ -108,6 +109,9 @@ export async function createNodeContext(
     kubeadm: { program: config.kubeadm, env: process.env, timeoutMs: BOOTSTRAPPER_DEFAULTS.kubeadmTimeoutMs },
     apiServerBindPort: config.apiServerBindPort,
     defaultKubernetesVersion: config.defaultKubernetesVersion,
+    ...(config.minimumKubernetesVersion === undefined
+      ? {}
+      : { minimumKubernetesVersion: config.minimumKubernetesVersion }),
     startKubelet: shellCommand(config.kubeletStartCommand),
     ...nodePreparation(config, logger),
   };

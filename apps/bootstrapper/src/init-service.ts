@@ -4,6 +4,7 @@ import { verifyInitSecret } from '@constellation/keys';
 import { InitStep, StepState, retryAfterMetadata, statusErrorOf } from '@constellation/proto';
 import type { InitRequest, InitResponse, InitServiceServer } from '@constellation/proto';
 import { checkInitRequest } from './init-request.js';
+import { belowVersionFloor } from './kubernetes-version-floor.js';
 import { recordKubernetesConfigured } from './kubernetes-configured.js';
 import type { StepReporter } from './init-steps.js';
 import type { NodeContext } from './node-context.js';
@@ -53,6 +54,13 @@ export function initService(context: NodeContext, hooks: InitServiceHooks): Init
       if (status !== undefined) return [status.code, status.message];
       throw err;
     }
+    const { kubernetesVersion } = call.request;
+    const belowFloor = belowVersionFloor(
+      kubernetesVersion === '' ? context.defaultKubernetesVersion : kubernetesVersion,
+      context.minimumKubernetesVersion,
+    );
+    if (belowFloor !== undefined)
+      return [grpc.status.INVALID_ARGUMENT, `init request field kubernetes_version: ${belowFloor}`];
     const peer = call.getPeer();
     if (checking.has(peer) || checksUnderWay >= MAX_SECRET_CHECKS) {
       return [

@@ -76,7 +76,7 @@ exec ${standin} "$@"
 const INSTANCE_IP = '127.0.0.1';
 
 async function freshNode(
-  options: { kubeadm?: string; unrooted?: boolean } = {},
+  options: { kubeadm?: string; unrooted?: boolean; minimumKubernetesVersion?: string } = {},
 ): Promise<{ cluster: Cluster; node: TestNode; outcome: Promise<BootstrapOutcome> }> {
   const cluster = await startCluster([{ name: 'control-plane-0', role: 'control-plane', ip: INSTANCE_IP }]);
   cleanups.push(() => cluster.close());
@@ -347,6 +347,19 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
     }
     const oversized = await callInit(node, initRequest({ apiserverCertSans: ['x'.repeat(5 * 1024 * 1024)] }));
     expect(oversized.error?.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    expect(node.context.lock.heldBy).toBeUndefined();
+    expect(await node.context.disk.isInitialized()).toBe(false);
+  });
+
+  it("refuses a Kubernetes version older than the node image's minimum, named or defaulted, changing nothing", async () => {
+    const { node } = await freshNode({ minimumKubernetesVersion: 'v1.32.10' });
+    for (const kubernetesVersion of ['v1.31.4', '']) {
+      const result = await callInit(node, initRequest({ kubernetesVersion }));
+      expect(result.error?.code).toBe(grpc.status.INVALID_ARGUMENT);
+      expect(result.error?.details).toBe(
+        `init request field kubernetes_version: Kubernetes ${kubernetesVersion || 'v1.32.9'} is older than this node image's minimum v1.32.10 (downgrade refused)`,
+      );
+    }
     expect(node.context.lock.heldBy).toBeUndefined();
     expect(await node.context.disk.isInitialized()).toBe(false);
   });

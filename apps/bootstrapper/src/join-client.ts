@@ -2,7 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { createKubeletCsr, deriveClusterId } from '@constellation/keys';
-import { JoinTicketRequest } from '@constellation/proto';
+import { JoinTicketRequest, StatusError } from '@constellation/proto';
 import type { JoinTicket } from '@constellation/proto';
 import { JoinServiceConnection, nextAttemptDelay } from './join-service-client.js';
 import { rekeyStateDisk } from './disk-activation.js';
@@ -12,6 +12,7 @@ import { recordJoinStatus, joinStatusOf } from './join-status.js';
 import { writeNodeState } from './node-state.js';
 import { checkCredential, writeClientCredential, writeServingCredential } from './kubelet-credentials.js';
 import { recordKubernetesConfigured } from './kubernetes-configured.js';
+import { belowVersionFloor } from './kubernetes-version-floor.js';
 import { errorMessage } from '@constellation/errors';
 
 export interface JoinClientOptions {
@@ -121,6 +122,11 @@ export class JoinClient {
     const keys = { clientKeyPem: clientCsr.keyPem, servingKeyPem: servingCsr.keyPem };
     checkCredential('client', { certificatePem: ticket.kubeletClientCert, keyPem: keys.clientKeyPem });
     checkCredential('serving', { certificatePem: ticket.kubeletServingCert, keyPem: keys.servingKeyPem });
+    // Before the point of no return: a node that will not run this version stays as it is, and
+    // its join status says why (a refusal, as operators and mini read it), while it keeps asking.
+    const belowFloor = belowVersionFloor(ticket.kubernetesVersion, this.context.minimumKubernetesVersion);
+    if (belowFloor !== undefined)
+      throw new StatusError(grpc.status.FAILED_PRECONDITION, `this node refuses the join ticket: ${belowFloor}`);
     // What the platform said of this node goes with the ticket: read again past the lock, a
     // metadata service that blinked would fail the join after the point of no return.
     return { ticket, keys, self };

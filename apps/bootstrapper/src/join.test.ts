@@ -51,6 +51,7 @@ beforeAll(async () => {
     { name: 'control-plane-0', role: 'control-plane', ip: '127.0.0.1' },
     { name: 'worker-1', role: 'worker', ip: '127.0.0.2' },
     { name: 'worker-2', role: 'worker', ip: '127.0.0.3' },
+    { name: 'worker-3', role: 'worker', ip: '127.0.0.4' },
   ]);
   controlPlane = await TestNode.create(cluster, 'control-plane-0');
   worker = await TestNode.create(cluster, 'worker-1');
@@ -202,6 +203,45 @@ describe('join, rejoin and recovery with the real JoinService', () => {
       expect(late.logger.entries.some((e) => e.message === 'joining the cluster')).toBe(false);
     } finally {
       await late.stop();
+    }
+  });
+
+  it("a worker refuses a ticket for a Kubernetes older than its image's minimum before the point of no return, saying so in its join status", async () => {
+    const picky = await TestNode.create(cluster, 'worker-3', { minimumKubernetesVersion: 'v1.33.0' });
+    try {
+      const passphrase = randomBytes(32);
+      await picky.context.disk.format(passphrase);
+      await writeFileAtomic(picky.context.paths.initialDiskKey, passphrase, true);
+      let committed = 0;
+      const client = new JoinClient(picky.context, {
+        initialBackoffMs: 50,
+        maxBackoffMs: 300,
+        requestTimeoutMs: 15_000,
+        committed: () => committed++,
+      });
+      const outcome = client.run();
+      const status = await waitFor(
+        async () => {
+          const text = await readFile(picky.context.paths.joinStatus, 'utf8').catch(() => '');
+          if (text === '') return undefined;
+          const recorded = JSON.parse(text) as { state: string; code?: string; message?: string };
+          return recorded.code === 'FAILED_PRECONDITION' ? recorded : undefined;
+        },
+        { timeoutMs: 30_000, description: "worker-3's join status: the ticket refused" },
+      );
+      await client.stop();
+      expect(await withTimeout(outcome, 30_000, 'join client')).toBe('stopped');
+      expect(status).toMatchObject({
+        state: 'refused',
+        code: 'FAILED_PRECONDITION',
+        message:
+          "this node refuses the join ticket: Kubernetes v1.32.9 is older than this node image's minimum v1.33.0 (downgrade refused)",
+      });
+      expect(committed).toBe(0);
+      expect(picky.context.lock.heldBy).toBeUndefined();
+      expect((await picky.context.tpm.pcrRead('sha256', [15])).get(15)).toEqual(Buffer.alloc(32));
+    } finally {
+      await picky.stop();
     }
   });
 

@@ -31,6 +31,15 @@ describe('constellation-bootstrapper entry point', () => {
     const kubelet = await run('--kubelet-start-command', 'systemctl start kubelet && touch /done');
     expect(kubelet.code).toBe(2);
     expect(kubelet.stderr).toContain('the shell operator && is not supported; put it in a script and name the script');
+    const minimum = await run('--minimum-kubernetes-version', '1.33');
+    expect(minimum.code).toBe(2);
+    expect(minimum.stderr).toContain('Kubernetes version "1.33" from the command line does not look like v1.32.9');
+    // An image whose own default is below its minimum could never init without naming a version.
+    const floor = await run('--minimum-kubernetes-version', 'v1.33.0', '--default-kubernetes-version', 'v1.32.9');
+    expect(floor.code).toBe(2);
+    expect(floor.stderr).toContain(
+      "--default-kubernetes-version: Kubernetes v1.32.9 is older than this node image's minimum v1.33.0 (downgrade refused)",
+    );
   });
 
   it('fails with a clear error and exit code 1 when the TPM cannot be reached, logging JSON', async () => {

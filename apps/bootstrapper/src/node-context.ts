@@ -28,6 +28,8 @@ export interface NodeContext {
   apiServerBindPort: number;
   /** Kubernetes version when the Init request names none. */
   defaultKubernetesVersion: string;
+  /** Older versions are refused, from the init request and join tickets alike (downgrade protection). */
+  minimumKubernetesVersion?: string;
   /** Starts the kubelet once the node belongs to a cluster (systemctl in production). */
   startKubelet: () => Promise<void>;
   /**

@@ -131,6 +131,8 @@ export class TestNode {
       apiServerBindPort?: number;
       /** Attest with the qemu-vtpm variant: quotes only, no EK identity (and no JoinService check). */
       unrooted?: boolean;
+      /** The node image's `--minimum-kubernetes-version`. */
+      minimumKubernetesVersion?: string;
     } = {},
   ): Promise<TestNode> {
     const root = join(cluster.dir.path, name);
@@ -182,6 +184,9 @@ export class TestNode {
         kubeadm: { program: kubeadm, env: { ...process.env, KUBEADM_STANDIN_ROOT: root }, timeoutMs: 60_000 },
         apiServerBindPort: options.apiServerBindPort ?? cluster.apiServerPort,
         defaultKubernetesVersion: 'v1.32.9',
+        ...(options.minimumKubernetesVersion === undefined
+          ? {}
+          : { minimumKubernetesVersion: options.minimumKubernetesVersion }),
         startKubelet: () => {
           node.kubeletStarts++;
           return Promise.resolve();

@@ -2,7 +2,7 @@ import { Command, Option } from '@commander-js/extra-typings';
 import type { OptionValues } from '@commander-js/extra-typings';
 import { logLevelOption, parseInteger, parsePort } from '@constellation/command-line';
 import { createLogger } from '@constellation/logger';
-import { BOOTSTRAPPER_DEFAULTS as DEFAULTS, compileConfig, parsePcrList } from './config.js';
+import { BOOTSTRAPPER_DEFAULTS as DEFAULTS, compileConfig, parsePcrList, parseVersionOption } from './config.js';
 import { openNode } from './open-node.js';
 import { RecentLog } from './recent-log.js';
 import { parseCommandLine } from './shell-command.js';
@@ -93,6 +93,11 @@ function withKubernetesOptions<Args extends unknown[], Opts extends OptionValues
       '--default-kubernetes-version <version>',
       'version when the Init request names none',
       DEFAULTS.kubernetesVersion,
+    )
+    .option(
+      '--minimum-kubernetes-version <version>',
+      'refuse to set the node up with an older Kubernetes, whoever names it (the init request, a join ticket): downgrade protection; default: no minimum',
+      parseVersionOption,
     )
     .option(
       '--kubelet-start-command <command>',
