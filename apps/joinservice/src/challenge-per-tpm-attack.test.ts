@@ -59,7 +59,7 @@ describe('one outstanding challenge per TPM (attacker 2)', () => {
       // Refused before the line by the one call per named TPM; the outstanding-challenge claim
       // (by the proven EK) stays behind it for another encoding of the same certificate.
       expect(refusal.details).toMatch(
-        /^this TPM \(EK certificate sha256:[0-9a-f]{64}\) already has a call in line or being served; one at a time/,
+        /^this TPM \(EK certificate sha256:[0-9a-f]{64}\) already has a call from this address in line or being served; one at a time/,
       );
       const retryAfter = Number(refusal.metadata.get('retry-after-ms')[0]);
       expect(retryAfter).toBeGreaterThan(0);

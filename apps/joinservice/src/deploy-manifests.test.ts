@@ -68,9 +68,11 @@ describe('JoinService manifests', () => {
   it('expose NodePort 30090 and pass only flags the program knows, with the ports it serves', async () => {
     const docs = await documents();
     const service = docs.find((d) => d['kind'] === 'Service') as {
-      spec: { type: string; ports: { nodePort: number; targetPort: number }[] };
+      spec: { type: string; externalTrafficPolicy?: string; ports: { nodePort: number; targetPort: number }[] };
     };
     expect(service.spec.type).toBe('NodePort');
+    // The nodes' own source addresses reach the service (its per-address rules, docs/joinservice.md).
+    expect(service.spec.externalTrafficPolicy).toBe('Local');
     expect(service.spec.ports[0]).toMatchObject({ nodePort: 30090, targetPort: 9090 });
     const daemonSet = docs.find((d) => d['kind'] === 'DaemonSet') as {
       spec: {

@@ -150,7 +150,7 @@ describe('JoinService join line against replayed hellos (attackers 1 and 3)', ()
       const refusal = first as grpc.ServiceError;
       expect(refusal.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
       expect(refusal.details).toMatch(
-        /^this TPM \(EK certificate sha256:[0-9a-f]{64}\) already has a call in line or being served; one at a time/,
+        /^this TPM \(EK certificate sha256:[0-9a-f]{64}\) already has a call from this address in line or being served; one at a time/,
       );
       expect(Number(refusal.metadata.get('retry-after-ms')[0])).toBeGreaterThan(0);
     }

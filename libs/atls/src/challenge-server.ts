@@ -14,7 +14,8 @@ import { challengeUserData } from './challenge-binding.js';
 import { CHALLENGE_PROTOCOL_VERSION } from './challenge-messages.js';
 import type { ChallengeClientMessage, ChallengeServerMessage } from './challenge-messages.js';
 import { ephemeralKey, seal } from './seal.js';
-import type { OutstandingChallenges } from './outstanding-challenges.js';
+import type { OutstandingChallenges, TpmPlace } from './outstanding-challenges.js';
+import { peerSource } from './peer-source.js';
 import { ServiceAttesterBusyError, serviceUserData } from './service-attester.js';
 import type { ServiceAttester } from './service-attester.js';
 import { retryAfterMetadata, statusErrorOf } from '@constellation/proto';
@@ -82,8 +83,9 @@ export interface ChallengeServerOptions {
   admit?: () => (() => void) | Promise<() => void>;
   /**
    * Shared by the service's calls (rooted variants): at most one call in line or served per TPM a
-   * hello names, and one challenge outstanding per proven TPM. Without it, one replayed hello can
-   * fill the line and one genuine TPM can hold as many challenges as the service has slots.
+   * hello names and network source, one slot for all of a TPM's calls, and one challenge
+   * outstanding per proven TPM and source. Without it, one replayed hello can fill the line and
+   * one genuine TPM can hold as many challenges as the service has slots.
    */
   outstanding?: OutstandingChallenges;
 }
@@ -120,6 +122,10 @@ export function serveChallenge(call: Stream, options: ChallengeServerOptions): v
 /** One stream's exchange; `state` says which message may come next. */
 class ChallengeSession {
   private readonly log: Logger;
+  /** The network source the call counts as for the per-TPM rules (see OutstandingChallenges). */
+  private readonly source: string;
+  /** This call's place among its TPM's calls (rooted variants with `outstanding`). */
+  private place: TpmPlace | undefined;
   private readonly ttl: number;
   private readonly maxRequest: number;
   private state: 'hello' | 'waiting' | 'preparing' | 'answer' | 'working' | 'done' = 'hello';
@@ -136,7 +142,9 @@ class ChallengeSession {
     private readonly call: Stream,
     private readonly options: ChallengeServerOptions,
   ) {
-    this.log = (options.logger ?? noopLogger).child({ component: 'atls-challenge', peer: call.getPeer() });
+    const peer = call.getPeer();
+    this.log = (options.logger ?? noopLogger).child({ component: 'atls-challenge', peer });
+    this.source = peerSource(peer);
     this.ttl = options.challengeTtlMs ?? 10_000;
     this.maxRequest = options.maxRequestBytes ?? 64 * 1024;
   }
@@ -242,7 +250,9 @@ class ChallengeSession {
       return;
     }
     if (!this.holdPlace(hello, validator)) return;
-    if (options.admit === undefined) {
+    // Another call of this TPM holds a slot (a stranger replaying this node's hello, say): this
+    // call shares it instead of waiting behind it.
+    if (options.admit === undefined || this.place?.slotHeld() === true) {
       this.begin(hello, validator);
       return;
     }
@@ -254,7 +264,7 @@ class ChallengeSession {
       return;
     }
     if (typeof admitted === 'function') {
-      this.releases.push(admitted);
+      this.keepSlot(admitted);
       this.begin(hello, validator);
       return;
     }
@@ -267,7 +277,7 @@ class ChallengeSession {
           release(); // the caller went away while waiting
           return;
         }
-        this.releases.push(release);
+        this.keepSlot(release);
         this.startTimer();
         this.begin(hello, validator);
       },
@@ -277,9 +287,15 @@ class ChallengeSession {
     );
   }
 
+  /** A slot this call was admitted to: its TPM's calls share it (see OutstandingChallenges). */
+  private keepSlot(release: () => void): void {
+    if (this.place === undefined) this.releases.push(release);
+    else this.place.adopt(release);
+  }
+
   /**
-   * For rooted variants: the TPM the hello names gets one call in line or served (see
-   * OutstandingChallenges.hold). False when refused (the call is finished).
+   * For rooted variants: the TPM the hello names gets one call in line or served per network
+   * source (see OutstandingChallenges.hold). False when refused (the call is finished).
    */
   private holdPlace(hello: Hello, validator: Validator): boolean {
     const certificate = hello.identity?.ekCertificate;
@@ -288,7 +304,11 @@ class ChallengeSession {
     if (certificate.length === 0) return true; // refused by the identity check, with its reason
     try {
       const digest = createHash('sha256').update(certificate).digest('hex');
-      this.releases.push(outstanding.hold(digest, PLACE_MAX_MS));
+      const place = outstanding.hold(digest, this.source, PLACE_MAX_MS);
+      this.place = place;
+      this.releases.push(() => {
+        place.leave();
+      });
       return true;
     } catch (err) {
       const status = statusErrorOf(err);
@@ -341,7 +361,7 @@ class ChallengeSession {
     const pending = rooted ? await this.options.identity?.challenge(hello.identity, hello.akPublic) : undefined;
     // Claimed before the host attests: a refused duplicate costs the host's TPM nothing.
     if (pending !== undefined && this.options.outstanding !== undefined && this.state === 'preparing')
-      this.releases.push(this.options.outstanding.claim(pending.ekPublicKeyHash, this.ttl));
+      this.releases.push(this.options.outstanding.claim(pending.ekPublicKeyHash, this.source, this.ttl));
     // Then the platform's word on the TPM: an unknown one is refused before it holds a challenge.
     if (pending !== undefined && this.options.vetIdentity !== undefined) {
       try {

@@ -16,3 +16,5 @@ export { installTypeScriptCommand, repoRoot, runTypeScript } from './run-typescr
 export { applyTextMutation, textMutation } from './text-mutation.js';
 export type { NeverClosingRelay } from './never-closing-relay.js';
 export { startNeverClosingRelay } from './never-closing-relay.js';
+export type { SourceRelay } from './source-relay.js';
+export { startSourceRelay } from './source-relay.js';
