@@ -1,9 +1,10 @@
 import * as grpc from '@grpc/grpc-js';
 import { MemoryLogger } from '@constellation/logger/testing';
-import type { IssueJoinTicketRequest, IssueJoinTicketResponse } from '@constellation/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startJoinFixture } from './join-service.fixture.js';
 import type { JoinFixture, SimulatedNode } from './join-service.fixture.js';
+import { silentCall } from './silent-call.fixture.js';
+import type { JoinHello, SilentCall } from './silent-call.fixture.js';
 
 /*
  * The owner of one genuine node (attacker 2) opens every slot's worth of join calls with its own,
@@ -12,14 +13,11 @@ import type { JoinFixture, SimulatedNode } from './join-service.fixture.js';
  * every other node out. A TPM now has one challenge outstanding at a time.
  */
 
-type Stream = grpc.ClientDuplexStream<IssueJoinTicketRequest, IssueJoinTicketResponse>;
-type Hello = Extract<NonNullable<IssueJoinTicketRequest['step']>, { $case: 'hello' }>;
-
 const SLOTS = 4;
 let fixture: JoinFixture;
 let owned: SimulatedNode;
 let bystander: SimulatedNode;
-let ownHello: Hello;
+let ownHello: JoinHello;
 
 beforeAll(async () => {
   fixture = await startJoinFixture(new MemoryLogger(), { maxConcurrentTickets: SLOTS });
@@ -34,22 +32,12 @@ afterAll(async () => {
   await fixture.close();
 });
 
-/** A call that sends the hello and never answers; `first` is the challenge or the refusal. */
-function silentCall(): { stream: Stream; first: Promise<'challenge' | grpc.ServiceError> } {
-  const stream: Stream = fixture.client.issueJoinTicket({ deadline: Date.now() + 30_000 });
-  const first = new Promise<'challenge' | grpc.ServiceError>((resolve) => {
-    stream.on('error', resolve);
-    stream.once('data', () => {
-      resolve('challenge');
-    });
-  });
-  stream.write({ step: ownHello });
-  return { stream, first };
-}
+/** A call that sends the owner's own hello and never answers. */
+const silentOwnCall = (): SilentCall => silentCall(fixture.client, ownHello);
 
 describe('one outstanding challenge per TPM (attacker 2)', () => {
   it('refuses further challenges for a TPM that has one, so its owner holds one slot, not all of them', async () => {
-    const calls = Array.from({ length: SLOTS }, silentCall);
+    const calls = Array.from({ length: SLOTS }, silentOwnCall);
     const outcomes = await Promise.all(calls.map((call) => call.first));
     expect(outcomes.filter((outcome) => outcome === 'challenge')).toHaveLength(1);
     const refusals = outcomes.filter((outcome): outcome is grpc.ServiceError => outcome !== 'challenge');

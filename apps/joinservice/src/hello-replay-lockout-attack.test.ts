@@ -2,12 +2,13 @@ import * as grpc from '@grpc/grpc-js';
 import { SERVICE_CHANNEL_OPTIONS, serviceChannelCredentials } from '@constellation/atls';
 import { MemoryLogger } from '@constellation/logger/testing';
 import { JoinServiceClient } from '@constellation/proto';
-import type { IssueJoinTicketRequest, IssueJoinTicketResponse } from '@constellation/proto';
 import { startSourceRelay, waitFor } from '@constellation/testing';
 import type { SourceRelay } from '@constellation/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startJoinFixture } from './join-service.fixture.js';
 import type { JoinFixture, SimulatedNode } from './join-service.fixture.js';
+import { silentCall } from './silent-call.fixture.js';
+import type { JoinStream } from './silent-call.fixture.js';
 
 /*
  * A stranger without a TPM (attacker 1) holds a copy of a genuine node's hello: its EK
@@ -17,9 +18,6 @@ import type { JoinFixture, SimulatedNode } from './join-service.fixture.js';
  * stranger went on. Now each network source has its own place per TPM, the TPM's calls share one
  * slot, and whichever call answers its challenge wins.
  */
-
-type Stream = grpc.ClientDuplexStream<IssueJoinTicketRequest, IssueJoinTicketResponse>;
-type Hello = Extract<NonNullable<IssueJoinTicketRequest['step']>, { $case: 'hello' }>;
 
 const CHALLENGE_TTL_MS = 1_500;
 let fixture: JoinFixture;
@@ -51,25 +49,6 @@ async function clientFrom(address: string): Promise<JoinServiceClient> {
   return client;
 }
 
-/** A call that sends `hello` and never answers; `first` is the challenge or the refusal. */
-function silentCall(
-  client: JoinServiceClient,
-  hello: Hello,
-): { stream: Stream; first: Promise<'challenge' | grpc.ServiceError>; ended: Promise<grpc.ServiceError> } {
-  const stream: Stream = client.issueJoinTicket({ deadline: Date.now() + 30_000 });
-  const ended = new Promise<grpc.ServiceError>((resolve) => stream.on('error', resolve));
-  const first = Promise.race([
-    new Promise<'challenge'>((resolve) =>
-      stream.once('data', () => {
-        resolve('challenge');
-      }),
-    ),
-    ended,
-  ]);
-  stream.write({ step: hello });
-  return { stream, first, ended };
-}
-
 describe('a replayed hello from another address (attacker 1)', () => {
   it('no longer keeps the node out: the stranger replays it the moment each call ends, and the node joins at its first try', async () => {
     const stranger = await clientFrom('127.0.0.2');
@@ -77,14 +56,14 @@ describe('a replayed hello from another address (attacker 1)', () => {
     const replay = { stopped: false };
     let challenged = 0;
     const refusals: string[] = [];
-    let current: Stream | undefined;
+    let current: JoinStream | undefined;
     // One call of the stranger's is always under way: a new one the moment the last one ends.
     const replaying = (async () => {
       while (!replay.stopped) {
         const call = silentCall(stranger, replayed);
         current = call.stream;
         if ((await call.first) === 'challenge') challenged++;
-        const ended = await call.ended;
+        const ended = await call.error;
         // Its calls end at the challenge's time bound, or when the test cancels the last one.
         if (ended.code !== grpc.status.DEADLINE_EXCEEDED && ended.code !== grpc.status.CANCELLED)
           refusals.push(ended.details);

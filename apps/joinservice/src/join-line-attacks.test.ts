@@ -1,9 +1,10 @@
 import * as grpc from '@grpc/grpc-js';
 import { MemoryLogger } from '@constellation/logger/testing';
-import type { IssueJoinTicketRequest, IssueJoinTicketResponse } from '@constellation/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startJoinFixture } from './join-service.fixture.js';
 import type { JoinFixture, SimulatedNode } from './join-service.fixture.js';
+import { silentCall } from './silent-call.fixture.js';
+import type { JoinHello, SilentCall } from './silent-call.fixture.js';
 
 /*
  * The join line under a stranger without a TPM (attackers 1 and 3): it replays a genuine node's
@@ -11,8 +12,7 @@ import type { JoinFixture, SimulatedNode } from './join-service.fixture.js';
  * fill the line, and then it leaves them every way a stream can end while waiting.
  */
 
-type Stream = grpc.ClientDuplexStream<IssueJoinTicketRequest, IssueJoinTicketResponse>;
-type Hello = Extract<NonNullable<IssueJoinTicketRequest['step']>, { $case: 'hello' }>;
+type Hello = JoinHello;
 
 let fixture: JoinFixture;
 let victim: SimulatedNode;
@@ -32,27 +32,9 @@ afterAll(async () => {
   await fixture.close();
 });
 
-interface StrangerCall {
-  stream: Stream;
-  /** Settles with the first thing the service says: a challenge, or the call's error. */
-  first: Promise<'challenge' | grpc.ServiceError>;
-  error: Promise<grpc.ServiceError>;
-}
+type StrangerCall = SilentCall;
 
-function strangerCall(hello: Hello = replayed): StrangerCall {
-  const stream: Stream = fixture.client.issueJoinTicket({ deadline: Date.now() + 30_000 });
-  const error = new Promise<grpc.ServiceError>((resolve) => stream.on('error', resolve));
-  const first = Promise.race([
-    new Promise<'challenge'>((resolve) =>
-      stream.once('data', () => {
-        resolve('challenge');
-      }),
-    ),
-    error,
-  ]);
-  stream.write({ step: hello });
-  return { stream, first, error };
-}
+const strangerCall = (hello: Hello = replayed): StrangerCall => silentCall(fixture.client, hello);
 
 /**
  * A hello naming another TPM than the victim's: the victim's with a byte after its EK
