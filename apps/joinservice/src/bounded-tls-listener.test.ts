@@ -7,6 +7,7 @@ import { SERVICE_CHANNEL_OPTIONS, serviceChannelCredentials, serviceTlsIdentity 
 import { HealthClient, HealthStatus, createGrpcServer } from '@constellation/proto';
 import { withTimeout } from '@constellation/testing';
 import { afterEach, describe, expect, it } from 'vitest';
+import { JOINSERVICE_DEFAULTS } from './config.js';
 import { BoundedTlsListener } from './bounded-tls-listener.js';
 import type { BoundedTlsListenerOptions } from './bounded-tls-listener.js';
 
@@ -25,6 +26,7 @@ async function serve(options: Partial<BoundedTlsListenerOptions>): Promise<{ por
     maxHandshakes: 2,
     staleHandshakeMs: 60_000,
     handshakeTimeoutMs: 60_000,
+    maxConnections: JOINSERVICE_DEFAULTS.maxConnections,
     onShed: (reason) => shed.push(reason),
     ...options,
   });

@@ -2,6 +2,7 @@ import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type * as grpc from '@grpc/grpc-js';
 import { GrpcTlsFront, connectionPeer } from '@constellation/atls';
+import type { EstablishedLimit } from '@constellation/atls';
 
 export interface BoundedTlsListenerOptions {
   /** Server key and certificate chain, PEM. */
@@ -16,8 +17,10 @@ export interface BoundedTlsListenerOptions {
   staleHandshakeMs: number;
   /** A handshake not finished by then is dropped whatever the load. */
   handshakeTimeoutMs: number;
+  /** Established connections kept, per remote address and in all; more are cut at accept. */
+  maxConnections: EstablishedLimit;
   /** Told of every connection reset for load (for metrics). */
-  onShed?: (reason: 'busy' | 'stale') => void;
+  onShed?: (reason: 'busy' | 'stale' | 'connections') => void;
 }
 
 /**
@@ -37,12 +40,19 @@ export class BoundedTlsListener {
   private readonly handshaking = new Map<string, { socket: Socket; since: number }>();
 
   constructor(grpcServer: grpc.Server, options: BoundedTlsListenerOptions) {
-    this.front = new GrpcTlsFront(grpcServer, {
-      key: options.key,
-      cert: options.cert,
-      noDelay: true,
-      handshakeTimeout: options.handshakeTimeoutMs,
-    });
+    this.front = new GrpcTlsFront(
+      grpcServer,
+      {
+        key: options.key,
+        cert: options.cert,
+        noDelay: true,
+        handshakeTimeout: options.handshakeTimeoutMs,
+      },
+      {
+        established: options.maxConnections,
+        onRefused: () => options.onShed?.('connections'),
+      },
+    );
     // Runs after tls.Server's own listener, which wrapped the socket: its handshake starts once
     // this returns, so a reset here costs no TLS work.
     this.front.tls.on('connection', (socket: Socket) => {

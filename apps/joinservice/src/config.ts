@@ -49,6 +49,13 @@ export const JOINSERVICE_DEFAULTS = {
    * a minute for rate); its client reopens one closed meanwhile.
    */
   connectionIdleMs: 60_000,
+  /**
+   * Established join-port connections kept at once, per remote address and in all; beyond, a new
+   * one is cut at accept (a stranger's idle TLS connections otherwise held about 40 KiB each, with
+   * no bound). A node needs one; the address bound leaves room for nodes behind one NAT, and the
+   * Service keeps their own addresses (externalTrafficPolicy: Local).
+   */
+  maxConnections: { perAddress: 64, total: 4_096 },
   /** How often the mounted measurements file is checked for a new version. */
   measurementsPollMs: 5_000,
   /** A join seldom needs more than one ticket: five in a row, then one a minute. */
@@ -130,6 +137,8 @@ export interface JoinServiceSettings {
   handshakeTimeoutMs?: number;
   /** A connection without calls is closed after this long; the default when absent. */
   connectionIdleMs?: number;
+  /** Established join-port connections kept, per address and in all; the default when absent. */
+  maxConnections?: { perAddress: number; total: number };
   measurementsPollMs: number;
 }
 
@@ -154,6 +163,8 @@ export interface JoinServiceFlags {
   controlPlaneJoinTimeoutSeconds: number;
   challengeTtlMs: number;
   maxConcurrentTickets: number;
+  maxConnectionsPerAddress: number;
+  maxConnections: number;
 }
 
 /** Flags → settings: the mounted join-config files by their key names, durations in ms. */
@@ -182,6 +193,7 @@ export function compileSettings(flags: JoinServiceFlags): JoinServiceSettings {
     controlPlaneHoldMs: flags.controlPlaneJoinTimeoutSeconds * 1000,
     challengeTtlMs: flags.challengeTtlMs,
     maxConcurrentTickets: flags.maxConcurrentTickets,
+    maxConnections: { perAddress: flags.maxConnectionsPerAddress, total: flags.maxConnections },
     measurementsPollMs: JOINSERVICE_DEFAULTS.measurementsPollMs,
   };
 }

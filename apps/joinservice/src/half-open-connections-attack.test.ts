@@ -13,6 +13,7 @@ import { serviceTlsIdentity } from '@constellation/atls';
 import { HealthStatus, createGrpcServer } from '@constellation/proto';
 import { startNeverClosingRelay } from '@constellation/testing';
 import { afterEach, describe, expect, it } from 'vitest';
+import { JOINSERVICE_DEFAULTS } from './config.js';
 import { BoundedTlsListener } from './bounded-tls-listener.js';
 
 const cleanup: (() => Promise<void> | void)[] = [];
@@ -57,6 +58,7 @@ describe('JoinService TLS front: strangers that never answer the FIN (attacker 3
     const listener = new BoundedTlsListener(server, {
       ...serviceTlsIdentity(),
       maxHandshakes: 64,
+      maxConnections: JOINSERVICE_DEFAULTS.maxConnections,
       staleHandshakeMs: 60_000,
       handshakeTimeoutMs: 10_000,
     });

@@ -1,7 +1,6 @@
 import { readFile } from 'node:fs/promises';
-import * as grpc from '@grpc/grpc-js';
 import * as k8s from '@kubernetes/client-node';
-import { AgentAttester, OutstandingChallenges, serviceTlsIdentity } from '@constellation/atls';
+import { AgentAttester, GrpcPlainFront, OutstandingChallenges, serviceTlsIdentity } from '@constellation/atls';
 import { createAttestationVerifier, readPemCertificates } from '@constellation/attestation';
 import type { AttestationPolicy, Measurements } from '@constellation/attestation';
 import { masterSecretFromJson } from '@constellation/keys';
@@ -99,6 +98,13 @@ async function createTicketService(settings: JoinServiceSettings, logger: Logger
   });
 }
 
+/**
+ * The kubelet's probes of the health port: one connection per probe. What it keeps per address
+ * and in all, and how soon an idle one is closed, bound what a stranger's silent connections hold.
+ */
+const HEALTH_CONNECTIONS = { perAddress: 8, total: 64 };
+const HEALTH_CONNECTION_IDLE_MS = 30_000;
+
 /** Starts the JoinService: gRPC (challenge protocol, health), a plaintext health port and HTTP metrics. */
 export async function startJoinService(settings: JoinServiceSettings, logger: Logger): Promise<RunningJoinService> {
   const metrics = new JoinMetrics();
@@ -148,18 +154,16 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
     maxHandshakes: settings.maxHandshakes ?? JOINSERVICE_DEFAULTS.maxHandshakes,
     staleHandshakeMs: JOINSERVICE_DEFAULTS.staleHandshakeMs,
     handshakeTimeoutMs: settings.handshakeTimeoutMs ?? JOINSERVICE_DEFAULTS.handshakeTimeoutMs,
+    maxConnections: settings.maxConnections ?? JOINSERVICE_DEFAULTS.maxConnections,
     onShed: (reason) => {
       metrics.shedConnections.inc({ reason });
     },
   });
   const port = await listener.listen(settings.port, settings.host);
-  const healthServer = createGrpcServer();
+  const healthServer = createGrpcServer({ 'grpc.max_connection_idle_ms': HEALTH_CONNECTION_IDLE_MS });
   health.addTo(healthServer);
-  const healthPort = await bind(
-    healthServer,
-    `${settings.metricsHost}:${settings.healthPort}`,
-    grpc.ServerCredentials.createInsecure(),
-  );
+  const healthFront = new GrpcPlainFront(healthServer, { established: HEALTH_CONNECTIONS });
+  const healthPort = await healthFront.listen(settings.healthPort, settings.metricsHost);
   const http = await startMetricsServer(metrics, settings.metricsHost, settings.metricsPort);
   logger.info('joinservice serving', {
     port,
@@ -177,6 +181,7 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
     close: async () => {
       measurements.stop();
       serviceAttester?.close();
+      await healthFront.close(0);
       healthServer.forceShutdown();
       await http.close();
       await listener.close();
@@ -228,13 +233,4 @@ async function controlPlaneEks(settings: JoinServiceSettings): Promise<ReadonlyS
       "--control-plane-eks applies only with --accept-unregistered-eks: an instance registry names each machine's role itself",
     );
   return readControlPlaneEks(settings.controlPlaneEksPath);
-}
-
-function bind(server: grpc.Server, address: string, credentials: grpc.ServerCredentials): Promise<number> {
-  return new Promise((resolve, reject) => {
-    server.bindAsync(address, credentials, (err, bound) => {
-      if (err) reject(err);
-      else resolve(bound);
-    });
-  });
 }

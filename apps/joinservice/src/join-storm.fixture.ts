@@ -144,6 +144,8 @@ export class StormCluster {
       '--api-server-endpoint=10.42.0.2:6443',
       `--instance-registry-url=${registry.url}`,
       `--token-ttl-seconds=${options.tokenTtlSeconds ?? 900}`,
+      // Every simulated machine connects from 127.0.0.1: the per-address bound is for one machine.
+      '--max-connections-per-address=100000',
     ];
     return new StormCluster(options, { api, proxy, registry, port, args });
   }

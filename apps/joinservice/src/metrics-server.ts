@@ -1,10 +1,20 @@
 import { createServer } from 'node:http';
+import type { Socket } from 'node:net';
 import type { JoinMetrics } from './metrics.js';
 
 export interface MetricsServer {
   port: number;
   close(): Promise<void>;
 }
+
+/**
+ * Connections kept per remote address and in all (Prometheus and a probe need one or two), and how
+ * long a request's headers and whole request may take. Node keeps any number, a slow request's
+ * for a minute: a stranger's connections held the process's memory and descriptors (red-team
+ * finding, connection-flood-attack.test.ts). Beyond the bound a connection is closed at accept.
+ */
+const METRICS_CONNECTIONS = { perAddress: 8, total: 64 };
+const REQUEST_TIMEOUT_MS = 10_000;
 
 /** Plain HTTP for Prometheus (`/metrics`) and liveness (`/healthz`); nothing else. */
 export async function startMetricsServer(metrics: JoinMetrics, host: string, port: number): Promise<MetricsServer> {
@@ -19,6 +29,26 @@ export async function startMetricsServer(metrics: JoinMetrics, host: string, por
     } else {
       res.writeHead(404).end();
     }
+  });
+  http.headersTimeout = REQUEST_TIMEOUT_MS;
+  http.requestTimeout = REQUEST_TIMEOUT_MS;
+  const byAddress = new Map<string, number>();
+  let open = 0;
+  http.on('connection', (socket: Socket) => {
+    const address = socket.remoteAddress ?? '';
+    const held = byAddress.get(address) ?? 0;
+    if (held >= METRICS_CONNECTIONS.perAddress || open >= METRICS_CONNECTIONS.total) {
+      socket.destroy();
+      return;
+    }
+    byAddress.set(address, held + 1);
+    open++;
+    socket.once('close', () => {
+      open--;
+      const left = (byAddress.get(address) ?? 1) - 1;
+      if (left > 0) byAddress.set(address, left);
+      else byAddress.delete(address);
+    });
   });
   await new Promise<void>((resolve) => http.listen(port, host, resolve));
   const address = http.address();

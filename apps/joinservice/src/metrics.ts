@@ -23,7 +23,7 @@ export class JoinMetrics {
   });
   readonly shedConnections = new Counter({
     name: 'constellation_joinservice_shed_connections_total',
-    help: 'Connections reset before their TLS handshake for load (busy: every handshake place taken; stale: a stalled handshake cut for a newcomer).',
+    help: 'Connections reset for load (busy: every handshake place taken; stale: a stalled handshake cut for a newcomer; connections: the established-connection bound of its address or in all reached).',
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });

@@ -132,6 +132,18 @@ function withAdmissionOptions<Args extends unknown[], Opts extends OptionValues>
       'join calls served at once, attestation included; more are refused at once with RESOURCE_EXHAUSTED and retry-after-ms',
       (v) => parseInteger(v, 1, 10_000),
       DEFAULTS.maxConcurrentTickets,
+    )
+    .option(
+      '--max-connections-per-address <n>',
+      'established join-port connections kept from one remote address; more are cut at accept (a node needs one; raise it when many nodes reach the service through one address)',
+      (v) => parseInteger(v, 1, 1_000_000),
+      DEFAULTS.maxConnections.perAddress,
+    )
+    .option(
+      '--max-connections <n>',
+      'established join-port connections kept in all; more are cut at accept',
+      (v) => parseInteger(v, 1, 1_000_000),
+      DEFAULTS.maxConnections.total,
     );
 }
 

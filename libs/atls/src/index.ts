@@ -17,7 +17,10 @@ export { ephemeralKey, open } from './seal.js';
 
 export type { ServiceAttester } from './service-attester.js';
 export { AgentAttester, issuerAttester, serveAttestationAgent } from './service-attester.js';
-export { GrpcTlsFront, connectionPeer } from './grpc-tls-front.js';
+export { GrpcTlsFront } from './grpc-tls-front.js';
+export { GrpcPlainFront } from './grpc-plain-front.js';
+export { connectionPeer } from './grpc-front.js';
+export type { EstablishedLimit, GrpcFrontHooks } from './grpc-front.js';
 export {
   SERVICE_CHANNEL_OPTIONS,
   serviceChannelCredentials,

@@ -1,0 +1,121 @@
+import type { Server as NetServer, Socket } from 'node:net';
+import * as grpc from '@grpc/grpc-js';
+
+/**
+ * A connection's remote address and port, as grpc-js names a call's peer; the same for the TCP
+ * socket and the TLS socket over it.
+ */
+export function connectionPeer(socket: Socket): string {
+  return `${socket.remoteAddress ?? ''}:${String(socket.remotePort ?? '')}`;
+}
+
+/**
+ * How long a connection whose sending side we ended stays open for the peer to close its own. grpc-js
+ * ends a connection it is done with (idle, too old) gracefully: Node's http2 sends our FIN and
+ * then waits for the peer's, for ever if the peer never sends it (red-team finding: a stranger's
+ * sockets outlived every bound and filled the connection caps). The moment lets the peer read
+ * what was sent before the socket is destroyed.
+ */
+const HALF_CLOSED_MS = 1_000;
+
+/** Most established connections kept at once: from one remote address, and in all. */
+export interface EstablishedLimit {
+  perAddress: number;
+  total: number;
+}
+
+export interface GrpcFrontHooks {
+  /** Sees each connection once it is established (TLS: its handshake done), before grpc-js gets it. */
+  onSecure?: (socket: Socket) => void;
+  /** With it, an established connection beyond the limit is closed at once (`onRefused` is told). */
+  established?: EstablishedLimit;
+  onRefused?: (address: string) => void;
+}
+
+/**
+ * A listener that hands each established connection to a grpc-js server (its connection
+ * injector), instead of grpc-js listening itself: it owns listening, the established connections
+ * (their caps, and the end of those whose peer never closes its side) and the graceful close.
+ * GrpcTlsFront terminates TLS in front; GrpcPlainFront serves plaintext (health probes).
+ */
+export class GrpcFront<S extends NetServer> {
+  readonly server: S;
+  private readonly injector: ReturnType<grpc.Server['createConnectionInjector']>;
+  private readonly sockets = new Set<Socket>();
+  private readonly byAddress = new Map<string, number>();
+
+  /** `listen` makes the server with the handler of its established connections. */
+  protected constructor(
+    grpcServer: grpc.Server,
+    listen: (onEstablished: (socket: Socket) => void) => S,
+    hooks: GrpcFrontHooks = {},
+  ) {
+    this.injector = grpcServer.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+    this.server = listen((socket) => {
+      if (!this.admit(socket, hooks.established)) {
+        hooks.onRefused?.(socket.remoteAddress ?? '');
+        socket.destroy();
+        return;
+      }
+      this.sockets.add(socket);
+      socket.once('close', () => this.sockets.delete(socket));
+      socket.once('finish', () => {
+        setTimeout(() => socket.destroy(), HALF_CLOSED_MS).unref();
+      });
+      hooks.onSecure?.(socket);
+      this.injector.injectConnection(socket);
+    });
+  }
+
+  /** Whether one more established connection from `address` would be beyond `limit`. */
+  protected full(address: string, limit: EstablishedLimit): boolean {
+    return (this.byAddress.get(address) ?? 0) >= limit.perAddress || this.sockets.size >= limit.total;
+  }
+
+  /** Counts the connection against `limit`, or says it is one too many. */
+  private admit(socket: Socket, limit: EstablishedLimit | undefined): boolean {
+    if (limit === undefined) return true;
+    const address = socket.remoteAddress ?? '';
+    if (this.full(address, limit)) return false;
+    const held = this.byAddress.get(address) ?? 0;
+    this.byAddress.set(address, held + 1);
+    socket.once('close', () => {
+      const left = (this.byAddress.get(address) ?? 1) - 1;
+      if (left > 0) this.byAddress.set(address, left);
+      else this.byAddress.delete(address);
+    });
+    return true;
+  }
+
+  /** Listens on `host:port` (port 0 picks a free port) and resolves with the bound port. */
+  listen(port: number, host: string): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => {
+        this.server.off('error', reject);
+        const address = this.server.address();
+        resolve(typeof address === 'object' && address !== null ? address.port : port);
+      });
+    });
+  }
+
+  /**
+   * Stops accepting connections and lets calls in flight finish, so their last messages and
+   * status reach the client (HTTP/2 GOAWAY, then each connection closes once idle). Connections
+   * still open after `graceMs` are cut.
+   */
+  async close(graceMs = 2_000): Promise<void> {
+    const closed = new Promise<void>((resolve) =>
+      this.server.close(() => {
+        resolve();
+      }),
+    );
+    this.injector.drain(graceMs);
+    const cut = setTimeout(() => {
+      for (const socket of this.sockets) socket.destroy();
+    }, graceMs);
+    await closed;
+    clearTimeout(cut);
+    this.injector.destroy();
+  }
+}
