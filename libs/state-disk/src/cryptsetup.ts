@@ -2,6 +2,8 @@ import { spawn } from 'node:child_process';
 
 export interface CryptsetupResult {
   code: number | null;
+  /** The signal that ended cryptsetup, when one did (the OOM killer's SIGKILL, say). */
+  signal: NodeJS.Signals | null;
   stdout: string;
   stderr: string;
 }
@@ -27,11 +29,18 @@ export function runCryptsetup(
       clearTimeout(timer);
       reject(new Error(`cannot run ${program}: ${err.message}`, { cause: err }));
     });
-    child.once('close', (code) => {
+    child.once('close', (code, signal) => {
       clearTimeout(timer);
-      resolve({ code, stdout, stderr });
+      resolve({ code, signal, stdout, stderr });
     });
     child.stdin.on('error', () => undefined);
     child.stdin.end(input);
   });
+}
+
+/** How cryptsetup ended, for messages: "exited with 4: <stderr>" or "was killed by SIGKILL". */
+export function cryptsetupOutcome(args: readonly string[], result: CryptsetupResult): string {
+  const command = `cryptsetup ${args[0] ?? ''}`;
+  if (result.signal !== null) return `${command} was killed by ${result.signal}`;
+  return `${command} exited with ${String(result.code)}: ${result.stderr.trim()}`;
 }

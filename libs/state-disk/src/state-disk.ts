@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runCryptsetup } from './cryptsetup.js';
+import { cryptsetupOutcome, runCryptsetup } from './cryptsetup.js';
 import { lacksLuksMagic } from './luks-magic.js';
 
 /**
@@ -53,8 +53,15 @@ export class StateDisk {
   async isLuks(): Promise<boolean> {
     await this.ready();
     if (lacksLuksMagic(this.device)) return false;
-    const result = await runCryptsetup(this.program, ['isLuks', '--type', 'luks2', this.device], this.timeoutMs);
-    return result.code === 0;
+    const args = ['isLuks', '--type', 'luks2', this.device];
+    const result = await runCryptsetup(this.program, args, this.timeoutMs);
+    if (result.code === 0) return true;
+    // Exit 1 is cryptsetup's "not LUKS2". Anything else (a missing device, a crash, a kill) says
+    // nothing about the disk, and a node that took it for blank would format a member's disk.
+    if (result.code === 1) return false;
+    throw new StateDiskError(
+      `could not tell whether the state disk is LUKS2 (${this.device}): ${cryptsetupOutcome(args, result)}`,
+    );
   }
 
   /** Formats the device as LUKS2 with `passphrase` in key slot 0 and marks it not initialised. Destroys its content. */
@@ -103,16 +110,20 @@ export class StateDisk {
     });
   }
 
-  /** Whether `passphrase` opens a key slot (`cryptsetup open --test-passphrase`). */
+  /**
+   * Whether `passphrase` opens a key slot (`cryptsetup open --test-passphrase`). Throws when
+   * cryptsetup could not tell (out of memory for the KDF, killed): a wrong key is exit code 2.
+   */
   async testPassphrase(passphrase: Buffer): Promise<boolean> {
     await this.ready();
     return this.withKeyFiles([passphrase], async ([keyFile]) => {
-      const result = await runCryptsetup(
-        this.program,
-        ['open', '--test-passphrase', '--key-file', keyFile ?? '', this.device],
-        this.timeoutMs,
+      const args = ['open', '--test-passphrase', '--key-file', keyFile ?? '', this.device];
+      const result = await runCryptsetup(this.program, args, this.timeoutMs);
+      if (result.code === 0) return true;
+      if (result.code === 2) return false;
+      throw new StateDiskError(
+        `could not test a key on the state disk (${this.device}): ${cryptsetupOutcome(args, result)}`,
       );
-      return result.code === 0;
     });
   }
 
@@ -139,20 +150,36 @@ export class StateDisk {
     await this.writeToken(initialized, initialized ? diskReceipt : undefined);
   }
 
+  /**
+   * Our token, or undefined when the disk has none (or is blank). Read from the header's JSON
+   * (`luksDump --dump-json-metadata`), not with `token export`, whose exit code is the same for
+   * "no such token" and for a failure: a failure counted as "not initialised" made a rebooting
+   * member format its disk (red-team finding). Any failure to read throws.
+   */
   private async readToken(): Promise<{ diskIsInitialized?: unknown; diskReceipt?: unknown } | undefined> {
     await this.ready();
-    const result = await runCryptsetup(
-      this.program,
-      ['token', 'export', '--token-id', TOKEN_ID, this.device],
-      this.timeoutMs,
-    );
-    if (result.code !== 0) return undefined;
-    try {
-      const token = JSON.parse(result.stdout) as { type?: unknown; diskIsInitialized?: unknown; diskReceipt?: unknown };
-      return token.type === TOKEN_TYPE ? token : undefined;
-    } catch {
-      return undefined;
+    const args = ['luksDump', '--dump-json-metadata', this.device];
+    const result = await runCryptsetup(this.program, args, this.timeoutMs);
+    if (result.code !== 0) {
+      // Only a device without any LUKS magic is certainly blank (isLuks decides for the rest).
+      if (result.code === 1 && lacksLuksMagic(this.device)) return undefined;
+      throw new StateDiskError(
+        `could not read the state disk's token (${this.device}): ${cryptsetupOutcome(args, result)}`,
+      );
     }
+    let tokens: unknown;
+    try {
+      tokens = (JSON.parse(result.stdout) as { tokens?: unknown }).tokens;
+    } catch {
+      throw new StateDiskError(
+        `could not read the state disk's token (${this.device}): its header JSON does not parse`,
+      );
+    }
+    if (typeof tokens !== 'object' || tokens === null) return undefined;
+    const token: unknown = (tokens as Record<string, unknown>)[TOKEN_ID];
+    if (typeof token !== 'object' || token === null) return undefined;
+    const ours = token as { type?: unknown; diskIsInitialized?: unknown; diskReceipt?: unknown };
+    return ours.type === TOKEN_TYPE ? ours : undefined;
   }
 
   private async writeToken(initialized: boolean, diskReceipt?: Uint8Array): Promise<void> {
@@ -178,11 +205,8 @@ export class StateDisk {
 
   private async run(args: string[], what: string): Promise<{ stdout: string }> {
     const result = await runCryptsetup(this.program, args, this.timeoutMs);
-    if (result.code !== 0) {
-      throw new StateDiskError(
-        `could not ${what} (${this.device}): cryptsetup ${args[0] ?? ''} exited with ${String(result.code)}: ${result.stderr.trim()}`,
-      );
-    }
+    if (result.code !== 0)
+      throw new StateDiskError(`could not ${what} (${this.device}): ${cryptsetupOutcome(args, result)}`);
     return result;
   }
 
