@@ -28,7 +28,10 @@ afterAll(async () => {
 
 describe('the JoinService client honours retry-after-ms', () => {
   it('reads the trailer from a real gRPC refusal, for join and rejoin alike', async () => {
-    for (const call of [() => connection.join(Buffer.from('r')), () => connection.rejoin(Buffer.from('r'))]) {
+    for (const call of [
+      () => connection.join(Buffer.from('r')),
+      () => connection.rejoin(Buffer.from('r'), () => Promise.resolve()),
+    ]) {
       const err = await call().catch((e: unknown) => e);
       expect(err).toBeInstanceOf(JoinServiceUnavailableError);
       expect(err).toMatchObject({ retryAfterMs: 4000, code: grpc.status.UNAVAILABLE });

@@ -59,15 +59,29 @@ export class JoinServiceConnection {
     return answer === undefined ? undefined : JoinTicket.decode(answer);
   }
 
-  async rejoin(request: Uint8Array): Promise<RejoinTicket> {
+  /**
+   * A rejoin ticket that `usable` accepts (it throws the reason otherwise). A rejoin service's host
+   * is not checked, so a ticket proves itself, and one that does not counts as that endpoint's
+   * failure: the next endpoint is asked (red-team finding: a fake at the first endpoint answered
+   * every attempt, and the genuine JoinService behind it was never asked).
+   */
+  async rejoin(
+    request: Uint8Array,
+    usable: (ticket: RejoinTicket, endpoint: string) => Promise<void>,
+  ): Promise<RejoinTicket> {
+    let ticket: RejoinTicket | undefined;
     const answer = await this.call(
       (client) => client.issueRejoinTicket({ deadline: Date.now() + this.requestTimeoutMs }),
       request,
       false,
       () => false,
+      async (plaintext, endpoint) => {
+        ticket = RejoinTicket.decode(plaintext);
+        await usable(ticket, endpoint);
+      },
     );
-    if (answer === undefined) throw new Error('no JoinService endpoint to ask');
-    return RejoinTicket.decode(answer);
+    if (answer === undefined || ticket === undefined) throw new Error('no JoinService endpoint to ask');
+    return ticket;
   }
 
   private async endpoints(): Promise<string[]> {
@@ -85,6 +99,8 @@ export class JoinServiceConnection {
     request: Uint8Array,
     checkService: boolean,
     stopped: () => boolean,
+    /** Throws when the endpoint's answer is of no use; the next endpoint is asked. */
+    usable?: (answer: Buffer, endpoint: string) => Promise<void>,
   ): Promise<Buffer | undefined> {
     const failures: string[] = [];
     let retryAfterMs: number | undefined;
@@ -107,6 +123,7 @@ export class JoinServiceConnection {
           request,
           checkService ? this.context.joinServiceCheck : undefined,
         );
+        await usable?.(answer, address);
         this.closeWarm();
         return answer;
       } catch (err) {

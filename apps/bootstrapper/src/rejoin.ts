@@ -2,6 +2,7 @@ import type * as grpc from '@grpc/grpc-js';
 import { AttestedTlsServer } from '@constellation/atls';
 import { deriveClusterId } from '@constellation/keys';
 import { RecoveryServiceService, RejoinTicketRequest, createGrpcServer } from '@constellation/proto';
+import type { RejoinTicket } from '@constellation/proto';
 import { JoinServiceConnection, nextAttemptDelay } from './join-service-client.js';
 import type { NodeContext } from './node-context.js';
 import { recordKubernetesConfigured } from './kubernetes-configured.js';
@@ -38,17 +39,19 @@ export async function rejoin(context: NodeContext, options: RejoinOptions): Prom
   let recovery: AttestedTlsServer | undefined;
   let recoveryServer: grpc.Server | undefined;
 
-  /** Accepts keys only if they open this disk and give this node's cluster ID. */
-  const accept = async (keys: Keys): Promise<boolean> => {
-    if (!(await context.disk.testPassphrase(keys.diskKey))) {
-      log.warn('keys do not open the state disk', { source: keys.source });
-      return false;
-    }
-    if (!deriveClusterId(keys.measurementSecret, state.measurementSalt).equals(state.clusterId)) {
-      log.warn('keys belong to a different cluster', { source: keys.source });
-      return false;
-    }
-    return true;
+  /**
+   * Throws the reason unless the ticket's keys give this node's cluster ID and open this disk.
+   * The cluster ID first: it costs one HKDF, the disk check a cryptsetup run with the disk's
+   * memory-hard KDF, which a fake JoinService without the master secret must not get to start.
+   */
+  const usable = async (ticket: RejoinTicket, endpoint: string): Promise<void> => {
+    let reason: string | undefined;
+    if (!deriveClusterId(ticket.measurementSecret, state.measurementSalt).equals(state.clusterId))
+      reason = "its measurement secret does not give this node's cluster ID";
+    else if (!(await context.disk.testPassphrase(ticket.stateDiskKey))) reason = 'its key does not open the state disk';
+    if (reason === undefined) return;
+    log.warn('rejoin ticket refused', { endpoint, reason });
+    throw new Error(`rejoin ticket refused: ${reason}`);
   };
 
   const recovered = new Promise<Keys>((resolve) => {
@@ -87,13 +90,8 @@ export async function rejoin(context: NodeContext, options: RejoinOptions): Prom
     for (let attempt = 0; !progress.settled; attempt++) {
       let failure: unknown;
       try {
-        const ticket = await connection.rejoin(request);
-        const keys: Keys = {
-          diskKey: ticket.stateDiskKey,
-          measurementSecret: ticket.measurementSecret,
-          source: 'rejoin-ticket',
-        };
-        if (await accept(keys)) return keys;
+        const ticket = await connection.rejoin(request, usable);
+        return { diskKey: ticket.stateDiskKey, measurementSecret: ticket.measurementSecret, source: 'rejoin-ticket' };
       } catch (err) {
         failure = err;
       }
