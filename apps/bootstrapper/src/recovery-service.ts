@@ -2,6 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { StatusError, statusErrorOf } from '@constellation/proto';
 import { deriveClusterId } from '@constellation/keys';
+import { diskKeyCheck } from '@constellation/state-disk';
 import type {
   DescribeRequest,
   DescribeResponse,
@@ -26,6 +27,8 @@ export interface RecoveryServiceOptions {
   /** The node's recorded cluster (salt and ID are public, so checking against them costs nothing). */
   state: NodeState;
   diskUuid: string;
+  /** The disk key's check from the disk's token (diskKeyCheck); undefined on a disk set up before it. */
+  keyCheck?: Buffer | undefined;
   /** How the node already got its keys, if it has: every later Recover is refused. */
   settledBy: () => 'recovery' | 'rejoin-ticket' | undefined;
   /** Told once of keys that passed every check. */
@@ -43,8 +46,12 @@ export interface RecoveryServiceOptions {
  *  2. the node already recovered or rejoined (FAILED_PRECONDITION);
  *  3. the measurement secret must reproduce the node's recorded cluster ID, one HKDF and a
  *     constant-time compare (PERMISSION_DENIED, the disk is not touched);
- *  4. one disk check at a time: while one runs, others get UNAVAILABLE with `retry-after-ms`;
- *  5. only then `cryptsetup --test-passphrase` with the disk's real (memory-hard) KDF.
+ *  4. the disk key must match the key check in the disk's header, one hash (PERMISSION_DENIED):
+ *     every member knows the measurement secret, and a member's owner looping made-up keys past
+ *     step 3 kept the one disk check busy, so the operator's recover only ever heard "retry"
+ *     (red-team finding, recovery-starvation-attack.test.ts);
+ *  5. one disk check at a time: while one runs, others get UNAVAILABLE with `retry-after-ms`;
+ *  6. only then `cryptsetup --test-passphrase` with the disk's real (memory-hard) KDF.
  */
 export function recoveryService(context: NodeContext, options: RecoveryServiceOptions): RecoveryServiceServer {
   const log = context.logger.child({ component: 'recovery-service' });
@@ -68,6 +75,13 @@ export function recoveryService(context: NodeContext, options: RecoveryServiceOp
       throw new StatusError(
         grpc.status.PERMISSION_DENIED,
         "this measurement secret does not belong to this node's cluster",
+      );
+    }
+    if (options.keyCheck !== undefined && !sameBytes(diskKeyCheck(stateDiskKey), options.keyCheck)) {
+      log.warn("Recover refused: a key of this node's cluster fails its state disk's key check", { peer });
+      throw new StatusError(
+        grpc.status.PERMISSION_DENIED,
+        `this key does not open state disk ${diskUuid} of this node (it fails the key check in the disk's header; the measurement secret is this cluster's: was the key derived for another disk or machine?)`,
       );
     }
     if (checking)
@@ -151,7 +165,7 @@ export function checkRecoverRequest(request: RecoverRequest): void {
     );
 }
 
-/** Constant-time equality (the lengths are public: a cluster ID is always 32 bytes). */
+/** Constant-time equality (the lengths are public: cluster IDs and key checks are 32 bytes). */
 function sameBytes(a: Buffer, b: Buffer): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }

@@ -1,6 +1,7 @@
 import type * as grpc from '@grpc/grpc-js';
 import { AttestedTlsServer } from '@constellation/atls';
 import { deriveClusterId } from '@constellation/keys';
+import { diskKeyCheck } from '@constellation/state-disk';
 import { RecoveryServiceService, RejoinTicketRequest, createGrpcServer } from '@constellation/proto';
 import type { RejoinTicket } from '@constellation/proto';
 import { JoinServiceConnection, nextAttemptDelay } from './join-service-client.js';
@@ -33,6 +34,8 @@ export async function rejoin(context: NodeContext, options: RejoinOptions): Prom
   const log = context.logger.child({ component: 'rejoin' });
   const state = await readNodeState(context.paths.nodeState);
   const diskUuid = await context.disk.uuid();
+  // Read once: a wrong key, from a ticket or a Recover call, is refused for the price of a hash.
+  const keyCheck = await context.disk.keyCheck();
   const progress = { settled: false };
   /** Set once either source gave keys; the RecoveryService then refuses further calls. */
   let settledBy: Keys['source'] | undefined;
@@ -41,13 +44,15 @@ export async function rejoin(context: NodeContext, options: RejoinOptions): Prom
 
   /**
    * Throws the reason unless the ticket's keys give this node's cluster ID and open this disk.
-   * The cluster ID first: it costs one HKDF, the disk check a cryptsetup run with the disk's
-   * memory-hard KDF, which a fake JoinService without the master secret must not get to start.
+   * The cluster ID and the disk's key check first: they cost a hash each, the disk check a
+   * cryptsetup run with the disk's memory-hard KDF, which a fake JoinService must not get to start.
    */
   const usable = async (ticket: RejoinTicket, endpoint: string): Promise<void> => {
     let reason: string | undefined;
     if (!deriveClusterId(ticket.measurementSecret, state.measurementSalt).equals(state.clusterId))
       reason = "its measurement secret does not give this node's cluster ID";
+    else if (keyCheck !== undefined && !diskKeyCheck(ticket.stateDiskKey).equals(keyCheck))
+      reason = "its key fails the key check in the state disk's header";
     else if (!(await context.disk.testPassphrase(ticket.stateDiskKey))) reason = 'its key does not open the state disk';
     if (reason === undefined) return;
     log.warn('rejoin ticket refused', { endpoint, reason });
@@ -62,6 +67,7 @@ export async function rejoin(context: NodeContext, options: RejoinOptions): Prom
       recoveryService(context, {
         state,
         diskUuid,
+        keyCheck,
         settledBy: () => settledBy,
         // The service checked the keys (cluster ID, then the disk): no second cryptsetup here.
         recovered: (keys) => {

@@ -1,1 +1,1 @@
-export { StateDisk } from './state-disk.js';
+export { StateDisk, diskKeyCheck } from './state-disk.js';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { tempDirForTest } from '@constellation/testing';
 import { describe, expect, it } from 'vitest';
 import { blankImage } from './state-disk.fixture.js';
-import { StateDisk, StateDiskError } from './state-disk.js';
+import { StateDisk, StateDiskError, diskKeyCheck } from './state-disk.js';
 import { errorMessage } from '@constellation/errors';
 
 describe('StateDisk with real cryptsetup on an image file', () => {
@@ -76,6 +76,22 @@ describe('StateDisk with real cryptsetup on an image file', () => {
     expect(await rebooted.diskReceipt()).toEqual(receipt);
     await rebooted.setInitialized(false, receipt);
     expect(await rebooted.diskReceipt()).toBeUndefined();
+  });
+
+  it("keeps the key's check in the token (a hash, not the key), for the disk as booted again, and drops it on reset", async () => {
+    const device = await blankImage();
+    const disk = new StateDisk({ device, kdf: 'fast' });
+    const key = randomBytes(32);
+    await disk.format(key);
+    await disk.setInitialized(true, randomBytes(32));
+    expect(await disk.keyCheck()).toBeUndefined();
+    await disk.setInitialized(true, randomBytes(32), key);
+    const rebooted = new StateDisk({ device, kdf: 'fast' });
+    expect(await rebooted.keyCheck()).toEqual(diskKeyCheck(key));
+    expect(diskKeyCheck(key)).not.toEqual(diskKeyCheck(randomBytes(32)));
+    expect(diskKeyCheck(key).includes(key)).toBe(false);
+    await rebooted.setInitialized(false, undefined, key);
+    expect(await rebooted.keyCheck()).toBeUndefined();
   });
 
   it('fails with a message naming the step and the device when the passphrase is wrong', async () => {

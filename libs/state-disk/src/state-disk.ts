@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +23,25 @@ export interface StateDiskOptions {
 /** Our LUKS2 token: whether the disk belongs to a cluster already. */
 const TOKEN_ID = '0';
 const TOKEN_TYPE = 'constellation-state-disk';
+
+/** The token's fields as read from the header (checked where they are used). */
+interface Token {
+  diskIsInitialized?: unknown;
+  diskReceipt?: unknown;
+  keyCheck?: unknown;
+}
+
+/**
+ * What the token keeps to tell a wrong disk key from the right one without a cryptsetup run:
+ * SHA-256 over a label and the key. Safe in the header because disk keys are 32-byte derived keys
+ * (nothing to guess); a wrong key is refused for the price of a hash instead of the key slot's
+ * memory-hard KDF, which anyone who knows the cluster's measurement secret could otherwise make a
+ * recovering node run again and again (red-team finding). The slot stays the only proof of the
+ * right key: a key that matches is still tested with cryptsetup.
+ */
+export function diskKeyCheck(key: Uint8Array): Buffer {
+  return createHash('sha256').update('constellation/state-disk/key-check/v1\0').update(key).digest();
+}
 
 export class StateDiskError extends Error {
   override readonly name = 'StateDiskError';
@@ -142,12 +162,28 @@ export class StateDisk {
   }
 
   /**
-   * Sets the token; `false` is how a node marks its disk for reset before rebooting, and drops the
-   * receipt. The receipt is not secret (it opens nothing), so the header may hold it.
+   * The key check of the disk's key (diskKeyCheck, token `keyCheck`, base64); undefined if the
+   * token holds none (a disk set up by an earlier version).
    */
-  async setInitialized(initialized: boolean, diskReceipt?: Uint8Array): Promise<void> {
+  async keyCheck(): Promise<Buffer | undefined> {
+    const check = (await this.readToken())?.keyCheck;
+    if (typeof check !== 'string') return undefined;
+    const bytes = Buffer.from(check, 'base64');
+    return bytes.length === 32 ? bytes : undefined;
+  }
+
+  /**
+   * Sets the token; `false` is how a node marks its disk for reset before rebooting, and drops the
+   * receipt and key check. Neither is secret (the receipt opens nothing, the check is a hash of a
+   * full-entropy key), so the header may hold them. `diskKey`: the key the disk now opens with.
+   */
+  async setInitialized(initialized: boolean, diskReceipt?: Uint8Array, diskKey?: Uint8Array): Promise<void> {
     await this.ready();
-    await this.writeToken(initialized, initialized ? diskReceipt : undefined);
+    await this.writeToken(
+      initialized,
+      initialized ? diskReceipt : undefined,
+      initialized && diskKey !== undefined ? diskKeyCheck(diskKey) : undefined,
+    );
   }
 
   /**
@@ -156,7 +192,7 @@ export class StateDisk {
    * "no such token" and for a failure: a failure counted as "not initialised" made a rebooting
    * member format its disk (red-team finding). Any failure to read throws.
    */
-  private async readToken(): Promise<{ diskIsInitialized?: unknown; diskReceipt?: unknown } | undefined> {
+  private async readToken(): Promise<Token | undefined> {
     await this.ready();
     const args = ['luksDump', '--dump-json-metadata', this.device];
     const result = await runCryptsetup(this.program, args, this.timeoutMs);
@@ -178,17 +214,18 @@ export class StateDisk {
     if (typeof tokens !== 'object' || tokens === null) return undefined;
     const token: unknown = (tokens as Record<string, unknown>)[TOKEN_ID];
     if (typeof token !== 'object' || token === null) return undefined;
-    const ours = token as { type?: unknown; diskIsInitialized?: unknown; diskReceipt?: unknown };
+    const ours = token as Token & { type?: unknown };
     return ours.type === TOKEN_TYPE ? ours : undefined;
   }
 
-  private async writeToken(initialized: boolean, diskReceipt?: Uint8Array): Promise<void> {
+  private async writeToken(initialized: boolean, diskReceipt?: Uint8Array, keyCheck?: Buffer): Promise<void> {
     const token = Buffer.from(
       JSON.stringify({
         type: TOKEN_TYPE,
         keyslots: [],
         diskIsInitialized: initialized,
         ...(diskReceipt === undefined ? {} : { diskReceipt: Buffer.from(diskReceipt).toString('base64') }),
+        ...(keyCheck === undefined ? {} : { keyCheck: keyCheck.toString('base64') }),
       }),
     );
     await this.withKeyFiles([token], async ([tokenFile]) => {
