@@ -78,7 +78,8 @@ export function recoveryService(context: NodeContext, options: RecoveryServiceOp
       );
     }
     if (options.keyCheck !== undefined && !sameBytes(diskKeyCheck(stateDiskKey), options.keyCheck)) {
-      log.warn("Recover refused: a key of this node's cluster fails its state disk's key check", { peer });
+      // Debug, as above: these refusals cost the caller nothing, so a warning each would flood the log.
+      log.debug("Recover refused: a key of this node's cluster fails its state disk's key check", { peer });
       throw new StatusError(
         grpc.status.PERMISSION_DENIED,
         `this key does not open state disk ${diskUuid} of this node (it fails the key check in the disk's header; the measurement secret is this cluster's: was the key derived for another disk or machine?)`,
