@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { copyFile, mkdir, readFile, truncate, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
 import { AttestedChannelCredentials, proveServerIdentity } from '@constellation/atls';
 import {
@@ -175,7 +175,7 @@ export class TestNode {
         paths: nodePaths(root),
         tpm,
         issuer,
-        disk: new StateDisk({ device: image, kdf: 'fast' }),
+        disk: new StateDisk({ device: image, kdf: 'fast', keyDir: dirname(nodePaths(root).initialDiskKey) }),
         lock: new NodeLock(tpm),
         metadata,
         ...(check === undefined ? {} : { joinServiceCheck: check }),

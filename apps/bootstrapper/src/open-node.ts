@@ -1,3 +1,4 @@
+import { dirname } from 'node:path';
 import type { Logger } from '@constellation/logger';
 import { StateDisk } from '@constellation/state-disk';
 import { DEFAULT_AK_ALGORITHM, Tpm, readEndorsementKeys } from '@constellation/tpm';
@@ -30,8 +31,9 @@ const settled = (): void => undefined;
  */
 export function openNode(config: BootstrapperConfig, logger: Logger): OpenedNode {
   const tpm = new Tpm(tpmTransport(config.tpm));
-  const disk = new StateDisk({ device: config.stateDisk, kdf: config.diskKdf });
   const paths = nodePaths(config.root);
+  // Key files beside the first-boot passphrase, on /run (a tmpfs), never on a disk.
+  const disk = new StateDisk({ device: config.stateDisk, kdf: config.diskKdf, keyDir: dirname(paths.initialDiskKey) });
   const marked = readNodeMark(tpm);
   const assessment = assessNode({ tpm, disk, paths, logger }, marked);
   // Their failures are Bootstrapper.run's and the issuer's to report; until those await them,

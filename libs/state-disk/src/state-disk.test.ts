@@ -105,6 +105,32 @@ describe('StateDisk with real cryptsetup on an image file', () => {
     );
   });
 
+  it('writes key files only under keyDir (a tmpfs in production), never in the temporary directory', async () => {
+    // Red-team finding: every key (first-boot passphrase, the cluster's disk key, each key a
+    // Recover call offers) went through a file in os.tmpdir(), on the boot disk where /tmp is
+    // not a tmpfs: deleted, but its blocks are left for whoever holds that disk's image.
+    const device = await blankImage();
+    const dir = await tempDirForTest();
+    const keyDir = join(dir, 'run', 'cryptsetup-keys.d');
+    const spy = join(dir, 'cryptsetup-spy');
+    // Records where each key file lives and its directory's mode, as cryptsetup sees them.
+    await writeFile(
+      spy,
+      `#!/bin/sh\nnext=0\nfor a in "$@"; do if [ "$next" = 1 ]; then echo "$(dirname "$a") $(stat -c %a "$(dirname "$a")") $(stat -c %a "$a")" >> ${spy}.log; fi; next=0; [ "$a" = "--key-file" ] && next=1; done\nexec cryptsetup "$@"\n`,
+      { mode: 0o755 },
+    );
+    const disk = new StateDisk({ device, kdf: 'fast', cryptsetup: spy, keyDir });
+    const first = randomBytes(32);
+    await disk.format(first);
+    expect(await disk.testPassphrase(first)).toBe(true);
+    const { readFile, readdir } = await import('node:fs/promises');
+    const seen = (await readFile(`${spy}.log`, 'utf8')).trim().split('\n');
+    expect(seen).toHaveLength(2);
+    for (const line of seen) expect(line).toMatch(new RegExp(`^${keyDir}/constellation-keys-\\w+ 700 600$`));
+    // Each call's directory is gone after it.
+    expect(await readdir(keyDir)).toEqual([]);
+  });
+
   it('never passes key material on the command line', async () => {
     const device = await blankImage();
     const seen: string[][] = [];

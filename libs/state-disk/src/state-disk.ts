@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cryptsetupOutcome, runCryptsetup } from './cryptsetup.js';
@@ -18,6 +18,13 @@ export interface StateDiskOptions {
   kdf?: KdfCost;
   cryptsetup?: string;
   timeoutMs?: number;
+  /**
+   * Where key files are made for each cryptsetup call (a private 0700 directory each, removed
+   * after it): a tmpfs, such as the node's `/run/cryptsetup-keys.d`. The default, the system's
+   * temporary directory, may be on a disk, where a deleted key's blocks stay for whoever holds
+   * that disk's image (red-team finding).
+   */
+  keyDir?: string;
 }
 
 /** Our LUKS2 token: whether the disk belongs to a cluster already. */
@@ -49,13 +56,14 @@ export class StateDiskError extends Error {
 
 /**
  * The node's LUKS2 state disk, driven through `cryptsetup`. Key material goes through files in a
- * private 0700 directory that is removed right after each call, never through argv.
+ * private 0700 directory under `keyDir` that is removed right after each call, never through argv.
  */
 export class StateDisk {
   readonly device: string;
   private readonly kdf: KdfCost;
   private readonly program: string;
   private readonly timeoutMs: number;
+  private readonly keyDir: string;
   /** A format started by formatInBackground: the other operations wait for it. */
   private formatting: Promise<void> | undefined;
 
@@ -64,6 +72,7 @@ export class StateDisk {
     this.kdf = options.kdf ?? 'default';
     this.program = options.cryptsetup ?? 'cryptsetup';
     this.timeoutMs = options.timeoutMs ?? 120_000;
+    this.keyDir = options.keyDir ?? tmpdir();
   }
 
   /**
@@ -248,7 +257,8 @@ export class StateDisk {
   }
 
   private async withKeyFiles<T>(contents: Buffer[], use: (paths: string[]) => Promise<T>): Promise<T> {
-    const dir = await mkdtemp(join(tmpdir(), 'constellation-keys-'));
+    await mkdir(this.keyDir, { recursive: true, mode: 0o700 });
+    const dir = await mkdtemp(join(this.keyDir, 'constellation-keys-'));
     try {
       const paths = await Promise.all(
         contents.map(async (content, i) => {
