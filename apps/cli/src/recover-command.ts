@@ -96,6 +96,12 @@ async function recoverOnce(
         `the node belongs to cluster ${described.clusterIdHex}, not to this workspace's cluster ${state.clusterId}; nothing was sent to it`,
       );
     }
+    // Without the state there is no cluster ID to hold the node's against: say so, as init does
+    // for an unnamed first node (red-team finding: the check was skipped without a word).
+    if (state === undefined)
+      warn(
+        `warning: no cluster state in this workspace (${files.state}), so the node's cluster ${described.clusterIdHex.slice(0, 64)} is not checked: any genuine machine running the image gets this cluster's measurement secret`,
+      );
     if (!DISK_UUID.test(described.diskUuid))
       throw new Error(`the node named its state disk ${JSON.stringify(described.diskUuid.slice(0, 64))}, not a UUID`);
     answer = await unary(

@@ -151,6 +151,39 @@ describe("the owner of one genuine worker answers the operator's recover (attack
   }, 120_000);
 });
 
+describe('recover from a workspace without its cluster state', () => {
+  it("warns that the node's cluster cannot be checked before it sends the measurement secret", async () => {
+    // Without constellation-state.yaml the CLI knows no cluster ID to hold the node's against, so
+    // a genuine machine of any cluster gets this cluster's measurement secret. Red-team finding:
+    // the check was skipped without a word.
+    const owner = await ownersServer((server) => {
+      server.addService(RecoveryServiceService, {
+        describe: (_call: unknown, callback: grpc.sendUnaryData<DescribeResponse>) => {
+          callback(null, { diskUuid: '3f2504e0-4f89-41d3-9a0c-0305e82c3301', clusterIdHex: 'cd'.repeat(32) });
+        },
+        recover: (_call: unknown, callback: grpc.sendUnaryData<RecoverResponse>) => {
+          callback(null, { diskUuid: '3f2504e0-4f89-41d3-9a0c-0305e82c3301', clusterIdHex: 'cd'.repeat(32) });
+        },
+      });
+    });
+    try {
+      const dir = await workspace(owner.port);
+      await writeWorkspaceFile(
+        workspaceFiles(dir).masterSecret,
+        masterSecretToJson({ key: randomBytes(32), salt: randomBytes(32) }),
+        true,
+      );
+      const lines: string[] = [];
+      await recoverNode(dir, `127.0.0.1:${owner.port}`, (line) => lines.push(line));
+      expect(lines).toContain(
+        `warning: no cluster state in this workspace (${workspaceFiles(dir).state}), so the node's cluster ${'cd'.repeat(32)} is not checked: any genuine machine running the image gets this cluster's measurement secret`,
+      );
+    } finally {
+      await owner.close();
+    }
+  }, 120_000);
+});
+
 describe('recover against a busy node', () => {
   it('asks again after the retry-after the node gave, and gives up after its attempts naming the reason', async () => {
     let describes = 0;
