@@ -13,6 +13,7 @@ import { looseSecretFileWarning, workspaceFiles } from './workspace.js';
 import { errorMessage } from '@constellation/errors';
 
 const DISK_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const CLUSTER_ID_HEX = /^[0-9a-f]{64}$/;
 
 /**
  * `constellation recover`: after a full control-plane shutdown, hand a waiting control-plane node
@@ -89,6 +90,12 @@ async function recoverOnce(
   let answer: RecoverResponse;
   try {
     const described = await unary<object, DescribeResponse>(client.describe.bind(client), {}, 30_000);
+    // The node's owner writes these strings: only checked values are used or printed (red-team
+    // finding: escape sequences reached the operator's terminal).
+    if (!CLUSTER_ID_HEX.test(described.clusterIdHex))
+      throw new Error(
+        `the node named its cluster ${JSON.stringify(described.clusterIdHex.slice(0, 80))}, not a cluster ID; nothing was sent to it`,
+      );
     // Before anything is derived or sent: the node must be of this workspace's cluster.
     const state = await readClusterState(files.state);
     if (state !== undefined && state.clusterId !== described.clusterIdHex) {
@@ -100,7 +107,7 @@ async function recoverOnce(
     // for an unnamed first node (red-team finding: the check was skipped without a word).
     if (state === undefined)
       warn(
-        `warning: no cluster state in this workspace (${files.state}), so the node's cluster ${described.clusterIdHex.slice(0, 64)} is not checked: any genuine machine running the image gets this cluster's measurement secret`,
+        `warning: no cluster state in this workspace (${files.state}), so the node's cluster ${described.clusterIdHex} is not checked: any genuine machine running the image gets this cluster's measurement secret`,
       );
     if (!DISK_UUID.test(described.diskUuid))
       throw new Error(`the node named its state disk ${JSON.stringify(described.diskUuid.slice(0, 64))}, not a UUID`);
@@ -112,6 +119,10 @@ async function recoverOnce(
       },
       30_000,
     );
+    if (answer.diskUuid !== described.diskUuid || answer.clusterIdHex !== described.clusterIdHex)
+      throw new Error(
+        `the node answered for state disk ${JSON.stringify(answer.diskUuid.slice(0, 64))} of cluster ${JSON.stringify(answer.clusterIdHex.slice(0, 80))}, not for the disk and cluster it described`,
+      );
   } catch (err) {
     throw new Error(`recovery of ${target} failed: ${errorMessage(err)}`, { cause: err });
   } finally {

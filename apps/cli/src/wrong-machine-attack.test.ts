@@ -184,6 +184,58 @@ describe('recover from a workspace without its cluster state', () => {
   }, 120_000);
 });
 
+describe("recover prints only what it checked of a node's answers", () => {
+  it('refuses a described cluster ID that is not 64 hex digits, and an answer for another disk or cluster', async () => {
+    // A genuine machine's owner controls the text of its answers, and recover printed them as
+    // they came: terminal escape sequences (here one that retitles the operator's terminal) and a
+    // success line for a disk and cluster other than the ones checked. Red-team finding.
+    const escape = '\u001b]0;owned\u0007';
+    const diskUuid = '3f2504e0-4f89-41d3-9a0c-0305e82c3301';
+    let described = { diskUuid, clusterIdHex: `${'cd'.repeat(31)}${escape}` };
+    let answered = { diskUuid, clusterIdHex: 'cd'.repeat(32) };
+    const received: RecoverRequest[] = [];
+    const owner = await ownersServer((server) => {
+      server.addService(RecoveryServiceService, {
+        describe: (_call: unknown, callback: grpc.sendUnaryData<DescribeResponse>) => {
+          callback(null, described);
+        },
+        recover: (
+          call: grpc.ServerUnaryCall<RecoverRequest, RecoverResponse>,
+          callback: grpc.sendUnaryData<RecoverResponse>,
+        ) => {
+          received.push(call.request);
+          callback(null, answered);
+        },
+      });
+    });
+    try {
+      const dir = await workspace(owner.port);
+      await writeWorkspaceFile(
+        workspaceFiles(dir).masterSecret,
+        masterSecretToJson({ key: randomBytes(32), salt: randomBytes(32) }),
+        true,
+      );
+      const lines: string[] = [];
+      const outcome = await recoverNode(dir, `127.0.0.1:${owner.port}`, (line) => lines.push(line)).catch(
+        (err: unknown) => errorMessage(err),
+      );
+      expect(outcome).toBe(
+        `recovery of 127.0.0.1:${String(owner.port)} failed: the node named its cluster ${JSON.stringify(described.clusterIdHex)}, not a cluster ID; nothing was sent to it`,
+      );
+      expect(received).toEqual([]);
+      for (const line of lines) expect(line).not.toContain('\u001b');
+
+      described = { diskUuid, clusterIdHex: 'cd'.repeat(32) };
+      answered = { diskUuid: `${diskUuid}${escape}`, clusterIdHex: 'ab'.repeat(32) };
+      await expect(recoverNode(dir, `127.0.0.1:${owner.port}`)).rejects.toThrow(
+        `recovery of 127.0.0.1:${String(owner.port)} failed: the node answered for state disk ${JSON.stringify(answered.diskUuid)} of cluster "${'ab'.repeat(32)}", not for the disk and cluster it described`,
+      );
+    } finally {
+      await owner.close();
+    }
+  }, 120_000);
+});
+
 describe('recover against a busy node', () => {
   it('asks again after the retry-after the node gave, and gives up after its attempts naming the reason', async () => {
     let describes = 0;
