@@ -11,14 +11,18 @@ export type Credential = { token: string } | { cert: string; key: string } | und
 export interface HttpsJsonOptions {
   method?: string;
   body?: unknown;
-  /** undefined: do not verify the server (kubeadm discovery before the CA is pinned). */
+  /**
+   * undefined: do not verify the server (kubeadm discovery before the CA is pinned). Set: the
+   * server must chain to it and its certificate must name the URL's host, as Go's crypto/tls
+   * checks for every client-go request (tls.Config.ServerName, x509.Certificate.VerifyHostname).
+   */
   ca?: string;
   credential?: Credential;
   contentType?: string;
   timeoutMs?: number;
 }
 
-/** One JSON request over HTTPS; `ca` set means the server must chain to it. */
+/** One JSON request over HTTPS; `ca` set means the server must chain to it and name the host. */
 export function httpsJson(url: string, options: HttpsJsonOptions = {}): Promise<HttpsJsonResponse> {
   return new Promise((resolve, reject) => {
     const payload = options.body === undefined ? undefined : Buffer.from(JSON.stringify(options.body));
@@ -33,9 +37,7 @@ export function httpsJson(url: string, options: HttpsJsonOptions = {}): Promise<
       url,
       {
         method: options.method ?? 'GET',
-        ...(options.ca === undefined
-          ? { rejectUnauthorized: false }
-          : { ca: options.ca, checkServerIdentity: () => undefined }),
+        ...(options.ca === undefined ? { rejectUnauthorized: false } : { ca: options.ca }),
         ...(credential !== undefined && 'cert' in credential ? { cert: credential.cert, key: credential.key } : {}),
         headers,
         timeout: options.timeoutMs ?? 10_000,
