@@ -1,4 +1,6 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join as joinPath } from 'node:path';
+import { pathExists } from '@constellation/files';
 import { caPublicKeyPin } from '@constellation/keys';
 import { errorMessage } from '@constellation/errors';
 import { apiServerCertificateNames } from './api-server-names.js';
@@ -9,6 +11,7 @@ import { loadInitConfig, loadJoinConfig } from './config-load.js';
 import type { Warn } from './config-schema.js';
 import { parseHostPort } from './config-validation.js';
 import { DiscoveryError, discoverCluster } from './discovery.js';
+import { existingReadyNodeError } from './existing-node-check.js';
 import { httpsJson } from './https-json.js';
 import type { Credential } from './https-json.js';
 import { kubeconfig } from './kubeconfig.js';
@@ -18,6 +21,9 @@ import { TlsBootstrapError, tlsBootstrap } from './kubelet-tls-bootstrap.js';
 import type { KubeletClientCredential } from './kubelet-tls-bootstrap.js';
 import { standinPaths } from './paths.js';
 import { ensureClusterPki, issueClientCredential, missingSharedPki } from './pki.js';
+import { initNodeChecks, joinNodeChecks, runChecks } from './preflight.js';
+import type { PreflightCheck } from './preflight.js';
+import { writeStaticPodManifests } from './static-pod-manifests.js';
 
 /** A kubeadm-style failure: printed as "error execution phase <phase>: <message>", exit code 1. */
 export class PhaseError extends Error {
@@ -49,6 +55,15 @@ async function waitReady(url: string, ca: string, timeoutMs: number): Promise<vo
   );
 }
 
+/** The preflight phase: failed checks stop the command unless ignored; warnings go to stderr. */
+async function preflight(print: Print, checks: readonly PreflightCheck[], ignore: readonly string[]): Promise<void> {
+  print('[preflight] Running pre-flight checks');
+  const failure = await runChecks(checks, ignore, (line) => {
+    process.stderr.write(`${line}\n`);
+  });
+  if (failure !== undefined) throw new PhaseError('preflight', failure);
+}
+
 /** Loads the configuration, printing kubeadm's warnings to stderr. */
 function load<T>(loader: (text: string, warn: Warn) => T, text: string): T {
   return loader(text, (line) => {
@@ -73,10 +88,15 @@ export async function init(root: string, configPath: string, print: Print, optio
     initConfig.skipPhases.some((p) => p === phase || phase.startsWith(`${p}/`));
   const endpoint = parseHostPort(cluster.controlPlaneEndpoint);
   const endpointHost = endpoint?.host ?? '';
+  if (!skipped('preflight'))
+    await preflight(
+      print,
+      initNodeChecks(root, initConfig.bindPort),
+      initConfig.nodeRegistration.ignorePreflightErrors,
+    );
   const { ips, dnsNames } = apiServerCertificateNames(initConfig, cluster);
   print('[certs] Using certificateDir folder "/etc/kubernetes/pki"');
   const pki = await ensureClusterPki(paths.pki, ips, dnsNames);
-  await mkdir(paths.manifests, { recursive: true });
   // ParseHostPort without a port: the local bind port (GetControlPlaneEndpoint).
   const server = `https://${hostPort(endpointHost, endpoint?.port ?? initConfig.bindPort)}`;
   const admin: Credential = { cert: pki.adminCertPem, key: pki.adminKeyPem };
@@ -108,6 +128,8 @@ export async function init(root: string, configPath: string, print: Print, optio
     { mode: 0o600 },
   );
   print('[kubeconfig] Writing "kubelet.conf" kubeconfig file');
+  print('[control-plane] Using manifest folder "/etc/kubernetes/manifests"');
+  await writeStaticPodManifests(paths.manifests, cluster.kubernetesVersion);
   await stopApiServer(root);
   await spawnApiServer(root, initConfig.advertiseAddress, initConfig.bindPort, cluster.kubernetesVersion);
   print('[wait-control-plane] Waiting for the kubelet to boot up the control plane');
@@ -149,7 +171,13 @@ export async function init(root: string, configPath: string, print: Print, optio
 export async function join(root: string, configPath: string, print: Print): Promise<void> {
   const config = load(loadJoinConfig, await readFile(configPath, 'utf8'));
   const nodeName = config.nodeRegistration.name;
-  print('[preflight] Running pre-flight checks');
+  const paths = standinPaths(root);
+  if (!config.skipPhases.includes('preflight'))
+    await preflight(
+      print,
+      joinNodeChecks(root, config.controlPlane !== undefined),
+      config.nodeRegistration.ignorePreflightErrors,
+    );
   let cluster;
   try {
     cluster = await discoverCluster(config, print);
@@ -158,12 +186,12 @@ export async function join(root: string, configPath: string, print: Print): Prom
       throw new PhaseError('preflight', `couldn't validate the identity of the API Server: ${err.message}`);
     throw err;
   }
-  const paths = standinPaths(root);
   if (config.controlPlane !== undefined) {
     const missing = await missingSharedPki(paths.pki);
     if (missing.length > 0)
       throw new PhaseError('control-plane-prepare', `missing shared certificates and keys: ${missing.join(', ')}`);
   }
+  await checkNoReadyNode(paths.pki, cluster, config.tlsBootstrapToken, nodeName);
   print('[kubelet-start] Waiting for the kubelet to perform the TLS Bootstrap');
   const credential =
     (await currentClientCredential(root, cluster.caPem, nodeName)) ??
@@ -213,6 +241,30 @@ export async function join(root: string, configPath: string, print: Print): Prom
     }
   }
   print('This node has joined the cluster');
+}
+
+/**
+ * kubelet-start before the kubelet starts (join/kubelet.go runKubeletStartJoinPhase): the cluster
+ * CA written to caCertPath unless present, then no Ready Node of this name may exist.
+ */
+async function checkNoReadyNode(
+  pki: string,
+  cluster: { server: string; caPem: string },
+  token: string,
+  nodeName: string,
+): Promise<void> {
+  const caPath = joinPath(pki, 'ca.crt');
+  if (!(await pathExists(caPath))) {
+    await mkdir(pki, { recursive: true });
+    await writeFile(caPath, cluster.caPem, { mode: 0o644 });
+  }
+  let clash: string | undefined;
+  try {
+    clash = await existingReadyNodeError(cluster.server, cluster.caPem, token, nodeName);
+  } catch (err) {
+    clash = `cannot get Node "${nodeName}": ${errorMessage(err)}`;
+  }
+  if (clash !== undefined) throw new PhaseError('kubelet-start', clash);
 }
 
 /** The kubelet's TLS bootstrap with the token, its result kept in the kubelet's certificate store. */

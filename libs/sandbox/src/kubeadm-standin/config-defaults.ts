@@ -43,6 +43,8 @@ export interface ResolvedNodeRegistration {
   criSocket: string;
   /** kubeletExtraArgs node-ip, when given. */
   nodeIp: string | undefined;
+  /** Preflight checks to report as warnings only, lower-cased (ValidateIgnorePreflightErrors). */
+  ignorePreflightErrors: string[];
 }
 
 export interface ResolvedInit {
@@ -99,6 +101,8 @@ function nodeRegistration(config: InitConfiguration['nodeRegistration']): Resolv
     name: config?.name ?? hostname().toLowerCase(),
     criSocket: config?.criSocket ?? DEFAULT_CRI_SOCKET,
     nodeIp: config?.kubeletExtraArgs?.find((a) => a.name === 'node-ip')?.value,
+    // Check names are case-insensitive; duplicates collapse (kubeadm keeps a set).
+    ignorePreflightErrors: [...new Set((config?.ignorePreflightErrors ?? []).map((e) => e.toLowerCase()))],
   };
 }
 

@@ -5,6 +5,7 @@ import { klogWarning } from './config-schema.js';
 import type { Warn } from './config-schema.js';
 import {
   aggregate,
+  ignorePreflightErrorsError,
   initSkipPhaseError,
   joinSkipPhaseError,
   releaseVersion,
@@ -51,6 +52,8 @@ export function loadInitConfig(text: string, warn: Warn): { init: ResolvedInit; 
   if (errors.length > 0) throw new ConfigError(aggregate(errors));
   const skip = initSkipPhaseError(init.skipPhases);
   if (skip !== undefined) throw new ConfigError(skip);
+  const ignore = ignorePreflightErrorsError(init.nodeRegistration.ignorePreflightErrors);
+  if (ignore !== undefined) throw new ConfigError(ignore);
   return { init, cluster: { ...cluster, kubernetesVersion: version } };
 }
 
@@ -63,5 +66,7 @@ export function loadJoinConfig(text: string, warn: Warn): ResolvedJoin {
   if (errors.length > 0) throw new ConfigError(aggregate(errors));
   const skip = joinSkipPhaseError(join.skipPhases);
   if (skip !== undefined) throw new ConfigError(skip);
+  const ignore = ignorePreflightErrorsError(join.nodeRegistration.ignorePreflightErrors);
+  if (ignore !== undefined) throw new ConfigError(ignore);
   return join;
 }

@@ -208,6 +208,23 @@ describe('ValidateCertSANs, ValidateNetworking, version, skipPhases', () => {
   });
 });
 
+describe('ValidateIgnorePreflightErrors', () => {
+  it('names are case-insensitive; "all" may not come with individual checks', () => {
+    expect(join(joinYaml({}, {})).nodeRegistration.ignorePreflightErrors).toEqual([]);
+    const named = join(
+      joinYaml({}, { nodeRegistration: { name: 'worker-1', ignorePreflightErrors: ['Port-6443', 'port-6443'] } }),
+    );
+    expect(named.nodeRegistration.ignorePreflightErrors).toEqual(['port-6443']);
+    expect(
+      refusal(() =>
+        init(initYaml({ nodeRegistration: { name: 'cp-0', ignorePreflightErrors: ['all', 'Port-6443'] } })),
+      ),
+    ).toBe(
+      "ignore-preflight-errors: Invalid value: \"all,port-6443\": don't specify individual checks if 'all' is used",
+    );
+  });
+});
+
 describe('ValidateDiscoveryBootstrapToken and pubkeypin', () => {
   it('no caCertHashes needs unsafeSkipCAVerification', () => {
     expect(refusal(() => join(joinYaml({ caCertHashes: [] })))).toContain(

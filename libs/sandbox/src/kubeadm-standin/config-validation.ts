@@ -101,6 +101,18 @@ function validateNodeRegistration(name: string, criSocket: string): FieldError[]
   return errors;
 }
 
+/** ValidateIgnorePreflightErrors: "all" covers every check, so it may not come with others. */
+export function ignorePreflightErrorsError(ignore: readonly string[]): string | undefined {
+  if (!ignore.includes('all') || ignore.length === 1) return undefined;
+  return aggregate([
+    invalid(
+      'ignore-preflight-errors',
+      [...ignore].sort().join(','),
+      "don't specify individual checks if 'all' is used",
+    ),
+  ]);
+}
+
 /** ValidateSocketPath: only unix:// URLs (a bare path was given the scheme by the dynamic defaults). */
 function validateSocketPath(socket: string, field: string): FieldError[] {
   if (socket === '') return [invalid(field, socket, 'empty CRI socket')];

@@ -54,7 +54,12 @@ async function clusterInfoServer(ips: string[]): Promise<{ endpoint: string; pin
 
 function joinConfig(endpoint: string, pin: string): ResolvedJoin {
   return {
-    nodeRegistration: { name: 'worker-1', criSocket: 'unix:///run/containerd/containerd.sock', nodeIp: undefined },
+    nodeRegistration: {
+      name: 'worker-1',
+      criSocket: 'unix:///run/containerd/containerd.sock',
+      nodeIp: undefined,
+      ignorePreflightErrors: [],
+    },
     apiServerEndpoint: endpoint,
     token: `${TOKEN_ID}.${TOKEN_SECRET}`,
     tlsBootstrapToken: `${TOKEN_ID}.${TOKEN_SECRET}`,

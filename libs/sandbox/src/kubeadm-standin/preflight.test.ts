@@ -1,0 +1,153 @@
+import { execFile } from 'node:child_process';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join as joinPath } from 'node:path';
+import { promisify } from 'node:util';
+import { caPublicKeyPin } from '@constellation/keys';
+import { createTempDir, freePort, installTypeScriptCommand, repoRoot, tempDirForTest } from '@constellation/testing';
+import type { TempDir } from '@constellation/testing';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { stopApiServer } from './api-server-process.js';
+import { join } from './commands.js';
+import { standinPaths } from './paths.js';
+
+// What kubeadm checks before it changes a node, and the join's check for a Node of the same name:
+// - init: InitNodeChecks (cmd/kubeadm/app/preflight/checks.go): PortOpenCheck on the bind port,
+//   FileAvailableCheck on each static Pod manifest (a second init without `kubeadm reset` fails);
+// - join: JoinNodeChecks: FileAvailableCheck on kubelet.conf, bootstrap-kubelet.conf and, for a
+//   worker, the CA certificate the kubelet-start phase writes (a join that got that far cannot
+//   simply be run again);
+// - join kubelet-start (cmd/kubeadm/app/cmd/phases/join/kubelet.go runKubeletStartJoinPhase): the
+//   CA written to caCertPath, then, with the TLS bootstrap token, a Node of the same name whose
+//   Ready condition is True refuses the join.
+
+const TOKEN = 'abcdef.0123456789abcdef';
+const API = 'kubeadm.k8s.io/v1beta4';
+const roots: string[] = [];
+afterEach(async () => {
+  await Promise.all(roots.splice(0).map((root) => stopApiServer(root)));
+});
+
+let kubeadm: string;
+let bin: TempDir | undefined;
+beforeAll(async () => {
+  bin = await createTempDir('kubeadm-bin-');
+  kubeadm = await installTypeScriptCommand(
+    bin.path,
+    'kubeadm',
+    joinPath(repoRoot(), 'libs/sandbox/src/kubeadm-standin/main.ts'),
+  );
+});
+
+afterAll(async () => {
+  await bin?.remove();
+});
+
+async function newRoot(): Promise<string> {
+  const root = await tempDirForTest();
+  roots.push(root);
+  return root;
+}
+
+/** Runs the stand-in's `init`; resolves with its exit code and stderr. */
+async function init(root: string, port: number): Promise<{ code: number; stderr: string }> {
+  const config = joinPath(root, 'init.yaml');
+  await writeFile(
+    config,
+    [
+      {
+        apiVersion: API,
+        kind: 'InitConfiguration',
+        bootstrapTokens: [{ token: TOKEN }],
+        nodeRegistration: { name: 'cp-0' },
+        localAPIEndpoint: { advertiseAddress: '127.0.0.1', bindPort: port },
+      },
+      { apiVersion: API, kind: 'ClusterConfiguration', kubernetesVersion: 'v1.32.9' },
+    ]
+      .map((d) => stringify(d))
+      .join('---\n'),
+  );
+  try {
+    await promisify(execFile)(kubeadm, ['init', '--config', config], {
+      env: { ...process.env, KUBEADM_STANDIN_ROOT: root },
+      timeout: 60_000,
+    });
+    return { code: 0, stderr: '' };
+  } catch (err) {
+    const failure = err as { code?: number; stderr?: string };
+    return { code: failure.code ?? -1, stderr: failure.stderr ?? '' };
+  }
+}
+
+/** The stand-in's `join` in this process; resolves with the error message, if any. */
+async function joinAs(root: string, name: string, port: number, pin: string, ignore: string[] = []): Promise<string> {
+  const config = joinPath(root, `join-${name}.yaml`);
+  await writeFile(
+    config,
+    stringify({
+      apiVersion: API,
+      kind: 'JoinConfiguration',
+      nodeRegistration: { name, ...(ignore.length > 0 ? { ignorePreflightErrors: ignore } : {}) },
+      discovery: { bootstrapToken: { apiServerEndpoint: `127.0.0.1:${port}`, token: TOKEN, caCertHashes: [pin] } },
+      timeouts: { discovery: '10s', tlsBootstrap: '10s' },
+    }),
+  );
+  try {
+    await join(root, config, () => undefined);
+    return '';
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
+
+describe("kubeadm's preflight checks and the join's existing-Node check", () => {
+  it('InitNodeChecks: a second init without reset fails on the bind port and the static Pod manifests', async () => {
+    const root = await newRoot();
+    const port = await freePort();
+    expect((await init(root, port)).code).toBe(0);
+    const again = await init(root, port);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain(`[ERROR Port-${port}]: Port ${port} is in use`);
+    expect(again.stderr).toContain(
+      '[ERROR FileAvailable--etc-kubernetes-manifests-kube-apiserver.yaml]: /etc/kubernetes/manifests/kube-apiserver.yaml already exists',
+    );
+    expect(again.stderr).toContain('error execution phase preflight');
+  }, 120_000);
+
+  it('runKubeletStartJoinPhase and JoinNodeChecks: a Ready Node of the same name refuses the join, which cannot then be rerun', async () => {
+    const cluster = await newRoot();
+    const port = await freePort();
+    expect((await init(cluster, port)).code).toBe(0);
+    const caPem = await readFile(joinPath(standinPaths(cluster).pki, 'ca.crt'), 'utf8');
+    const pin = caPublicKeyPin(caPem);
+
+    // cp-0 is init's own Node, registered Ready.
+    const clash = await newRoot();
+    expect(await joinAs(clash, 'cp-0', port, pin)).toBe(
+      'error execution phase kubelet-start: a Node with name "cp-0" and status "Ready" already exists in the cluster. You must delete the existing Node or change the name of this new joining Node',
+    );
+    // kubelet-start wrote the CA before it looked: a second attempt fails preflight on it.
+    expect(await readFile(joinPath(standinPaths(clash).pki, 'ca.crt'), 'utf8')).toBe(caPem);
+    const rerun = await joinAs(clash, 'worker-0', port, pin);
+    expect(rerun).toMatch(/^error execution phase preflight: /);
+    expect(rerun).toContain(
+      '[ERROR FileAvailable--etc-kubernetes-pki-ca.crt]: /etc/kubernetes/pki/ca.crt already exists',
+    );
+
+    // A worker joins once; running the same join again fails preflight (kubelet.conf, CA).
+    const worker = await newRoot();
+    expect(await joinAs(worker, 'worker-1', port, pin)).toBe('');
+    const second = await joinAs(worker, 'worker-1', port, pin);
+    expect(second).toContain(
+      '[ERROR FileAvailable--etc-kubernetes-kubelet.conf]: /etc/kubernetes/kubelet.conf already exists',
+    );
+    expect(second).toContain('[ERROR FileAvailable--etc-kubernetes-pki-ca.crt]');
+    // RunChecks: an ignored check is only a warning; the Ready Node then still refuses the join.
+    expect(
+      await joinAs(worker, 'worker-1', port, pin, [
+        'FileAvailable--etc-kubernetes-kubelet.conf',
+        'FileAvailable--etc-kubernetes-pki-ca.crt',
+      ]),
+    ).toMatch(/^error execution phase kubelet-start: a Node with name "worker-1" and status "Ready" already exists/);
+  }, 120_000);
+});
