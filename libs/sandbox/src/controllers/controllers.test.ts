@@ -1,4 +1,4 @@
-import { X509Certificate } from 'node:crypto';
+import { X509Certificate, randomBytes } from 'node:crypto';
 import { CertificateAuthority, createKubeletCsr } from '@constellation/keys';
 import { afterEach, describe, expect, it } from 'vitest';
 import { computeDetachedSignature, detachedTokenIsValid } from '../bootstrap-jws.js';
@@ -112,23 +112,28 @@ describe('bootstrapsigner and tokencleaner (pkg/controller/bootstrap)', () => {
 describe('csrapproving and csrsigning for kubelet client certificates (pkg/controller/certificates)', () => {
   async function csrServer(): Promise<{
     api: KubeApiServer;
-    post: (token: string, csrDer: Buffer) => Promise<number>;
+    post: (token: string, csrDer: Buffer, spec?: { usages?: string[]; expirationSeconds?: number }) => Promise<number>;
   }> {
     const { ca } = await CertificateAuthority.generate('kubernetes');
     const api = await KubeApiServer.start({ clusterCa: ca, authentication: { bootstrapTokens: true } });
     servers.push(api);
-    const post = async (token: string, csrDer: Buffer): Promise<number> => {
+    const post = async (
+      token: string,
+      csrDer: Buffer,
+      spec: { usages?: string[]; expirationSeconds?: number } = {},
+    ): Promise<number> => {
       const pem = `-----BEGIN CERTIFICATE REQUEST-----\n${csrDer.toString('base64')}\n-----END CERTIFICATE REQUEST-----\n`;
       const res = await fetch(`${api.url}/apis/certificates.k8s.io/v1/certificatesigningrequests`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
         body: JSON.stringify({
-          metadata: { name: `csr-${token.slice(0, 6)}-${csrDer.length}` },
+          metadata: { name: `csr-${token.slice(0, 6)}-${csrDer.length}-${randomBytes(4).toString('hex')}` },
           spec: {
             request: Buffer.from(pem).toString('base64'),
             signerName: 'kubernetes.io/kube-apiserver-client-kubelet',
             usages: ['digital signature', 'client auth'],
             username: 'system:node:forged', // the server records the authenticated user instead
+            ...spec,
           },
         }),
       });
@@ -185,5 +190,63 @@ describe('csrapproving and csrsigning for kubelet client certificates (pkg/contr
     expect(Buffer.from((sanRequest?.['spec'] as { request: string }).request, 'base64').toString()).toContain(
       withIps.csrDer.toString('base64').slice(0, 40),
     );
+  });
+
+  // pkg/apis/certificates/helpers.go ValidateKubeletClientCSR, asked by sarapprove.go
+  // isNodeClientCert: the usages must be exactly {digital signature, client auth} or those with
+  // key encipherment; any other set (client auth alone, or with key encipherment only) is not a
+  // kubelet client request, so the approver leaves it pending.
+  it('approves only the two usage sets ValidateKubeletClientCSR allows', async () => {
+    const { api, post } = await csrServer();
+    api.store.create(SECRETS, 'kube-system', nodeToken('nodecc', 'system:bootstrappers:kubeadm:default-node-token'));
+    const token = `nodecc.${'x'.repeat(16)}`;
+    const wrong = [['client auth'], ['key encipherment', 'client auth']];
+    for (const usages of wrong)
+      expect(await post(token, (await createKubeletCsr('worker-4', [])).csrDer, { usages })).toBe(201);
+    const right = [
+      ['client auth', 'digital signature', 'client auth'],
+      ['digital signature', 'key encipherment', 'client auth'],
+    ];
+    for (const usages of right)
+      expect(await post(token, (await createKubeletCsr('worker-5', [])).csrDer, { usages })).toBe(201);
+    const signed = (c: KubeObject): boolean =>
+      (c['status'] as { certificate?: string } | undefined)?.certificate !== undefined;
+    const items = await eventually(
+      () => api.store.list(CSRS, undefined).items,
+      (list) => list.filter(signed).length === right.length,
+    );
+    expect(
+      items
+        .map((c) => [(c['spec'] as { usages: string[] }).usages.join(','), signed(c)] as const)
+        .sort(([a], [b]) => a.localeCompare(b)),
+    ).toEqual([
+      ['client auth', false],
+      ['client auth,digital signature,client auth', true],
+      ['digital signature,key encipherment,client auth', true],
+      ['key encipherment,client auth', false],
+    ]);
+  });
+
+  // signer.go sign/duration: a request's expirationSeconds shortens the certificate (at least
+  // 10 minutes, at most the signing duration); approval messages name the recognizer that matched.
+  it('honours expirationSeconds when signing', async () => {
+    const { api, post } = await csrServer();
+    api.store.create(SECRETS, 'kube-system', nodeToken('nodedd', 'system:bootstrappers:kubeadm:default-node-token'));
+    const before = Date.now();
+    expect(
+      await post(`nodedd.${'x'.repeat(16)}`, (await createKubeletCsr('worker-6', [])).csrDer, {
+        expirationSeconds: 3600,
+      }),
+    ).toBe(201);
+    const [csr] = await eventually(
+      () => api.store.list(CSRS, undefined).items,
+      (list) => list.some((c) => (c['status'] as { certificate?: string } | undefined)?.certificate !== undefined),
+    );
+    const status = csr?.['status'] as { certificate: string; conditions: { message: string }[] };
+    expect(status.conditions[0]?.message).toBe('Auto approving kubelet client certificate after SubjectAccessReview.');
+    const cert = new X509Certificate(Buffer.from(status.certificate, 'base64').toString());
+    const validTo = new Date(cert.validTo).getTime();
+    expect(validTo).toBeGreaterThanOrEqual(before + 3600_000 - 1_000);
+    expect(validTo).toBeLessThanOrEqual(Date.now() + 3600_000);
   });
 });

@@ -8,13 +8,34 @@ import { x509 } from '../x509.js';
  * certificates (pkg/controller/certificates/approver/sarapprove.go, signer/signer.go):
  * a CertificateSigningRequest for signer kubernetes.io/kube-apiserver-client-kubelet that is a
  * kubelet client request (pkg/apis/certificates/helpers.go ValidateKubeletClientCSR) is approved
- * when its requester may create certificatesigningrequests/nodeclient (a bootstrap token of
- * kubeadm's node group) or, for its own name, /selfnodeclient; approved requests are signed
- * by the cluster CA with the requested client usage. Anything else stays pending, as there.
+ * when its requester may create certificatesigningrequests/selfnodeclient (for its own name) or
+ * /nodeclient (a bootstrap token of kubeadm's node group), tried in that order; approved requests
+ * are signed by the cluster CA with the requested client usage, for the signing duration or the
+ * shorter expirationSeconds. Anything else stays pending, as there.
  */
 
 export const KUBELET_CLIENT_SIGNER = 'kubernetes.io/kube-apiserver-client-kubelet';
-const ALLOWED_USAGES = new Set(['digital signature', 'key encipherment', 'client auth']);
+/** kubeletClientRequiredUsagesNoRSA and kubeletClientRequiredUsages: the only usage sets allowed. */
+const USAGE_SETS = [
+  ['client auth', 'digital signature'],
+  ['client auth', 'digital signature', 'key encipherment'],
+].map((set) => set.join(','));
+/** signer.go: --cluster-signing-duration's default (8760h); requests may only shorten it, to 10 min at least. */
+const SIGNING_DAYS = 365;
+const MIN_REQUESTED_SECONDS = 600;
+/** sarapprove.go recognizers(): self first, then any node name. */
+const RECOGNIZERS = [
+  {
+    self: true,
+    subresource: 'selfnodeclient',
+    message: 'Auto approving self kubelet client certificate after SubjectAccessReview.',
+  },
+  {
+    self: false,
+    subresource: 'nodeclient',
+    message: 'Auto approving kubelet client certificate after SubjectAccessReview.',
+  },
+] as const;
 
 /** A SubjectAccessReview: may this user create this subresource of certificatesigningrequests? */
 export type CsrAccessReview = (user: { name: string; groups: readonly string[] }, subresource: string) => boolean;
@@ -71,7 +92,8 @@ export class KubeletCsrController {
       if (!conditions.some((c) => c.type === 'Approved' && c.status === 'True')) {
         const user = { name: spec.username ?? '', groups: spec.groups ?? [] };
         const self = user.name === request.commonName;
-        if (!this.mayCreate(user, self ? 'selfnodeclient' : 'nodeclient')) continue;
+        const approver = RECOGNIZERS.find((r) => (self || !r.self) && this.mayCreate(user, r.subresource));
+        if (approver === undefined) continue;
         this.update(csr, {
           conditions: [
             ...conditions,
@@ -79,18 +101,23 @@ export class KubeletCsrController {
               type: 'Approved',
               status: 'True',
               reason: 'AutoApproved',
-              message: 'Auto approving kubelet client certificate after SubjectAccessReview.',
+              message: approver.message,
               lastUpdateTime: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
             },
           ],
         });
         continue; // the change brings this CSR back for signing, as the real signer's watch does
       }
+      const requested = spec.expirationSeconds;
       const certificate = await this.ca.issueCertificate({
         commonName: request.commonName,
         organisations: ['system:nodes'],
         publicKey: request.publicKey,
         usage: 'client',
+        validDays:
+          requested === undefined
+            ? SIGNING_DAYS
+            : Math.min(SIGNING_DAYS, Math.max(MIN_REQUESTED_SECONDS, requested) / 86_400),
       });
       this.update(this.store.get(this.csrs, undefined, csr.metadata.name), {
         conditions,
@@ -114,8 +141,9 @@ async function kubeletClientRequest(
   spec: CsrSpec,
 ): Promise<{ commonName: string; publicKey: ReturnType<typeof createPublicKey> } | undefined> {
   if (spec.signerName !== KUBELET_CLIENT_SIGNER || spec.request === undefined) return undefined;
-  const usages = spec.usages ?? [];
-  if (!usages.includes('client auth') || !usages.every((u) => ALLOWED_USAGES.has(u))) return undefined;
+  // Compared as sets, as usagesToSet does: order and repeats do not matter.
+  const usages = [...new Set(spec.usages ?? [])].sort().join(',');
+  if (!USAGE_SETS.includes(usages)) return undefined;
   let csr: x509.Pkcs10CertificateRequest;
   try {
     csr = new x509.Pkcs10CertificateRequest(Buffer.from(spec.request, 'base64').toString());
