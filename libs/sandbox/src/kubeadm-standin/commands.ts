@@ -12,6 +12,7 @@ import type { Warn } from './config-schema.js';
 import { parseHostPort } from './config-validation.js';
 import { DiscoveryError, discoverCluster } from './discovery.js';
 import { existingReadyNodeError } from './existing-node-check.js';
+import { fetchClusterConfiguration, uploadClusterConfiguration } from './kubeadm-config-map.js';
 import { httpsJson } from './https-json.js';
 import type { Credential } from './https-json.js';
 import { kubeconfig } from './kubeconfig.js';
@@ -24,6 +25,17 @@ import { ensureClusterPki, issueClientCredential, missingSharedPki } from './pki
 import { initNodeChecks, joinNodeChecks, runChecks } from './preflight.js';
 import type { PreflightCheck } from './preflight.js';
 import { writeStaticPodManifests } from './static-pod-manifests.js';
+
+/** join's notReadyToJoinControlPlaneTemp, for a cluster without a controlPlaneEndpoint. */
+const NOT_READY_FOR_CONTROL_PLANE = `
+One or more conditions for hosting a new control plane instance is not satisfied.
+
+unable to add a new control plane instance to a cluster that doesn't have a stable controlPlaneEndpoint address
+
+Please ensure that:
+* The cluster has a stable controlPlaneEndpoint address.
+* The certificates that must be shared among control plane instances are provided.
+`;
 
 /** A kubeadm-style failure: printed as "error execution phase <phase>: <message>", exit code 1. */
 export class PhaseError extends Error {
@@ -86,8 +98,9 @@ export async function init(root: string, configPath: string, print: Print, optio
   const paths = standinPaths(root);
   const skipped = (phase: string): boolean =>
     initConfig.skipPhases.some((p) => p === phase || phase.startsWith(`${p}/`));
+  // GetControlPlaneEndpoint: without controlPlaneEndpoint, kubeconfigs use the advertise address.
   const endpoint = parseHostPort(cluster.controlPlaneEndpoint);
-  const endpointHost = endpoint?.host ?? '';
+  const endpointHost = endpoint?.host ?? initConfig.advertiseAddress;
   if (!skipped('preflight'))
     await preflight(
       print,
@@ -142,6 +155,12 @@ export async function init(root: string, configPath: string, print: Print, optio
     nodeName,
     initConfig.nodeRegistration.nodeIp,
   );
+  if (!skipped('upload-config/kubeadm')) {
+    print(
+      '[upload-config] Storing the configuration used in ConfigMap "kubeadm-config" in the "kube-system" Namespace',
+    );
+    await uploadClusterConfiguration(local, pki.caCertPem, admin, cluster);
+  }
   if (!skipped('mark-control-plane')) {
     print(`[mark-control-plane] Marking the node ${nodeName} as control-plane`);
     await markControlPlane(local, pki.caCertPem, admin, nodeName);
@@ -186,6 +205,20 @@ export async function join(root: string, configPath: string, print: Print): Prom
       throw new PhaseError('preflight', `couldn't validate the identity of the API Server: ${err.message}`);
     throw err;
   }
+  print('[preflight] Reading configuration from the cluster...');
+  let stored: { controlPlaneEndpoint: string };
+  try {
+    stored = await fetchClusterConfiguration(cluster.server, cluster.caPem, config.tlsBootstrapToken);
+  } catch (err) {
+    throw new PhaseError('preflight', errorMessage(err));
+  }
+  // checkIfReadyForAdditionalControlPlane (cmd/kubeadm/app/cmd/phases/join/preflight.go).
+  if (
+    config.controlPlane !== undefined &&
+    stored.controlPlaneEndpoint === '' &&
+    !config.skipPhases.includes('preflight')
+  )
+    throw new PhaseError('preflight', NOT_READY_FOR_CONTROL_PLANE);
   if (config.controlPlane !== undefined) {
     const missing = await missingSharedPki(paths.pki);
     if (missing.length > 0)

@@ -146,12 +146,13 @@ export function defaultInit(config: InitConfiguration): ResolvedInit {
   };
 }
 
-export function defaultCluster(config: ClusterConfiguration, init: ResolvedInit | undefined): ResolvedCluster {
+export function defaultCluster(config: ClusterConfiguration): ResolvedCluster {
   return {
     clusterName: config.clusterName ?? 'kubernetes',
     kubernetesVersion: config.kubernetesVersion ?? 'stable-1',
-    controlPlaneEndpoint:
-      config.controlPlaneEndpoint ?? (init === undefined ? '' : hostPort(init.advertiseAddress, init.bindPort)),
+    // No default: kubeconfigs fall back to the advertise address (GetControlPlaneEndpoint), but
+    // the configuration kubeadm stores keeps it unset, and control planes may then not join.
+    controlPlaneEndpoint: config.controlPlaneEndpoint ?? '',
     serviceSubnet: config.networking?.serviceSubnet ?? '10.96.0.0/12',
     podSubnet: config.networking?.podSubnet ?? '',
     dnsDomain: config.networking?.dnsDomain ?? 'cluster.local',

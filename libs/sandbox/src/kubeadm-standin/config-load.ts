@@ -39,7 +39,7 @@ export function loadInitConfig(text: string, warn: Warn): { init: ResolvedInit; 
     throw new ConfigError('no InitConfiguration or ClusterConfiguration kind was found in the YAML file');
   const defaulted = defaultInit(docs.init ?? { apiVersion: API, kind: 'InitConfiguration' });
   const init = { ...defaulted, nodeRegistration: withSocketScheme(defaulted.nodeRegistration, warn) };
-  const cluster = defaultCluster(docs.cluster ?? { apiVersion: API, kind: 'ClusterConfiguration' }, init);
+  const cluster = defaultCluster(docs.cluster ?? { apiVersion: API, kind: 'ClusterConfiguration' });
   const version = releaseVersion(cluster.kubernetesVersion);
   if (version === undefined) {
     throw new ConfigError(

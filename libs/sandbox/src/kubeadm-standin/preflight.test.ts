@@ -1,12 +1,13 @@
 import { execFile } from 'node:child_process';
-import { readFile, writeFile } from 'node:fs/promises';
-import { join as joinPath } from 'node:path';
+import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { dirname, join as joinPath } from 'node:path';
 import { promisify } from 'node:util';
-import { caPublicKeyPin } from '@constellation/keys';
+import * as k8s from '@kubernetes/client-node';
+import { SHARED_CONTROL_PLANE_PKI_FILES, caPublicKeyPin } from '@constellation/keys';
 import { createTempDir, freePort, installTypeScriptCommand, repoRoot, tempDirForTest } from '@constellation/testing';
 import type { TempDir } from '@constellation/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { stopApiServer } from './api-server-process.js';
 import { join } from './commands.js';
 import { standinPaths } from './paths.js';
@@ -50,7 +51,11 @@ async function newRoot(): Promise<string> {
 }
 
 /** Runs the stand-in's `init`; resolves with its exit code and stderr. */
-async function init(root: string, port: number): Promise<{ code: number; stderr: string }> {
+async function init(
+  root: string,
+  port: number,
+  cluster: Record<string, unknown> = {},
+): Promise<{ code: number; stderr: string }> {
   const config = joinPath(root, 'init.yaml');
   await writeFile(
     config,
@@ -62,7 +67,7 @@ async function init(root: string, port: number): Promise<{ code: number; stderr:
         nodeRegistration: { name: 'cp-0' },
         localAPIEndpoint: { advertiseAddress: '127.0.0.1', bindPort: port },
       },
-      { apiVersion: API, kind: 'ClusterConfiguration', kubernetesVersion: 'v1.32.9' },
+      { apiVersion: API, kind: 'ClusterConfiguration', kubernetesVersion: 'v1.32.9', ...cluster },
     ]
       .map((d) => stringify(d))
       .join('---\n'),
@@ -80,7 +85,14 @@ async function init(root: string, port: number): Promise<{ code: number; stderr:
 }
 
 /** The stand-in's `join` in this process; resolves with the error message, if any. */
-async function joinAs(root: string, name: string, port: number, pin: string, ignore: string[] = []): Promise<string> {
+async function joinAs(
+  root: string,
+  name: string,
+  port: number,
+  pin: string,
+  ignore: string[] = [],
+  extra: Record<string, unknown> = {},
+): Promise<string> {
   const config = joinPath(root, `join-${name}.yaml`);
   await writeFile(
     config,
@@ -90,6 +102,7 @@ async function joinAs(root: string, name: string, port: number, pin: string, ign
       nodeRegistration: { name, ...(ignore.length > 0 ? { ignorePreflightErrors: ignore } : {}) },
       discovery: { bootstrapToken: { apiServerEndpoint: `127.0.0.1:${port}`, token: TOKEN, caCertHashes: [pin] } },
       timeouts: { discovery: '10s', tlsBootstrap: '10s' },
+      ...extra,
     }),
   );
   try {
@@ -149,5 +162,46 @@ describe("kubeadm's preflight checks and the join's existing-Node check", () => 
         'FileAvailable--etc-kubernetes-pki-ca.crt',
       ]),
     ).toMatch(/^error execution phase kubelet-start: a Node with name "worker-1" and status "Ready" already exists/);
+  }, 120_000);
+
+  // Join's preflight phase reads the cluster's ClusterConfiguration, which init's upload-config
+  // phase stored in kube-system/kubeadm-config (cmd/kubeadm/app/phases/uploadconfig/uploadconfig.go
+  // UploadConfiguration, readable by the node token group), and a control plane may only join a
+  // cluster with a controlPlaneEndpoint (cmd/kubeadm/app/cmd/phases/join/preflight.go
+  // checkIfReadyForAdditionalControlPlane). init's kubeconfigs fall back to the advertise
+  // address (GetControlPlaneEndpoint), but the stored configuration keeps the endpoint unset.
+  it('checkIfReadyForAdditionalControlPlane: no control plane joins a cluster initialised without controlPlaneEndpoint', async () => {
+    const cluster = await newRoot();
+    const port = await freePort();
+    expect((await init(cluster, port)).code).toBe(0);
+    const pki = standinPaths(cluster).pki;
+    const pin = caPublicKeyPin(await readFile(joinPath(pki, 'ca.crt'), 'utf8'));
+    const admin = new k8s.KubeConfig();
+    admin.loadFromFile(standinPaths(cluster).adminConf);
+    expect(admin.getCurrentCluster()?.server).toBe(`https://127.0.0.1:${port}`);
+    const stored = await admin
+      .makeApiClient(k8s.CoreV1Api)
+      .readNamespacedConfigMap({ namespace: 'kube-system', name: 'kubeadm-config' });
+    const clusterConfiguration = parse(stored.data?.['ClusterConfiguration'] ?? '') as Record<string, unknown>;
+    expect(clusterConfiguration).toMatchObject({
+      apiVersion: API,
+      kind: 'ClusterConfiguration',
+      kubernetesVersion: 'v1.32.9',
+    });
+    expect(clusterConfiguration['controlPlaneEndpoint']).toBeUndefined();
+
+    const second = await newRoot();
+    for (const file of SHARED_CONTROL_PLANE_PKI_FILES) {
+      await mkdir(dirname(joinPath(standinPaths(second).pki, file)), { recursive: true });
+      await copyFile(joinPath(pki, file), joinPath(standinPaths(second).pki, file));
+    }
+    const controlPlane = {
+      controlPlane: { localAPIEndpoint: { advertiseAddress: '127.0.0.1', bindPort: await freePort() } },
+    };
+    const refused = await joinAs(second, 'cp-1', port, pin, [], controlPlane);
+    expect(refused).toMatch(/^error execution phase preflight: /);
+    expect(refused).toContain(
+      "unable to add a new control plane instance to a cluster that doesn't have a stable controlPlaneEndpoint address",
+    );
   }, 120_000);
 });

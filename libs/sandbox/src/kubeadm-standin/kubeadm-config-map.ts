@@ -1,0 +1,76 @@
+import { parse, stringify } from 'yaml';
+import type { ResolvedCluster } from './config-defaults.js';
+import type { Credential } from './https-json.js';
+import { httpsJson } from './https-json.js';
+
+/*
+ * kube-system/kubeadm-config: init's upload-config phase stores the cluster's ClusterConfiguration
+ * there (cmd/kubeadm/app/phases/uploadconfig/uploadconfig.go UploadConfiguration; RBAC
+ * kubeadm:nodes-kubeadm-config lets the node token group and nodes read it), and join's
+ * preflight reads it back with the TLS bootstrap token (cmd/kubeadm/app/util/config/cluster.go
+ * FetchInitConfigurationFromCluster). The stored document holds what was configured and
+ * defaulted, not the run-time fallbacks: no controlPlaneEndpoint unless one was given.
+ */
+
+const PATH = '/api/v1/namespaces/kube-system/configmaps/kubeadm-config';
+const KEY = 'ClusterConfiguration';
+
+/** The ClusterConfiguration document as kubeadm marshals it (empty optional fields left out). */
+function clusterConfigurationYaml(cluster: ResolvedCluster): string {
+  return stringify({
+    apiVersion: 'kubeadm.k8s.io/v1beta4',
+    kind: 'ClusterConfiguration',
+    ...(cluster.certSANs.length > 0 ? { apiServer: { certSANs: cluster.certSANs } } : {}),
+    certificatesDir: '/etc/kubernetes/pki',
+    clusterName: cluster.clusterName,
+    ...(cluster.controlPlaneEndpoint === '' ? {} : { controlPlaneEndpoint: cluster.controlPlaneEndpoint }),
+    kubernetesVersion: cluster.kubernetesVersion,
+    networking: {
+      dnsDomain: cluster.dnsDomain,
+      ...(cluster.podSubnet === '' ? {} : { podSubnet: cluster.podSubnet }),
+      serviceSubnet: cluster.serviceSubnet,
+    },
+  });
+}
+
+/** UploadConfiguration: creates the ConfigMap with kubeadm's admin credentials. */
+export async function uploadClusterConfiguration(
+  server: string,
+  caPem: string,
+  admin: Credential,
+  cluster: ResolvedCluster,
+): Promise<void> {
+  const res = await httpsJson(`${server}/api/v1/namespaces/kube-system/configmaps`, {
+    method: 'POST',
+    ca: caPem,
+    credential: admin,
+    body: {
+      metadata: { name: 'kubeadm-config', namespace: 'kube-system' },
+      data: { [KEY]: clusterConfigurationYaml(cluster) },
+    },
+  });
+  if (res.status !== 201 && res.status !== 409)
+    throw new Error(`cannot store the kubeadm-config ConfigMap: status ${res.status}`);
+}
+
+/** The stored ClusterConfiguration's fields join uses, read with the bootstrap token; throws kubeadm's message. */
+export async function fetchClusterConfiguration(
+  server: string,
+  caPem: string,
+  token: string,
+): Promise<{ controlPlaneEndpoint: string }> {
+  const res = await httpsJson(`${server}${PATH}`, { ca: caPem, credential: { token } });
+  const body = res.body as { message?: unknown; data?: Record<string, string> };
+  if (res.status !== 200) {
+    const reason = typeof body.message === 'string' ? body.message : `status ${res.status}`;
+    throw new Error(`unable to fetch the kubeadm-config ConfigMap: failed to get config map: ${reason}`);
+  }
+  const text = body.data?.[KEY];
+  if (text === undefined)
+    throw new Error(
+      `unable to fetch the kubeadm-config ConfigMap: unexpected error when reading kubeadm-config ConfigMap: ${KEY} key value pair missing`,
+    );
+  const document = parse(text) as { controlPlaneEndpoint?: unknown } | null;
+  const endpoint = document?.controlPlaneEndpoint;
+  return { controlPlaneEndpoint: typeof endpoint === 'string' ? endpoint : '' };
+}
