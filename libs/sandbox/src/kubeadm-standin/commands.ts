@@ -1,4 +1,4 @@
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { join as joinPath } from 'node:path';
 import { pathExists } from '@constellation/files';
 import { caPublicKeyPin } from '@constellation/keys';
@@ -17,7 +17,7 @@ import { httpsJson } from './https-json.js';
 import type { Credential } from './https-json.js';
 import { kubeconfig } from './kubeconfig.js';
 import { markControlPlane, registerNode } from './kubelet-registration.js';
-import { currentClientCredential, kubeletCertDir, storeClientCredential } from './kubelet-cert-store.js';
+import { currentClientCredential, storeClientCredential } from './kubelet-cert-store.js';
 import { TlsBootstrapError, tlsBootstrap } from './kubelet-tls-bootstrap.js';
 import type { KubeletClientCredential } from './kubelet-tls-bootstrap.js';
 import { standinPaths } from './paths.js';
@@ -324,11 +324,29 @@ async function bootstrapKubelet(
   }
 }
 
-/** `kubeadm reset`: stops the API server stand-in and removes what init and join wrote. */
+/** cleanup-node's directories (contents only) and files, as they are named on a node. */
+const RESET_DIRS = ['/etc/kubernetes/manifests', '/var/lib/kubelet', '/etc/kubernetes/pki'];
+const RESET_FILES = [
+  'admin.conf',
+  'super-admin.conf',
+  'kubelet.conf',
+  'bootstrap-kubelet.conf',
+  'controller-manager.conf',
+  'scheduler.conf',
+].map((name) => `/etc/kubernetes/${name}`);
+
+/**
+ * `kubeadm reset`: stops the API server stand-in (the control plane and its etcd data go with it)
+ * and cleans the node as cleanup-node does (cmd/kubeadm/app/cmd/phases/reset/cleanupnode.go
+ * runCleanupNode, resetConfigDir): the directories are emptied, not removed.
+ */
 export async function reset(root: string, print: Print): Promise<void> {
-  const paths = standinPaths(root);
   await stopApiServer(root);
-  for (const path of [paths.pki, paths.manifests, paths.adminConf, paths.kubeletConf, kubeletCertDir(root)])
-    await rm(path, { recursive: true, force: true });
-  print('[reset] Deleted contents of /etc/kubernetes');
+  print(`[reset] Deleting contents of directories: [${RESET_DIRS.join(' ')}]`);
+  for (const dir of RESET_DIRS) {
+    const entries = await readdir(joinPath(root, dir)).catch(() => []);
+    for (const entry of entries) await rm(joinPath(root, dir, entry), { recursive: true, force: true });
+  }
+  print(`[reset] Deleting files: [${RESET_FILES.join(' ')}]`);
+  for (const file of RESET_FILES) await rm(joinPath(root, file), { recursive: true, force: true });
 }
