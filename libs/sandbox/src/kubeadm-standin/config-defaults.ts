@@ -1,6 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { hostname } from 'node:os';
 import type {
+  Arg,
   BootstrapTokenConfig,
   ClusterConfiguration,
   InitConfiguration,
@@ -41,6 +42,7 @@ export interface ResolvedBootstrapToken {
 export interface ResolvedNodeRegistration {
   name: string;
   criSocket: string;
+  kubeletExtraArgs: Arg[];
   /** kubeletExtraArgs node-ip, when given. */
   nodeIp: string | undefined;
   /** Preflight checks to report as warnings only, lower-cased (ValidateIgnorePreflightErrors). */
@@ -51,6 +53,7 @@ export interface ResolvedInit {
   nodeRegistration: ResolvedNodeRegistration;
   advertiseAddress: string;
   bindPort: number;
+  certificateKey: string;
   bootstrapTokens: ResolvedBootstrapToken[];
   /** The tokens as written (before the random token was drawn), for validation. */
   bootstrapTokenConfigs: BootstrapTokenConfig[];
@@ -65,6 +68,7 @@ export interface ResolvedCluster {
   podSubnet: string;
   dnsDomain: string;
   certSANs: string[];
+  extraArgs: { apiServer: Arg[]; controllerManager: Arg[]; scheduler: Arg[] };
 }
 
 export interface ResolvedJoin {
@@ -74,7 +78,7 @@ export interface ResolvedJoin {
   tlsBootstrapToken: string;
   caCertHashes: string[];
   unsafeSkipCAVerification: boolean;
-  controlPlane: { advertiseAddress: string; bindPort: number } | undefined;
+  controlPlane: { advertiseAddress: string; bindPort: number; certificateKey: string } | undefined;
   skipPhases: string[];
   discoveryTimeoutMs: number;
   tlsBootstrapTimeoutMs: number;
@@ -100,6 +104,7 @@ function nodeRegistration(config: InitConfiguration['nodeRegistration']): Resolv
     // nodeutil.GetHostname: the host name, lower-cased, when none is configured.
     name: config?.name ?? hostname().toLowerCase(),
     criSocket: config?.criSocket ?? DEFAULT_CRI_SOCKET,
+    kubeletExtraArgs: config?.kubeletExtraArgs ?? [],
     nodeIp: config?.kubeletExtraArgs?.find((a) => a.name === 'node-ip')?.value,
     // Check names are case-insensitive; duplicates collapse (kubeadm keeps a set).
     ignorePreflightErrors: [...new Set((config?.ignorePreflightErrors ?? []).map((e) => e.toLowerCase()))],
@@ -140,6 +145,7 @@ export function defaultInit(config: InitConfiguration): ResolvedInit {
     // SetAPIEndpointDynamicDefaults picks the default route's address; the stand-in loopback.
     advertiseAddress: config.localAPIEndpoint?.advertiseAddress ?? '127.0.0.1',
     bindPort: config.localAPIEndpoint?.bindPort ?? DEFAULT_BIND_PORT,
+    certificateKey: config.certificateKey ?? '',
     bootstrapTokens: defaultBootstrapTokens(config.bootstrapTokens),
     bootstrapTokenConfigs: config.bootstrapTokens ?? [],
     skipPhases: config.skipPhases ?? [],
@@ -157,6 +163,11 @@ export function defaultCluster(config: ClusterConfiguration): ResolvedCluster {
     podSubnet: config.networking?.podSubnet ?? '',
     dnsDomain: config.networking?.dnsDomain ?? 'cluster.local',
     certSANs: config.apiServer?.certSANs ?? [],
+    extraArgs: {
+      apiServer: config.apiServer?.extraArgs ?? [],
+      controllerManager: config.controllerManager?.extraArgs ?? [],
+      scheduler: config.scheduler?.extraArgs ?? [],
+    },
   };
 }
 
@@ -177,6 +188,7 @@ export function defaultJoin(config: JoinConfiguration): ResolvedJoin {
         : {
             advertiseAddress: config.controlPlane.localAPIEndpoint?.advertiseAddress ?? '127.0.0.1',
             bindPort: config.controlPlane.localAPIEndpoint?.bindPort ?? DEFAULT_BIND_PORT,
+            certificateKey: config.controlPlane.certificateKey ?? '',
           },
     skipPhases: config.skipPhases ?? [],
     discoveryTimeoutMs:

@@ -208,6 +208,69 @@ describe('ValidateCertSANs, ValidateNetworking, version, skipPhases', () => {
   });
 });
 
+describe('ValidatePodSubnetNodeMask, ValidateExtraArgs, ValidateCertificateKey', () => {
+  it('ValidatePodSubnetNodeMask: the pod subnet must hold whole node subnets (default /24, /64), at most 2^16 of them', () => {
+    expect(init(initYaml({}, { networking: { podSubnet: '10.244.0.0/16' } })).cluster.podSubnet).toBe('10.244.0.0/16');
+    expect(refusal(() => init(initYaml({}, { networking: { podSubnet: '10.244.0.0/25' } })))).toBe(
+      'networking.podSubnet: Invalid value: "10.244.0.0/25": the size of pod subnet with mask 25 is smaller than the size of node subnet with mask 24',
+    );
+    expect(refusal(() => init(initYaml({}, { networking: { podSubnet: 'fd00::/40' } })))).toBe(
+      'networking.podSubnet: Invalid value: "fd00::/40": pod subnet mask (40) and node-mask (64) difference is greater than 16',
+    );
+    // The node mask comes from kube-controller-manager's flag; allocate-node-cidrs=false skips the rule.
+    const nodeMask = (args: { name: string; value: string }[]): Record<string, unknown> => ({
+      networking: { podSubnet: '10.244.0.0/25' },
+      controllerManager: { extraArgs: args },
+    });
+    expect(init(initYaml({}, nodeMask([{ name: 'node-cidr-mask-size-ipv4', value: '26' }]))).cluster.podSubnet).toBe(
+      '10.244.0.0/25',
+    );
+    expect(init(initYaml({}, nodeMask([{ name: 'allocate-node-cidrs', value: 'false' }]))).cluster.podSubnet).toBe(
+      '10.244.0.0/25',
+    );
+  });
+
+  it('ValidateExtraArgs: every argument needs a name', () => {
+    expect(refusal(() => init(initYaml({}, { apiServer: { extraArgs: [{ name: '', value: 'x' }] } })))).toBe(
+      'apiServer.extraArgs: Invalid value: "index 0": argument has no name',
+    );
+    expect(
+      refusal(() =>
+        join(
+          joinYaml(
+            {},
+            {
+              nodeRegistration: {
+                name: 'worker-1',
+                kubeletExtraArgs: [
+                  { name: 'v', value: '2' },
+                  { name: '', value: '' },
+                ],
+              },
+            },
+          ),
+        ),
+      ),
+    ).toBe('nodeRegistration.kubeletExtraArgs: Invalid value: "index 1": argument has no name');
+  });
+
+  it('ValidateCertificateKey: a hex-encoded 32-byte AES key', () => {
+    const controlPlane = (certificateKey: string): Record<string, unknown> => ({
+      controlPlane: { localAPIEndpoint: { advertiseAddress: '10.0.0.2', bindPort: 6443 }, certificateKey },
+    });
+    expect(join(joinYaml({}, controlPlane('ab'.repeat(32)))).controlPlane).toBeDefined();
+    expect(refusal(() => join(joinYaml({}, controlPlane('ab'.repeat(16)))))).toBe(
+      `controlPlane.certificateKey: Invalid value: "${'ab'.repeat(16)}": invalid certificate key size 16, the key must be an AES key of size 32`,
+    );
+    expect(refusal(() => join(joinYaml({}, controlPlane('xyz'))))).toBe(
+      'controlPlane.certificateKey: Invalid value: "xyz": certificate key decoding error: encoding/hex: invalid byte: U+0078 \'x\'',
+    );
+    expect(refusal(() => init(initYaml({ certificateKey: 'abc' })))).toBe(
+      'certificateKey: Invalid value: "abc": certificate key decoding error: encoding/hex: odd length hex string',
+    );
+  });
+});
+
 describe('ValidateIgnorePreflightErrors', () => {
   it('names are case-insensitive; "all" may not come with individual checks', () => {
     expect(join(joinYaml({}, {})).nodeRegistration.ignorePreflightErrors).toEqual([]);

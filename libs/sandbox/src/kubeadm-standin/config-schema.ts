@@ -58,6 +58,7 @@ export const initConfigurationSchema = z.strictObject({
   bootstrapTokens: z.array(bootstrapToken).optional(),
   nodeRegistration: nodeRegistration.optional(),
   localAPIEndpoint: endpoint.optional(),
+  certificateKey: z.string().optional(),
   skipPhases: z.array(z.string()).optional(),
   timeouts: timeouts.optional(),
 });
@@ -111,6 +112,7 @@ export type InitConfiguration = z.infer<typeof initConfigurationSchema>;
 export type ClusterConfiguration = z.infer<typeof clusterConfigurationSchema>;
 export type JoinConfiguration = z.infer<typeof joinConfigurationSchema>;
 export type BootstrapTokenConfig = z.infer<typeof bootstrapToken>;
+export type Arg = z.infer<typeof args>[number];
 
 export interface KubeadmDocuments {
   init?: InitConfiguration;

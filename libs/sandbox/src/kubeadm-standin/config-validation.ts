@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import type { ResolvedBootstrapToken, ResolvedCluster, ResolvedInit, ResolvedJoin } from './config-defaults.js';
-import type { BootstrapTokenConfig } from './config-schema.js';
+import type { Arg, BootstrapTokenConfig } from './config-schema.js';
 
 /*
  * kubeadm's validation of the fields the stand-in uses
@@ -39,6 +39,11 @@ const BOOTSTRAP_GROUP = /^system:bootstrappers:[a-z0-9:-]{0,255}[a-z0-9]$/;
 const MIN_SERVICE_ADDRESSES = 10;
 const MIN_POD_ADDRESSES = 14;
 const MAX_SERVICE_SUBNET_BITS = 20;
+/** constants.PodSubnetNodeMaskMaxDiff; getClusterNodeMask's defaults per family. */
+const POD_SUBNET_NODE_MASK_MAX_DIFF = 16;
+const DEFAULT_NODE_MASK = { 4: 24, 6: 64 } as const;
+/** constants.CertificateKeySize: an AES-256 key. */
+const CERTIFICATE_KEY_SIZE = 32;
 
 /** kubeadm v1.32's init and join phases (cmd/kubeadm/app/cmd/phases), for `skipPhases`. */
 const INIT_PHASES = new Set([
@@ -87,8 +92,8 @@ const JOIN_PHASES = new Set([
   'wait-control-plane',
 ]);
 
-/** ValidateNodeRegistrationOptions (name, criSocket) with ValidateSocketPath. */
-function validateNodeRegistration(name: string, criSocket: string): FieldError[] {
+/** ValidateNodeRegistrationOptions (name, criSocket, kubeletExtraArgs) with ValidateSocketPath. */
+function validateNodeRegistration(name: string, criSocket: string, kubeletExtraArgs: readonly Arg[]): FieldError[] {
   const errors: FieldError[] = [];
   if (name === '')
     errors.push({
@@ -98,7 +103,48 @@ function validateNodeRegistration(name: string, criSocket: string): FieldError[]
   else if (name.length > 253 || !DNS1123_SUBDOMAIN.test(name))
     errors.push(invalid('nodeRegistration.name', name, SUBDOMAIN_MESSAGE));
   errors.push(...validateSocketPath(criSocket, 'nodeRegistration.criSocket'));
+  errors.push(...validateExtraArgs(kubeletExtraArgs, 'nodeRegistration.kubeletExtraArgs'));
   return errors;
+}
+
+/** ValidateExtraArgs: each argument needs a name. */
+function validateExtraArgs(args: readonly Arg[], field: string): FieldError[] {
+  return args.flatMap((arg, index) =>
+    arg.name === '' ? [invalid(field, `index ${index}`, 'argument has no name')] : [],
+  );
+}
+
+/** Go's hex.DecodeString error for `text`, if any (pairs first, then the odd last digit). */
+function hexDecodeError(text: string): string | undefined {
+  const bytes = Buffer.from(text, 'utf8');
+  const isHex = (b: number): boolean => /[0-9a-fA-F]/.test(String.fromCharCode(b));
+  const bad = bytes.findIndex((b) => !isHex(b));
+  const even = bytes.length - (bytes.length % 2);
+  const invalidByte = (b: number): string => {
+    const code = `U+${b.toString(16).toUpperCase().padStart(4, '0')}`;
+    const printable = (b >= 0x20 && b < 0x7f) || (b >= 0xa1 && b !== 0xad);
+    return `encoding/hex: invalid byte: ${printable ? `${code} '${String.fromCharCode(b)}'` : code}`;
+  };
+  if (bad !== -1 && bad < even) return invalidByte(bytes[bad] ?? 0);
+  if (bytes.length % 2 === 1) return bad === -1 ? 'encoding/hex: odd length hex string' : invalidByte(bytes[bad] ?? 0);
+  return undefined;
+}
+
+/** ValidateCertificateKey: empty, or a hex-encoded AES-256 key. */
+function validateCertificateKey(key: string, field: string): FieldError[] {
+  if (key === '') return [];
+  const decodeError = hexDecodeError(key);
+  if (decodeError !== undefined) return [invalid(field, key, `certificate key decoding error: ${decodeError}`)];
+  const size = key.length / 2;
+  return size === CERTIFICATE_KEY_SIZE
+    ? []
+    : [
+        invalid(
+          field,
+          key,
+          `invalid certificate key size ${size}, the key must be an AES key of size ${CERTIFICATE_KEY_SIZE}`,
+        ),
+      ];
 }
 
 /** ValidateIgnorePreflightErrors: "all" covers every check, so it may not come with others. */
@@ -282,11 +328,16 @@ export function releaseVersion(text: string): string | undefined {
 /** ValidateInitConfiguration + ValidateClusterConfiguration (the parts the stand-in uses). */
 export function validateInit(init: ResolvedInit, cluster: ResolvedCluster): FieldError[] {
   return [
-    ...validateNodeRegistration(init.nodeRegistration.name, init.nodeRegistration.criSocket),
+    ...validateNodeRegistration(
+      init.nodeRegistration.name,
+      init.nodeRegistration.criSocket,
+      init.nodeRegistration.kubeletExtraArgs,
+    ),
     ...validateBootstrapTokens(init.bootstrapTokenConfigs, init.bootstrapTokens),
     ...validateCluster(cluster),
     ...validateIp(init.advertiseAddress, 'localAPIEndpoint.advertiseAddress'),
     ...validatePort(init.bindPort, 'localAPIEndpoint.bindPort'),
+    ...validateCertificateKey(init.certificateKey, 'certificateKey'),
   ];
 }
 
@@ -296,12 +347,64 @@ function validateCluster(cluster: ResolvedCluster): FieldError[] {
     errors.push(invalid('networking.dnsDomain', cluster.dnsDomain, SUBDOMAIN_MESSAGE));
   if (cluster.serviceSubnet !== '')
     errors.push(...validateSubnets(cluster.serviceSubnet, 'networking.serviceSubnet', MIN_SERVICE_ADDRESSES, true));
-  if (cluster.podSubnet !== '')
-    errors.push(...validateSubnets(cluster.podSubnet, 'networking.podSubnet', MIN_POD_ADDRESSES, false));
+  if (cluster.podSubnet !== '') {
+    const podErrors = validateSubnets(cluster.podSubnet, 'networking.podSubnet', MIN_POD_ADDRESSES, false);
+    errors.push(...podErrors);
+    // Only when kube-controller-manager allocates node CIDRs (its flag not "false").
+    const parsed = podErrors.some((e) => e.detail.includes("couldn't parse subnet"));
+    if (!parsed && argValue(cluster.extraArgs.controllerManager, 'allocate-node-cidrs') !== 'false')
+      errors.push(...validatePodSubnetNodeMask(cluster));
+  }
   errors.push(...validateCertSans(cluster.certSANs, 'apiServer.certSANs'));
+  errors.push(...validateExtraArgs(cluster.extraArgs.apiServer, 'apiServer.extraArgs'));
+  errors.push(...validateExtraArgs(cluster.extraArgs.controllerManager, 'controllerManager.extraArgs'));
+  errors.push(...validateExtraArgs(cluster.extraArgs.scheduler, 'scheduler.extraArgs'));
   if (cluster.controlPlaneEndpoint !== '' && parseHostPort(cluster.controlPlaneEndpoint) === undefined)
     errors.push(invalid('controlPlaneEndpoint', cluster.controlPlaneEndpoint, 'endpoint is not valid'));
   return errors;
+}
+
+/** GetArgValue(args, name, -1): the last value given for `name`. */
+function argValue(args: readonly Arg[], name: string): string | undefined {
+  return args.findLast((arg) => arg.name === name)?.value;
+}
+
+/** ValidatePodSubnetNodeMask with getClusterNodeMask: each pod subnet holds 1 to 2^16 node subnets. */
+function validatePodSubnetNodeMask(cluster: ResolvedCluster): FieldError[] {
+  const field = 'networking.podSubnet';
+  return cluster.podSubnet.split(',').flatMap((text) => {
+    const subnet = parseCidr(text);
+    if (subnet === undefined) return [];
+    const family = subnet.bits === 32 ? 4 : 6;
+    const flag = `node-cidr-mask-size-ipv${family}`;
+    const given = argValue(cluster.extraArgs.controllerManager, flag);
+    const nodeMask = given === undefined || given === '' ? DEFAULT_NODE_MASK[family] : Number(given);
+    if (!/^[+-]?\d+$/.test(given ?? '0'))
+      return [
+        invalid(
+          field,
+          text,
+          `could not parse the value of the kube-controller-manager flag ${flag} as an integer: strconv.Atoi: parsing ${JSON.stringify(given)}: invalid syntax`,
+        ),
+      ];
+    if (subnet.prefix > nodeMask)
+      return [
+        invalid(
+          field,
+          text,
+          `the size of pod subnet with mask ${subnet.prefix} is smaller than the size of node subnet with mask ${nodeMask}`,
+        ),
+      ];
+    if (nodeMask - subnet.prefix > POD_SUBNET_NODE_MASK_MAX_DIFF)
+      return [
+        invalid(
+          field,
+          text,
+          `pod subnet mask (${subnet.prefix}) and node-mask (${nodeMask}) difference is greater than ${POD_SUBNET_NODE_MASK_MAX_DIFF}`,
+        ),
+      ];
+    return [];
+  });
 }
 
 /** ValidateJoinConfiguration: discovery, node registration, control plane endpoint. */
@@ -325,10 +428,17 @@ export function validateJoin(join: ResolvedJoin): FieldError[] {
     errors.push(invalid(`${path}.apiServerEndpoint`, join.apiServerEndpoint, split));
   if (!BOOTSTRAP_TOKEN.test(join.tlsBootstrapToken))
     errors.push(invalid('discovery.tlsBootstrapToken', join.tlsBootstrapToken, 'the bootstrap token is invalid'));
-  errors.push(...validateNodeRegistration(join.nodeRegistration.name, join.nodeRegistration.criSocket));
+  errors.push(
+    ...validateNodeRegistration(
+      join.nodeRegistration.name,
+      join.nodeRegistration.criSocket,
+      join.nodeRegistration.kubeletExtraArgs,
+    ),
+  );
   if (join.controlPlane !== undefined) {
     errors.push(...validateIp(join.controlPlane.advertiseAddress, 'controlPlane.localAPIEndpoint.advertiseAddress'));
     errors.push(...validatePort(join.controlPlane.bindPort, 'controlPlane.localAPIEndpoint.bindPort'));
+    errors.push(...validateCertificateKey(join.controlPlane.certificateKey, 'controlPlane.certificateKey'));
   }
   return errors;
 }

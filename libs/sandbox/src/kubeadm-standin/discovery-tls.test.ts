@@ -57,6 +57,7 @@ function joinConfig(endpoint: string, pin: string): ResolvedJoin {
     nodeRegistration: {
       name: 'worker-1',
       criSocket: 'unix:///run/containerd/containerd.sock',
+      kubeletExtraArgs: [],
       nodeIp: undefined,
       ignorePreflightErrors: [],
     },
