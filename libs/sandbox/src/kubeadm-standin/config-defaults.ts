@@ -101,8 +101,9 @@ export function goDurationMs(text: string): number {
 
 function nodeRegistration(config: InitConfiguration['nodeRegistration']): ResolvedNodeRegistration {
   return {
-    // nodeutil.GetHostname: the host name, lower-cased, when none is configured.
-    name: config?.name ?? hostname().toLowerCase(),
+    // nodeutil.GetHostname: the configured name, or the host name when none is, trimmed and
+    // lower-cased (a configured "Worker-1" registers Node "worker-1").
+    name: (config?.name === undefined || config.name === '' ? hostname() : config.name).trim().toLowerCase(),
     criSocket: config?.criSocket ?? DEFAULT_CRI_SOCKET,
     kubeletExtraArgs: config?.kubeletExtraArgs ?? [],
     nodeIp: config?.kubeletExtraArgs?.find((a) => a.name === 'node-ip')?.value,

@@ -111,9 +111,14 @@ describe('decoding (strict.go, metav1.Duration, metav1.Time)', () => {
 });
 
 describe('ValidateNodeRegistrationOptions / ValidateSocketPath', () => {
+  it('SetNodeRegistrationDynamicDefaults / nodeutil.GetHostname: the name is trimmed and lower-cased before validation', () => {
+    expect(init(initYaml({ nodeRegistration: { name: ' CP-0 ' } })).init.nodeRegistration.name).toBe('cp-0');
+    expect(join(joinYaml({}, { nodeRegistration: { name: 'Worker-1' } })).nodeRegistration.name).toBe('worker-1');
+  });
+
   it('refuses node names that are not DNS-1123 subdomains', () => {
     expect(refusal(() => init(initYaml({ nodeRegistration: { name: 'Node_1' } })))).toContain(
-      'nodeRegistration.name: Invalid value: "Node_1": a lowercase RFC 1123 subdomain',
+      'nodeRegistration.name: Invalid value: "node_1": a lowercase RFC 1123 subdomain',
     );
   });
 
