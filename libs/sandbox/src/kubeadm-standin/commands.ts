@@ -21,16 +21,17 @@ import { currentClientCredential, storeClientCredential } from './kubelet-cert-s
 import { TlsBootstrapError, tlsBootstrap } from './kubelet-tls-bootstrap.js';
 import type { KubeletClientCredential } from './kubelet-tls-bootstrap.js';
 import { standinPaths } from './paths.js';
-import { ensureClusterPki, issueClientCredential, missingSharedPki } from './pki.js';
+import { ensureClusterPki, issueClientCredential } from './pki.js';
 import { initNodeChecks, joinNodeChecks, runChecks } from './preflight.js';
 import type { PreflightCheck } from './preflight.js';
+import { sharedCertificateError } from './shared-certificates.js';
 import { writeStaticPodManifests } from './static-pod-manifests.js';
 
-/** join's notReadyToJoinControlPlaneTemp, for a cluster without a controlPlaneEndpoint. */
-const NOT_READY_FOR_CONTROL_PLANE = `
+/** join's notReadyToJoinControlPlaneTemp, around checkIfReadyForAdditionalControlPlane's error. */
+const notReadyForControlPlane = (error: string): string => `
 One or more conditions for hosting a new control plane instance is not satisfied.
 
-unable to add a new control plane instance to a cluster that doesn't have a stable controlPlaneEndpoint address
+${error}
 
 Please ensure that:
 * The cluster has a stable controlPlaneEndpoint address.
@@ -212,17 +213,16 @@ export async function join(root: string, configPath: string, print: Print): Prom
   } catch (err) {
     throw new PhaseError('preflight', errorMessage(err));
   }
-  // checkIfReadyForAdditionalControlPlane (cmd/kubeadm/app/cmd/phases/join/preflight.go).
-  if (
-    config.controlPlane !== undefined &&
-    stored.controlPlaneEndpoint === '' &&
-    !config.skipPhases.includes('preflight')
-  )
-    throw new PhaseError('preflight', NOT_READY_FOR_CONTROL_PLANE);
-  if (config.controlPlane !== undefined) {
-    const missing = await missingSharedPki(paths.pki);
-    if (missing.length > 0)
-      throw new PhaseError('control-plane-prepare', `missing shared certificates and keys: ${missing.join(', ')}`);
+  // checkIfReadyForAdditionalControlPlane (cmd/kubeadm/app/cmd/phases/join/preflight.go): a stable
+  // endpoint, and without a certificate key the shared certificates already in place.
+  if (config.controlPlane !== undefined && !config.skipPhases.includes('preflight')) {
+    const notReady =
+      stored.controlPlaneEndpoint === ''
+        ? "unable to add a new control plane instance to a cluster that doesn't have a stable controlPlaneEndpoint address"
+        : config.controlPlane.certificateKey === ''
+          ? await sharedCertificateError(paths.pki)
+          : undefined;
+    if (notReady !== undefined) throw new PhaseError('preflight', notReadyForControlPlane(notReady));
   }
   await checkNoReadyNode(paths.pki, cluster, config.tlsBootstrapToken, nodeName);
   print('[kubelet-start] Waiting for the kubelet to perform the TLS Bootstrap');

@@ -3,7 +3,7 @@ import type { KeyObject } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pathExists } from '@constellation/files';
-import { CertificateAuthority, SHARED_CONTROL_PLANE_PKI_FILES } from '@constellation/keys';
+import { CertificateAuthority } from '@constellation/keys';
 
 export interface ClusterPkiFiles {
   caCertPem: string;
@@ -82,12 +82,6 @@ export async function ensureClusterPki(
     adminCertPem,
     adminKeyPem: admin.keyPem,
   };
-}
-
-export async function missingSharedPki(dir: string): Promise<string[]> {
-  const missing: string[] = [];
-  for (const file of SHARED_CONTROL_PLANE_PKI_FILES) if (!(await pathExists(join(dir, file)))) missing.push(file);
-  return missing;
 }
 
 export interface ClientCredentialPem {

@@ -204,4 +204,32 @@ describe("kubeadm's preflight checks and the join's existing-Node check", () => 
       "unable to add a new control plane instance to a cluster that doesn't have a stable controlPlaneEndpoint address",
     );
   }, 120_000);
+
+  // checkIfReadyForAdditionalControlPlane -> certs.SharedCertificateExists
+  // (cmd/kubeadm/app/phases/certs/certs.go validateCACertAndKey, validatePrivatePublicKey): the
+  // shared CAs must load and be CAs, their keys and the service-account key pair must load.
+  it('SharedCertificateExists: a control plane brings loadable CA certificates and keys', async () => {
+    const cluster = await newRoot();
+    const port = await freePort();
+    expect((await init(cluster, port, { controlPlaneEndpoint: `127.0.0.1:${port}` })).code).toBe(0);
+    const pki = standinPaths(cluster).pki;
+    const pin = caPublicKeyPin(await readFile(joinPath(pki, 'ca.crt'), 'utf8'));
+    const second = await newRoot();
+    const secondPki = standinPaths(second).pki;
+    for (const file of SHARED_CONTROL_PLANE_PKI_FILES) {
+      await mkdir(dirname(joinPath(secondPki, file)), { recursive: true });
+      await copyFile(joinPath(pki, file), joinPath(secondPki, file));
+    }
+    // The API server's serving certificate (not a CA) in place of the front-proxy CA, and a
+    // service-account key that is no key.
+    await copyFile(joinPath(pki, 'apiserver.crt'), joinPath(secondPki, 'front-proxy-ca.crt'));
+    await writeFile(joinPath(secondPki, 'sa.key'), 'not a key\n');
+    const controlPlane = {
+      controlPlane: { localAPIEndpoint: { advertiseAddress: '127.0.0.1', bindPort: await freePort() } },
+    };
+    const refused = await joinAs(second, 'cp-1', port, pin, [], controlPlane);
+    expect(refused).toMatch(/^error execution phase preflight: /);
+    expect(refused).toContain('certificate front-proxy CA is not a CA');
+    expect(refused).toContain('failure loading key for service account');
+  }, 120_000);
 });
