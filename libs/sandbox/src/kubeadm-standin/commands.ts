@@ -26,6 +26,9 @@ import { initNodeChecks, joinNodeChecks, runChecks } from './preflight.js';
 import type { PreflightCheck } from './preflight.js';
 import { sharedCertificateError } from './shared-certificates.js';
 import { writeStaticPodManifests } from './static-pod-manifests.js';
+import { PhaseError } from './phase-error.js';
+
+export { PhaseError } from './phase-error.js';
 
 /** join's notReadyToJoinControlPlaneTemp, around checkIfReadyForAdditionalControlPlane's error. */
 const notReadyForControlPlane = (error: string): string => `
@@ -37,15 +40,6 @@ Please ensure that:
 * The cluster has a stable controlPlaneEndpoint address.
 * The certificates that must be shared among control plane instances are provided.
 `;
-
-/** A kubeadm-style failure: printed as "error execution phase <phase>: <message>", exit code 1. */
-export class PhaseError extends Error {
-  readonly phase: string;
-  constructor(phase: string, message: string) {
-    super(`error execution phase ${phase}: ${message}`);
-    this.phase = phase;
-  }
-}
 
 type Print = (line: string) => void;
 

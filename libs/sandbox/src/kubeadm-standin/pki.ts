@@ -1,9 +1,10 @@
-import { generateKeyPairSync } from 'node:crypto';
+import { X509Certificate, generateKeyPairSync } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pathExists } from '@constellation/files';
 import { CertificateAuthority } from '@constellation/keys';
+import { PhaseError } from './phase-error.js';
 
 export interface ClusterPkiFiles {
   caCertPem: string;
@@ -27,7 +28,17 @@ function keyPair(): { publicKey: KeyObject; keyPem: string; pubPem: string } {
   };
 }
 
-/** Creates a CA (cert + key) at `<dir>/<name>.{crt,key}` unless it exists, like kubeadm's certs phase. */
+/** The certs phase that first signs with each CA, for LoadCertificateAuthority's errors. */
+const SIGNING_PHASE: Record<string, string> = {
+  ca: 'certs/apiserver',
+  'front-proxy-ca': 'certs/front-proxy-client',
+  'etcd/ca': 'certs/etcd-server',
+};
+
+/**
+ * Creates a CA (cert + key) at `<dir>/<name>.{crt,key}` unless it exists, like kubeadm's certs
+ * phase; an existing one must be a CA (cmd/kubeadm/app/phases/certs/certs.go LoadCertificateAuthority).
+ */
 async function ensureCa(dir: string, name: string, commonName: string): Promise<CertificateAuthority> {
   const crt = join(dir, `${name}.crt`);
   const key = join(dir, `${name}.key`);
@@ -37,7 +48,10 @@ async function ensureCa(dir: string, name: string, commonName: string): Promise<
     await writeFile(crt, generated.certificatePem);
     await writeSecret(key, generated.keyPem);
   }
-  return CertificateAuthority.fromPem(await readFile(crt, 'utf8'), await readFile(key, 'utf8'));
+  const certificatePem = await readFile(crt, 'utf8');
+  if (!new X509Certificate(certificatePem).ca)
+    throw new PhaseError(SIGNING_PHASE[name] ?? 'certs', `${name} certificate is not a certificate authority`);
+  return CertificateAuthority.fromPem(certificatePem, await readFile(key, 'utf8'));
 }
 
 /**

@@ -1,9 +1,10 @@
 import { execFile } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
 import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join as joinPath } from 'node:path';
 import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
-import { SHARED_CONTROL_PLANE_PKI_FILES, caPublicKeyPin } from '@constellation/keys';
+import { CertificateAuthority, SHARED_CONTROL_PLANE_PKI_FILES, caPublicKeyPin } from '@constellation/keys';
 import { createTempDir, freePort, installTypeScriptCommand, repoRoot, tempDirForTest } from '@constellation/testing';
 import type { TempDir } from '@constellation/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -231,5 +232,22 @@ describe("kubeadm's preflight checks and the join's existing-Node check", () => 
     expect(refused).toMatch(/^error execution phase preflight: /);
     expect(refused).toContain('certificate front-proxy CA is not a CA');
     expect(refused).toContain('failure loading key for service account');
+  }, 120_000);
+
+  // init with a CA already in place (the bootstrapper writes ca.crt and ca.key first): the
+  // certs phase uses it only if it is a CA (cmd/kubeadm/app/phases/certs/certs.go
+  // LoadCertificateAuthority: "... certificate is not a certificate authority").
+  it('LoadCertificateAuthority: init refuses an existing ca.crt that is not a CA', async () => {
+    const root = await newRoot();
+    const { ca } = await CertificateAuthority.generate('kubernetes');
+    const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const leaf = await ca.issueCertificate({ commonName: 'kubernetes', publicKey, usage: 'client' });
+    const pki = standinPaths(root).pki;
+    await mkdir(pki, { recursive: true });
+    await writeFile(joinPath(pki, 'ca.crt'), leaf);
+    await writeFile(joinPath(pki, 'ca.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }));
+    const refused = await init(root, await freePort());
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('ca certificate is not a certificate authority');
   }, 120_000);
 });
