@@ -201,7 +201,7 @@ export async function join(root: string, configPath: string, print: Print): Prom
     throw err;
   }
   print('[preflight] Reading configuration from the cluster...');
-  let stored: { controlPlaneEndpoint: string };
+  let stored: { clusterName: string; controlPlaneEndpoint: string };
   try {
     stored = await fetchClusterConfiguration(cluster.server, cluster.caPem, config.tlsBootstrapToken);
   } catch (err) {
@@ -253,7 +253,7 @@ export async function join(root: string, configPath: string, print: Print): Prom
     await writeFile(
       paths.adminConf,
       kubeconfig({
-        clusterName: 'kubernetes',
+        clusterName: stored.clusterName,
         server: cluster.server,
         caPem: cluster.caPem,
         userName: 'kubernetes-admin',

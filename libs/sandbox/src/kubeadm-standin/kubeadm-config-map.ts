@@ -58,7 +58,7 @@ export async function fetchClusterConfiguration(
   server: string,
   caPem: string,
   token: string,
-): Promise<{ controlPlaneEndpoint: string }> {
+): Promise<{ clusterName: string; controlPlaneEndpoint: string }> {
   const res = await httpsJson(`${server}${PATH}`, { ca: caPem, credential: { token } });
   const body = res.body as { message?: unknown; data?: Record<string, string> };
   if (res.status !== 200) {
@@ -70,7 +70,11 @@ export async function fetchClusterConfiguration(
     throw new Error(
       `unable to fetch the kubeadm-config ConfigMap: unexpected error when reading kubeadm-config ConfigMap: ${KEY} key value pair missing`,
     );
-  const document = parse(text) as { controlPlaneEndpoint?: unknown } | null;
-  const endpoint = document?.controlPlaneEndpoint;
-  return { controlPlaneEndpoint: typeof endpoint === 'string' ? endpoint : '' };
+  const document = parse(text) as { clusterName?: unknown; controlPlaneEndpoint?: unknown } | null;
+  const { clusterName, controlPlaneEndpoint } = document ?? {};
+  return {
+    // v1beta4 SetDefaults_ClusterConfiguration: DefaultClusterName.
+    clusterName: typeof clusterName === 'string' && clusterName !== '' ? clusterName : 'kubernetes',
+    controlPlaneEndpoint: typeof controlPlaneEndpoint === 'string' ? controlPlaneEndpoint : '',
+  };
 }

@@ -102,7 +102,7 @@ async function joinAs(
       kind: 'JoinConfiguration',
       nodeRegistration: { name, ...(ignore.length > 0 ? { ignorePreflightErrors: ignore } : {}) },
       discovery: { bootstrapToken: { apiServerEndpoint: `127.0.0.1:${port}`, token: TOKEN, caCertHashes: [pin] } },
-      timeouts: { discovery: '10s', tlsBootstrap: '10s' },
+      timeouts: { discovery: '60s', tlsBootstrap: '60s' },
       ...extra,
     }),
   );
@@ -212,7 +212,8 @@ describe("kubeadm's preflight checks and the join's existing-Node check", () => 
   it('SharedCertificateExists: a control plane brings loadable CA certificates and keys', async () => {
     const cluster = await newRoot();
     const port = await freePort();
-    expect((await init(cluster, port, { controlPlaneEndpoint: `127.0.0.1:${port}` })).code).toBe(0);
+    const clusterConfig = { clusterName: 'constellation', controlPlaneEndpoint: `127.0.0.1:${port}` };
+    expect((await init(cluster, port, clusterConfig)).code).toBe(0);
     const pki = standinPaths(cluster).pki;
     const pin = caPublicKeyPin(await readFile(joinPath(pki, 'ca.crt'), 'utf8'));
     const second = await newRoot();
@@ -232,6 +233,15 @@ describe("kubeadm's preflight checks and the join's existing-Node check", () => 
     expect(refused).toMatch(/^error execution phase preflight: /);
     expect(refused).toContain('certificate front-proxy CA is not a CA');
     expect(refused).toContain('failure loading key for service account');
+
+    // With the right files it joins; its admin.conf names the cluster as the stored
+    // ClusterConfiguration does (kubeconfig phase: CreateJoinControlPlaneKubeConfigFiles).
+    for (const file of ['front-proxy-ca.crt', 'sa.key']) await copyFile(joinPath(pki, file), joinPath(secondPki, file));
+    expect(await joinAs(second, 'cp-1', port, pin, [], controlPlane)).toBe('');
+    const admin = new k8s.KubeConfig();
+    admin.loadFromFile(standinPaths(second).adminConf);
+    expect(admin.getCurrentContext()).toBe('kubernetes-admin@constellation');
+    expect(admin.getCurrentCluster()).toMatchObject({ name: 'constellation', server: `https://127.0.0.1:${port}` });
   }, 120_000);
 
   // init with a CA already in place (the bootstrapper writes ca.crt and ca.key first): the
