@@ -112,7 +112,12 @@ describe('bootstrapsigner and tokencleaner (pkg/controller/bootstrap)', () => {
 describe('csrapproving and csrsigning for kubelet client certificates (pkg/controller/certificates)', () => {
   async function csrServer(): Promise<{
     api: KubeApiServer;
-    post: (token: string, csrDer: Buffer, spec?: { usages?: string[]; expirationSeconds?: number }) => Promise<number>;
+    post: (
+      token: string,
+      csrDer: Buffer,
+      spec?: { usages?: string[]; expirationSeconds?: number },
+      pem?: string,
+    ) => Promise<number>;
   }> {
     const { ca } = await CertificateAuthority.generate('kubernetes');
     const api = await KubeApiServer.start({ clusterCa: ca, authentication: { bootstrapTokens: true } });
@@ -121,8 +126,8 @@ describe('csrapproving and csrsigning for kubelet client certificates (pkg/contr
       token: string,
       csrDer: Buffer,
       spec: { usages?: string[]; expirationSeconds?: number } = {},
+      pem = `-----BEGIN CERTIFICATE REQUEST-----\n${csrDer.toString('base64')}\n-----END CERTIFICATE REQUEST-----\n`,
     ): Promise<number> => {
-      const pem = `-----BEGIN CERTIFICATE REQUEST-----\n${csrDer.toString('base64')}\n-----END CERTIFICATE REQUEST-----\n`;
       const res = await fetch(`${api.url}/apis/certificates.k8s.io/v1/certificatesigningrequests`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
@@ -248,5 +253,23 @@ describe('csrapproving and csrsigning for kubelet client certificates (pkg/contr
     const validTo = new Date(cert.validTo).getTime();
     expect(validTo).toBeGreaterThanOrEqual(before + 3600_000 - 1_000);
     expect(validTo).toBeLessThanOrEqual(Date.now() + 3600_000);
+  });
+
+  // ParseCSR (pkg/apis/certificates/helpers.go) reads the request with Go's pem.Decode, which
+  // drops line breaks inside the base64 body: a PEM with 64-column lines and an empty line before
+  // the END line (what a body whose length is a multiple of 64 gets from naive wrapping) is as
+  // good as one long line.
+  it('reads the request PEM as pem.Decode does, line breaks and empty lines included', async () => {
+    const { api, post } = await csrServer();
+    api.store.create(SECRETS, 'kube-system', nodeToken('nodeee', 'system:bootstrappers:kubeadm:default-node-token'));
+    const { csrDer } = await createKubeletCsr('worker-7', []);
+    const body = `${csrDer.toString('base64').replace(/(.{64})/g, '$1\n')}\n`;
+    const pem = `-----BEGIN CERTIFICATE REQUEST-----\n${body}\n-----END CERTIFICATE REQUEST-----\n`;
+    expect(await post(`nodeee.${'x'.repeat(16)}`, csrDer, {}, pem)).toBe(201);
+    const [csr] = await eventually(
+      () => api.store.list(CSRS, undefined).items,
+      (list) => list.some((c) => (c['status'] as { certificate?: string } | undefined)?.certificate !== undefined),
+    );
+    expect((csr?.['status'] as { certificate?: string } | undefined)?.certificate).toBeDefined();
   });
 });

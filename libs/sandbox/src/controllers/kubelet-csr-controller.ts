@@ -136,6 +136,18 @@ export class KubeletCsrController {
   }
 }
 
+/**
+ * ParseCSR's pem.Decode: the first PEM block, which must be a CERTIFICATE REQUEST; line breaks,
+ * spaces and tabs inside its base64 body do not matter (an empty line before END included).
+ */
+function certificateRequestDer(text: string): Buffer | undefined {
+  const block = /-----BEGIN ([^-\r\n]+)-----\r?\n([\s\S]*?)-----END \1-----/.exec(text);
+  if (block?.[1] !== 'CERTIFICATE REQUEST') return undefined;
+  const body = (block[2] ?? '').replace(/[\s]/g, '');
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(body) || body.length % 4 !== 0) return undefined;
+  return Buffer.from(body, 'base64');
+}
+
 /** ValidateKubeletClientCSR: the request's CN and key when it is a kubelet client request. */
 async function kubeletClientRequest(
   spec: CsrSpec,
@@ -144,9 +156,11 @@ async function kubeletClientRequest(
   // Compared as sets, as usagesToSet does: order and repeats do not matter.
   const usages = [...new Set(spec.usages ?? [])].sort().join(',');
   if (!USAGE_SETS.includes(usages)) return undefined;
+  const der = certificateRequestDer(Buffer.from(spec.request, 'base64').toString('latin1'));
+  if (der === undefined) return undefined;
   let csr: x509.Pkcs10CertificateRequest;
   try {
-    csr = new x509.Pkcs10CertificateRequest(Buffer.from(spec.request, 'base64').toString());
+    csr = new x509.Pkcs10CertificateRequest(der);
   } catch {
     return undefined;
   }

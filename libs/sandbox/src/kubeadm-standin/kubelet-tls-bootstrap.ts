@@ -30,7 +30,10 @@ export async function tlsBootstrap(
   timeoutMs: number,
 ): Promise<KubeletClientCredential> {
   const { csrDer, keyPem } = await createKubeletCsr(nodeName, []);
-  const request = `-----BEGIN CERTIFICATE REQUEST-----\n${csrDer.toString('base64').replace(/(.{64})/g, '$1\n')}\n-----END CERTIFICATE REQUEST-----\n`;
+  // pem.EncodeToMemory: 64-column lines, no empty line (a body that fills its last line ended in
+  // one before, which Go's pem.Decode ignores but not every PEM reader does).
+  const lines = csrDer.toString('base64').match(/.{1,64}/g) ?? [];
+  const request = `-----BEGIN CERTIFICATE REQUEST-----\n${lines.join('\n')}\n-----END CERTIFICATE REQUEST-----\n`;
   const name = `node-csr-${randomBytes(8).toString('hex')}`;
   const credential: Credential = { token };
   const created = await httpsJson(`${server}${CSR_PATH}`, {
