@@ -1,5 +1,6 @@
 import { readFile, writeFile, mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { pathExists } from '@constellation/files';
 import type { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { clusterConfigMap, initConfiguration, joinConfiguration, runKubeadm } from '@constellation/kubeadm';
 import type { ClusterConfig, InitConfigInput, JoinConfigInput } from '@constellation/kubeadm';
@@ -12,13 +13,21 @@ import { errorMessage } from '@constellation/errors';
 export interface KubeadmRunner {
   kubeadm: NodeContext['kubeadm'];
   kubeadmDir: string;
+  /** The node's /etc/kubernetes, where kubeadm writes its kubeconfigs. */
+  kubernetesDir: string;
   logger: Logger;
   recentLog: RecentLog;
 }
 
 export function kubeadmRunner(context: NodeContext): KubeadmRunner {
   const { kubeadm, logger, recentLog } = context;
-  return { kubeadm, kubeadmDir: context.paths.kubeadmDir, logger, recentLog };
+  return {
+    kubeadm,
+    kubeadmDir: context.paths.kubeadmDir,
+    kubernetesDir: dirname(context.paths.kubernetesPki),
+    logger,
+    recentLog,
+  };
 }
 
 /** Runs kubeadm with the node's settings; its output goes to the node's log. */
@@ -47,7 +56,15 @@ export async function kubeadmInit(runner: KubeadmRunner, input: InitConfigInput)
   await kubeadm(runner, ['init', '--config', file, '--skip-token-print', '-v=5']);
 }
 
-/** kubeadm join, up to three attempts (the API server may still settle after another node's join). */
+/** What kubeadm join's kubelet-start phase writes: once one exists, its preflight refuses another join. */
+const KUBELET_START_FILES = ['kubelet.conf', 'bootstrap-kubelet.conf'];
+
+/**
+ * kubeadm join, up to three attempts while a failure left nothing behind (the API server may
+ * still settle after another node's join; discovery writes nothing). An attempt that got as far
+ * as kubelet-start is not repeated: kubeadm's preflight refuses a node that has its kubeconfigs
+ * (FileAvailable checks), and the retries hid the failure that mattered behind that refusal.
+ */
 export async function kubeadmJoin(runner: KubeadmRunner, input: JoinConfigInput): Promise<void> {
   const file = await writeKubeadmConfig(runner, 'kubeadm-join.yaml', joinConfiguration(input));
   let last: unknown;
@@ -57,10 +74,17 @@ export async function kubeadmJoin(runner: KubeadmRunner, input: JoinConfigInput)
       return;
     } catch (err) {
       last = err;
-      runner.logger.warn('kubeadm join failed', { attempt, error: errorMessage(err) });
+      const started = await kubeletStarted(runner.kubernetesDir);
+      runner.logger.warn('kubeadm join failed', { attempt, error: errorMessage(err), retried: !started });
+      if (started) throw err;
     }
   }
   throw last;
+}
+
+async function kubeletStarted(kubernetesDir: string): Promise<boolean> {
+  const found = await Promise.all(KUBELET_START_FILES.map((name) => pathExists(join(kubernetesDir, name))));
+  return found.includes(true);
 }
 
 /**
