@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { Command } from '@commander-js/extra-typings';
+import { terminalSafe } from '@constellation/command-line';
 import type { CommandContext } from './commands/command-context.js';
 import { configCommand } from './commands/config-generate.js';
 import { initCommand } from './commands/init.js';
@@ -30,7 +31,7 @@ export function createProgram(): Command {
     );
   const context: CommandContext = {
     workspace: () => resolve(program.opts().workspace),
-    print: (line) => process.stderr.write(`${line}\n`),
+    print: (line) => process.stderr.write(`${terminalSafe(line)}\n`),
   };
   return program
     .addCommand(configCommand(context))

@@ -67,4 +67,13 @@ describe('runProgram', () => {
       err: 'error: serving is not built yet (tracked in issue 7)\n',
     });
   });
+
+  it("prints the other side's control characters as escapes, keeping newlines", async () => {
+    const failure = await run(['serve'], () => {
+      throw new Error('node refused', { cause: new Error('\u001b]0;pwned\u0007\u001b[2Jall fine\r\nnext line\u009b') });
+    });
+    expect(failure.err).toBe(
+      'error: node refused: \\u001b]0;pwned\\u0007\\u001b[2Jall fine\\u000d\nnext line\\u009b\n',
+    );
+  });
 });

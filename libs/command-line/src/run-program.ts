@@ -1,6 +1,7 @@
 import { CommanderError } from '@commander-js/extra-typings';
 import type { Command } from '@commander-js/extra-typings';
 import { ExitCode } from './exit-code.js';
+import { terminalSafe } from './terminal-safe.js';
 import { NotBuiltYetError, UsageError } from './usage-error.js';
 
 export interface ProgramIo {
@@ -40,14 +41,14 @@ export async function runProgram(
       return err.exitCode === 0 ? ExitCode.Ok : ExitCode.Usage;
     }
     if (err instanceof UsageError) {
-      io.stderr(`error: ${err.message}\n(run with --help for usage)\n`);
+      io.stderr(`error: ${terminalSafe(err.message)}\n(run with --help for usage)\n`);
       return ExitCode.Usage;
     }
     if (err instanceof NotBuiltYetError) {
       io.stderr(`error: ${err.message}\n`);
       return ExitCode.Failure;
     }
-    io.stderr(`error: ${describe(err)}\n`);
+    io.stderr(`error: ${terminalSafe(describe(err))}\n`);
     return ExitCode.Failure;
   }
 }
