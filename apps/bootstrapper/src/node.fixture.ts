@@ -221,6 +221,16 @@ export class TestNode {
     });
   }
 
+  /** Runs the bootstrapper and initialises the cluster on this node with `request` (bounded). */
+  async initialise(request: InitRequest): Promise<void> {
+    const outcome = this.bootstrapper().run();
+    await waitFor(() => this.initPort > 0, { timeoutMs: 20_000, description: 'the InitServer' });
+    const { error } = await callInit(this, request);
+    if (error !== undefined) throw new Error(`init failed: ${JSON.stringify(error)}`);
+    const ended = await withTimeout(outcome, 30_000, 'init outcome');
+    if (ended !== 'initialized') throw new Error(`the bootstrapper ended ${ended}, not initialized`);
+  }
+
   /** Power-cycles the machine's TPM (PCRs back to zero) and replays the measured boot. */
   async reboot(): Promise<void> {
     await new SwtpmControl(this.swtpm.host, this.swtpm.ctrlPort).reset();

@@ -7,7 +7,7 @@ import { RecoveryServiceClient, readRetryAfter } from '@constellation/proto';
 import type { RecoverRequest, RecoverResponse } from '@constellation/proto';
 import { sleep, waitFor, withTimeout } from '@constellation/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MEASUREMENTS, TestNode, callInit, initRequest, startCluster } from './node.fixture.js';
+import { MEASUREMENTS, TestNode, initRequest, startCluster } from './node.fixture.js';
 import type { BootstrapOutcome, Cluster } from './node.fixture.js';
 
 /*
@@ -48,10 +48,7 @@ function recover(client: RecoveryServiceClient, body: RecoverRequest): Promise<R
 beforeAll(async () => {
   cluster = await startCluster([{ name: 'control-plane-0', role: 'control-plane', ip: '127.0.0.1' }]);
   node = await TestNode.create(cluster, 'control-plane-0');
-  const initialised = node.bootstrapper().run();
-  await waitFor(() => node.initPort > 0, { timeoutMs: 20_000, description: 'the InitServer' });
-  expect((await callInit(node, request)).error).toBeUndefined();
-  expect(await withTimeout(initialised, 30_000, 'init outcome')).toBe('initialized');
+  await node.initialise(request);
   await node.reboot();
   const testPassphrase = node.context.disk.testPassphrase.bind(node.context.disk);
   node.context.disk.testPassphrase = (passphrase) => {

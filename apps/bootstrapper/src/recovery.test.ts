@@ -12,7 +12,7 @@ import type { DescribeResponse, RecoverRequest, RecoverResponse } from '@constel
 import { waitFor, withTimeout } from '@constellation/testing';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MEASUREMENTS, TestNode, callInit, initRequest, startCluster } from './node.fixture.js';
+import { MEASUREMENTS, TestNode, initRequest, startCluster } from './node.fixture.js';
 import type { BootstrapOutcome, Cluster } from './node.fixture.js';
 import { RECOVERY_RETRY_AFTER_MS } from './recovery-service.js';
 
@@ -88,11 +88,7 @@ async function refusal(call: Promise<RecoverResponse>): Promise<grpc.ServiceErro
 beforeAll(async () => {
   cluster = await startCluster([{ name: 'control-plane-0', role: 'control-plane', ip: '127.0.0.1' }]);
   node = await TestNode.create(cluster, 'control-plane-0');
-  const initialised = node.bootstrapper().run();
-  await waitFor(() => node.initPort > 0, { timeoutMs: 20_000, description: 'the InitServer' });
-  const init = await callInit(node, request);
-  expect(init.error).toBeUndefined();
-  expect(await withTimeout(initialised, 30_000, 'init outcome')).toBe('initialized');
+  await node.initialise(request);
 
   // Full control-plane shutdown: no JoinService, so only recovery can give this node its keys.
   await node.reboot();

@@ -6,9 +6,9 @@ import { createAttestationVerifier, pemCertificatesToDer } from '@constellation/
 import { deriveMeasurementSecret, deriveStateDiskKey } from '@constellation/keys';
 import { JoinServiceService, RejoinTicket } from '@constellation/proto';
 import type { IssueRejoinTicketRequest, IssueRejoinTicketResponse } from '@constellation/proto';
-import { waitFor, withTimeout } from '@constellation/testing';
+import { withTimeout } from '@constellation/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TestNode, callInit, initRequest, startCluster } from './node.fixture.js';
+import { TestNode, initRequest, startCluster } from './node.fixture.js';
 import type { Cluster } from './node.fixture.js';
 
 /*
@@ -63,10 +63,7 @@ beforeAll(async () => {
     { name: 'control-plane-1', role: 'control-plane', ip: '127.0.0.2' },
   ]);
   node = await TestNode.create(cluster, 'control-plane-0');
-  const initialised = node.bootstrapper().run();
-  await waitFor(() => node.initPort > 0, { timeoutMs: 20_000, description: 'the InitServer' });
-  expect((await callInit(node, request)).error).toBeUndefined();
-  expect(await withTimeout(initialised, 30_000, 'init outcome')).toBe('initialized');
+  await node.initialise(request);
   await node.reboot();
 }, 90_000);
 

@@ -38,6 +38,15 @@ function workspace(port: number): Promise<string> {
   return attestedWorkspace({ port, measurements, ekCa: ekCa() });
 }
 
+/** A master secret of a cluster of its own in the workspace `dir`. */
+async function writeRandomMasterSecret(dir: string): Promise<void> {
+  await writeWorkspaceFile(
+    workspaceFiles(dir).masterSecret,
+    masterSecretToJson({ key: randomBytes(32), salt: randomBytes(32) }),
+    true,
+  );
+}
+
 /** The worker owner's server: its own genuine TPM attests every connection; it keeps what it gets. */
 async function ownersServer(add: (server: grpc.Server) => void): Promise<{ port: number; close(): Promise<void> }> {
   const server = new grpc.Server();
@@ -130,11 +139,7 @@ describe("the owner of one genuine worker answers the operator's recover (attack
     try {
       const dir = await workspace(owner.port);
       const files = workspaceFiles(dir);
-      await writeWorkspaceFile(
-        files.masterSecret,
-        masterSecretToJson({ key: randomBytes(32), salt: randomBytes(32) }),
-        true,
-      );
+      await writeRandomMasterSecret(dir);
       await writeClusterState(files.state, {
         clusterId: 'ab'.repeat(32),
         measurementSalt: randomBytes(32).toString('base64'),
@@ -168,11 +173,7 @@ describe('recover from a workspace without its cluster state', () => {
     });
     try {
       const dir = await workspace(owner.port);
-      await writeWorkspaceFile(
-        workspaceFiles(dir).masterSecret,
-        masterSecretToJson({ key: randomBytes(32), salt: randomBytes(32) }),
-        true,
-      );
+      await writeRandomMasterSecret(dir);
       const lines: string[] = [];
       await recoverNode(dir, `127.0.0.1:${owner.port}`, (line) => lines.push(line));
       expect(lines).toContain(
@@ -210,11 +211,7 @@ describe("recover prints only what it checked of a node's answers", () => {
     });
     try {
       const dir = await workspace(owner.port);
-      await writeWorkspaceFile(
-        workspaceFiles(dir).masterSecret,
-        masterSecretToJson({ key: randomBytes(32), salt: randomBytes(32) }),
-        true,
-      );
+      await writeRandomMasterSecret(dir);
       const lines: string[] = [];
       const outcome = await recoverNode(dir, `127.0.0.1:${owner.port}`, (line) => lines.push(line)).catch(
         (err: unknown) => errorMessage(err),
@@ -260,11 +257,7 @@ describe('recover against a busy node', () => {
     });
     try {
       const dir = await workspace(owner.port);
-      await writeWorkspaceFile(
-        workspaceFiles(dir).masterSecret,
-        masterSecretToJson({ key: randomBytes(32), salt: randomBytes(32) }),
-        true,
-      );
+      await writeRandomMasterSecret(dir);
       const answer = await recoverNode(dir, `127.0.0.1:${owner.port}`, () => undefined, {
         attempts: 5,
         delayMs: 10_000,
