@@ -5,22 +5,12 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as k8s from '@kubernetes/client-node';
-import { AttestedChannelCredentials, proveServerIdentity } from '@constellation/atls';
-import { TpmValidator } from '@constellation/attestation';
 import type { Issuer } from '@constellation/attestation';
 import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey, markedPcr15 } from '@constellation/keys';
-import { RecoveryServiceClient } from '@constellation/proto';
 import type { RecoverResponse } from '@constellation/proto';
 import { waitFor, withTimeout } from '@constellation/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  MEASUREMENTS,
-  TestNode,
-  callInit,
-  initRequest,
-  startCluster,
-  startJoinServiceProcess,
-} from './node.fixture.js';
+import { TestNode, callInit, initRequest, startCluster, startJoinServiceProcess } from './node.fixture.js';
 import { JoinClient } from './join-client.js';
 import { MetadataClient } from './metadata-client.js';
 import { writeFileAtomic } from './secure-files.js';
@@ -315,15 +305,9 @@ describe('join, rejoin and recovery with the real JoinService', () => {
     const outcome = controlPlane.bootstrapper().run();
     await waitFor(() => controlPlane.recoveryPort > 0, { timeoutMs: 20_000, description: 'the recovery server' });
     const recover = async (masterSecret: Buffer): Promise<RecoverResponse> => {
-      const credentials = new AttestedChannelCredentials([new TpmValidator({ measurements: MEASUREMENTS })]);
-      const client = new RecoveryServiceClient(
-        `127.0.0.1:${controlPlane.recoveryPort}`,
-        credentials.credentials,
-        credentials.channelOptions,
-      );
+      // Keys go only to a node whose TPM proved its EK identity, derived for that TPM and its disk.
+      const { client, identity } = await controlPlane.recoveryClient();
       try {
-        // Keys go only to a node whose TPM proved its EK identity, derived for that TPM and its disk.
-        const identity = await proveServerIdentity(client.getChannel(), credentials, cluster.ekVerifier);
         const diskUuid = await controlPlane.context.disk.uuid();
         return await new Promise((resolve, reject) => {
           client.recover(

@@ -17,11 +17,11 @@ import {
   measurementsToFile,
   pemCertificatesToDer,
 } from '@constellation/attestation';
-import type { BootComponent, Measurements } from '@constellation/attestation';
+import type { BootComponent, Measurements, VerifiedTpmIdentity } from '@constellation/attestation';
 import { hashInitSecret, masterSecretToJson } from '@constellation/keys';
 import { MemoryLogger } from '@constellation/logger/testing';
 import { NodeLock } from '@constellation/nodelock';
-import { InitServiceClient, grpcMessageLimits } from '@constellation/proto';
+import { InitServiceClient, RecoveryServiceClient, grpcMessageLimits } from '@constellation/proto';
 import type { InitRequest, InitResponse } from '@constellation/proto';
 import { MetadataServer, stopApiServer } from '@constellation/sandbox';
 import type { InstanceInfo } from '@constellation/sandbox';
@@ -219,6 +219,25 @@ export class TestNode {
       signal: this.stopping.signal,
       ...overrides,
     });
+  }
+
+  /**
+   * A client of this node's RecoveryServer, connected as the CLI connects: the node's
+   * measurements checked in the handshake, then its TPM's identity proved.
+   */
+  async recoveryClient(): Promise<{ client: RecoveryServiceClient; identity: VerifiedTpmIdentity }> {
+    const credentials = new AttestedChannelCredentials([new TpmValidator({ measurements: MEASUREMENTS })]);
+    const client = new RecoveryServiceClient(
+      `127.0.0.1:${String(this.recoveryPort)}`,
+      credentials.credentials,
+      credentials.channelOptions,
+    );
+    try {
+      return { client, identity: await proveServerIdentity(client.getChannel(), credentials, this.ekVerifier) };
+    } catch (err) {
+      client.close();
+      throw err;
+    }
   }
 
   /** Runs the bootstrapper and initialises the cluster on this node with `request` (bounded). */

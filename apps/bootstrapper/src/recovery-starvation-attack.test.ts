@@ -1,13 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { AttestedChannelCredentials, proveServerIdentity } from '@constellation/atls';
-import { TpmValidator } from '@constellation/attestation';
 import { deriveMeasurementSecret, deriveStateDiskKey } from '@constellation/keys';
-import { RecoveryServiceClient, readRetryAfter } from '@constellation/proto';
+import { readRetryAfter } from '@constellation/proto';
+import type { RecoveryServiceClient } from '@constellation/proto';
 import type { RecoverRequest, RecoverResponse } from '@constellation/proto';
 import { sleep, waitFor, withTimeout } from '@constellation/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MEASUREMENTS, TestNode, initRequest, startCluster } from './node.fixture.js';
+import { TestNode, initRequest, startCluster } from './node.fixture.js';
 import type { BootstrapOutcome, Cluster } from './node.fixture.js';
 
 /*
@@ -26,14 +25,8 @@ const request = initRequest();
 const measurementSecret = deriveMeasurementSecret(request.masterSecret, request.masterSalt);
 let diskChecks = 0;
 
-function recoveryClient(): Promise<RecoveryServiceClient> {
-  const credentials = new AttestedChannelCredentials([new TpmValidator({ measurements: MEASUREMENTS })]);
-  const client = new RecoveryServiceClient(
-    `127.0.0.1:${node.recoveryPort}`,
-    credentials.credentials,
-    credentials.channelOptions,
-  );
-  return proveServerIdentity(client.getChannel(), credentials, cluster.ekVerifier).then(() => client);
+async function recoveryClient(): Promise<RecoveryServiceClient> {
+  return (await node.recoveryClient()).client;
 }
 
 function recover(client: RecoveryServiceClient, body: RecoverRequest): Promise<RecoverResponse> {

@@ -4,15 +4,12 @@
 // disk's memory-hard KDF, and only one disk check may run at a time.
 import { connect } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
-import { AttestedChannelCredentials, proveServerIdentity } from '@constellation/atls';
-import { TpmValidator } from '@constellation/attestation';
 import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey, markedPcr15 } from '@constellation/keys';
-import { RecoveryServiceClient } from '@constellation/proto';
 import type { DescribeResponse, RecoverRequest, RecoverResponse } from '@constellation/proto';
 import { waitFor, withTimeout } from '@constellation/testing';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MEASUREMENTS, TestNode, initRequest, startCluster } from './node.fixture.js';
+import { TestNode, initRequest, startCluster } from './node.fixture.js';
 import type { BootstrapOutcome, Cluster } from './node.fixture.js';
 import { RECOVERY_RETRY_AFTER_MS } from './recovery-service.js';
 
@@ -38,13 +35,7 @@ interface Caller {
 
 /** A CLI-like caller: attested TLS, the node's EK identity proven, then Recover calls on that channel. */
 async function caller(): Promise<Caller> {
-  const credentials = new AttestedChannelCredentials([new TpmValidator({ measurements: MEASUREMENTS })]);
-  const client = new RecoveryServiceClient(
-    `127.0.0.1:${node.recoveryPort}`,
-    credentials.credentials,
-    credentials.channelOptions,
-  );
-  await proveServerIdentity(client.getChannel(), credentials, cluster.ekVerifier);
+  const { client } = await node.recoveryClient();
   return {
     describe: () =>
       new Promise((resolve, reject) => {
