@@ -1,5 +1,6 @@
 import { createServer } from 'node:http';
 import type { Socket } from 'node:net';
+import { EstablishedConnections } from '@constellation/atls';
 import type { JoinMetrics } from './metrics.js';
 
 export interface MetricsServer {
@@ -32,23 +33,9 @@ export async function startMetricsServer(metrics: JoinMetrics, host: string, por
   });
   http.headersTimeout = REQUEST_TIMEOUT_MS;
   http.requestTimeout = REQUEST_TIMEOUT_MS;
-  const byAddress = new Map<string, number>();
-  let open = 0;
+  const kept = new EstablishedConnections(METRICS_CONNECTIONS);
   http.on('connection', (socket: Socket) => {
-    const address = socket.remoteAddress ?? '';
-    const held = byAddress.get(address) ?? 0;
-    if (held >= METRICS_CONNECTIONS.perAddress || open >= METRICS_CONNECTIONS.total) {
-      socket.destroy();
-      return;
-    }
-    byAddress.set(address, held + 1);
-    open++;
-    socket.once('close', () => {
-      open--;
-      const left = (byAddress.get(address) ?? 1) - 1;
-      if (left > 0) byAddress.set(address, left);
-      else byAddress.delete(address);
-    });
+    if (!kept.admit(socket)) socket.destroy();
   });
   await new Promise<void>((resolve) => http.listen(port, host, resolve));
   const address = http.address();

@@ -11,7 +11,7 @@ import type { Logger } from '@constellation/logger';
 import { ActivationBudget, addActivationService } from './activation-service.js';
 import { connectionPeer } from './grpc-front.js';
 import { GrpcTlsFront } from './grpc-tls-front.js';
-import type { EstablishedLimit } from './grpc-front.js';
+import type { EstablishedLimit } from './established-connections.js';
 import { processAttestationLimits } from './attestation-limits.js';
 import type { AttestationLimits } from './attestation-limits.js';
 import { serverNameToNonce } from './nonce-server-name.js';

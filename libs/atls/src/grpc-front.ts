@@ -1,5 +1,7 @@
 import type { Server as NetServer, Socket } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
+import { EstablishedConnections } from './established-connections.js';
+import type { EstablishedLimit } from './established-connections.js';
 
 /**
  * A connection's remote address and port, as grpc-js names a call's peer; the same for the TCP
@@ -17,12 +19,6 @@ export function connectionPeer(socket: Socket): string {
  * what was sent before the socket is destroyed.
  */
 const HALF_CLOSED_MS = 1_000;
-
-/** Most established connections kept at once: from one remote address, and in all. */
-export interface EstablishedLimit {
-  perAddress: number;
-  total: number;
-}
 
 export interface GrpcFrontHooks {
   /** Sees each connection once it is established (TLS: its handshake done), before grpc-js gets it. */
@@ -42,7 +38,8 @@ export class GrpcFront<S extends NetServer> {
   readonly server: S;
   private readonly injector: ReturnType<grpc.Server['createConnectionInjector']>;
   private readonly sockets = new Set<Socket>();
-  private readonly byAddress = new Map<string, number>();
+  /** With `hooks.established`: what is kept, per address and in all. */
+  protected readonly established: EstablishedConnections | undefined;
 
   /** `listen` makes the server with the handler of its established connections. */
   protected constructor(
@@ -51,8 +48,10 @@ export class GrpcFront<S extends NetServer> {
     hooks: GrpcFrontHooks = {},
   ) {
     this.injector = grpcServer.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+    const established = hooks.established === undefined ? undefined : new EstablishedConnections(hooks.established);
+    this.established = established;
     this.server = listen((socket) => {
-      if (!this.admit(socket, hooks.established)) {
+      if (established !== undefined && !established.admit(socket)) {
         hooks.onRefused?.(socket.remoteAddress ?? '');
         socket.destroy();
         return;
@@ -65,26 +64,6 @@ export class GrpcFront<S extends NetServer> {
       hooks.onSecure?.(socket);
       this.injector.injectConnection(socket);
     });
-  }
-
-  /** Whether one more established connection from `address` would be beyond `limit`. */
-  protected full(address: string, limit: EstablishedLimit): boolean {
-    return (this.byAddress.get(address) ?? 0) >= limit.perAddress || this.sockets.size >= limit.total;
-  }
-
-  /** Counts the connection against `limit`, or says it is one too many. */
-  private admit(socket: Socket, limit: EstablishedLimit | undefined): boolean {
-    if (limit === undefined) return true;
-    const address = socket.remoteAddress ?? '';
-    if (this.full(address, limit)) return false;
-    const held = this.byAddress.get(address) ?? 0;
-    this.byAddress.set(address, held + 1);
-    socket.once('close', () => {
-      const left = (this.byAddress.get(address) ?? 1) - 1;
-      if (left > 0) this.byAddress.set(address, left);
-      else this.byAddress.delete(address);
-    });
-    return true;
   }
 
   /** Listens on `host:port` (port 0 picks a free port) and resolves with the bound port. */

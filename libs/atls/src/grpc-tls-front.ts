@@ -23,11 +23,11 @@ export class GrpcTlsFront extends GrpcFront<TlsServer> {
       socket.destroy();
     });
     // A peer already at its bound is cut at accept, before its ClientHello costs any TLS work.
-    const limit = hooks.established;
-    if (limit !== undefined) {
+    const established = this.established;
+    if (established !== undefined) {
       this.tls.on('connection', (socket: Socket) => {
         const address = socket.remoteAddress ?? '';
-        if (!this.full(address, limit)) return;
+        if (!established.full(address)) return;
         hooks.onRefused?.(address);
         socket.destroy();
       });

@@ -20,7 +20,9 @@ export { AgentAttester, issuerAttester, serveAttestationAgent } from './service-
 export { GrpcTlsFront } from './grpc-tls-front.js';
 export { GrpcPlainFront } from './grpc-plain-front.js';
 export { connectionPeer } from './grpc-front.js';
-export type { EstablishedLimit, GrpcFrontHooks } from './grpc-front.js';
+export type { GrpcFrontHooks } from './grpc-front.js';
+export { EstablishedConnections } from './established-connections.js';
+export type { EstablishedLimit } from './established-connections.js';
 export {
   SERVICE_CHANNEL_OPTIONS,
   serviceChannelCredentials,

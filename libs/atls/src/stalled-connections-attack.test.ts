@@ -2,7 +2,7 @@ import type * as grpc from '@grpc/grpc-js';
 import { DummyIssuer } from '@constellation/attestation/testing';
 import { HealthStatus, createGrpcServer } from '@constellation/proto';
 import { describe, expect, it } from 'vitest';
-import type { EstablishedLimit } from './grpc-front.js';
+import type { EstablishedLimit } from './established-connections.js';
 import { AttestationLimits } from './attestation-limits.js';
 import { AttestedTlsServer } from './attested-tls-server.js';
 import { stalledCall } from './stranger-connection.fixture.js';
