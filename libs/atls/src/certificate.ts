@@ -10,6 +10,7 @@ import {
   integer,
   octetString,
   oid,
+  pemBlock,
   readTlv,
   sequence,
   set,
@@ -87,8 +88,7 @@ export function createCertificate(spec: CertificateSpec): Buffer {
 
 /** PEM form of a DER certificate. */
 export function certificateToPem(der: Buffer): string {
-  const lines = der.toString('base64').match(/.{1,64}/g) ?? [];
-  return `-----BEGIN CERTIFICATE-----\n${lines.join('\n')}\n-----END CERTIFICATE-----\n`;
+  return `${pemBlock('CERTIFICATE', der)}\n`;
 }
 
 export interface CertificateFields {

@@ -27,6 +27,7 @@ import {
   smallInteger,
   tlv,
 } from './der-writer.js';
+import { pemBlock } from './pem.js';
 import { readCanonicalSpki, spkiKeyJwk } from './subject-public-key.js';
 import { attributeValueText, directoryStringText, generalNameKind, readNameAttributes } from './x509-name.js';
 import type { SpkiKey } from './subject-public-key.js';
@@ -257,5 +258,21 @@ describe('X.509 extensions', () => {
     });
     expect(() => read(sequence(oid('2.5.29.17')))).toThrow('extension: extnValue is missing');
     expect(() => read(set(oid('2.5.29.17')))).toThrow('extension should have tag 0x30, has 0x31');
+  });
+});
+
+describe('pemBlock', () => {
+  it('writes 64-column lines and no empty line, also when the body fills its last line (pem.EncodeToMemory)', () => {
+    // 96 bytes are 128 base64 characters: exactly two full lines.
+    const full = pemBlock('CERTIFICATE REQUEST', Buffer.alloc(96, 1));
+    expect(full.split('\n')).toEqual([
+      '-----BEGIN CERTIFICATE REQUEST-----',
+      'AQEB'.repeat(16),
+      'AQEB'.repeat(16),
+      '-----END CERTIFICATE REQUEST-----',
+    ]);
+    expect(pemBlock('CERTIFICATE', Buffer.from([1, 2]))).toBe(
+      '-----BEGIN CERTIFICATE-----\nAQI=\n-----END CERTIFICATE-----',
+    );
   });
 });

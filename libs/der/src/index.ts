@@ -46,3 +46,4 @@ export type { NameAttribute } from './x509-name.js';
 export { attributeValueText, directoryStringText, generalNameKind, readNameAttributes } from './x509-name.js';
 export type { CertificateFields } from './certificate-reader.js';
 export { readCertificate } from './certificate-reader.js';
+export { pemBlock } from './pem.js';

@@ -10,6 +10,7 @@ import {
   integer,
   octetString,
   oid,
+  pemBlock,
   sequence,
   set,
   signWith,
@@ -107,9 +108,5 @@ export function signCertificate(spec: CertificateSpec): Buffer {
 
 /** PEM "CERTIFICATE" of a DER certificate, 64 columns, no final newline (as @peculiar/x509 writes it). */
 export function certificatePem(der: Uint8Array): string {
-  const lines =
-    Buffer.from(der)
-      .toString('base64')
-      .match(/.{1,64}/g) ?? [];
-  return `-----BEGIN CERTIFICATE-----\n${lines.join('\n')}\n-----END CERTIFICATE-----`;
+  return pemBlock('CERTIFICATE', der);
 }

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { pemBlock } from '@constellation/der';
 import { createKubeletCsr } from '@constellation/keys';
 import type { Credential } from './https-json.js';
 import { httpsJson } from './https-json.js';
@@ -32,8 +33,7 @@ export async function tlsBootstrap(
   const { csrDer, keyPem } = await createKubeletCsr(nodeName, []);
   // pem.EncodeToMemory: 64-column lines, no empty line (a body that fills its last line ended in
   // one before, which Go's pem.Decode ignores but not every PEM reader does).
-  const lines = csrDer.toString('base64').match(/.{1,64}/g) ?? [];
-  const request = `-----BEGIN CERTIFICATE REQUEST-----\n${lines.join('\n')}\n-----END CERTIFICATE REQUEST-----\n`;
+  const request = `${pemBlock('CERTIFICATE REQUEST', csrDer)}\n`;
   const name = `node-csr-${randomBytes(8).toString('hex')}`;
   const credential: Credential = { token };
   const created = await httpsJson(`${server}${CSR_PATH}`, {
