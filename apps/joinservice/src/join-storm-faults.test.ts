@@ -63,14 +63,20 @@ describe('a join storm with faults', () => {
   }, 55_000);
 
   it('refuses with UNAVAILABLE and retry-after while the API server is silent for 10 s, and recovers by itself', async () => {
-    cluster = await StormCluster.start({ dir: await tempDirForTest(), ekCa, identities, program: 'source' });
+    cluster = await StormCluster.start({
+      dir: await tempDirForTest(),
+      ekCa,
+      identities,
+      program: 'source',
+      silenceableApi: true,
+    });
     await cluster.startService();
     const running = cluster;
     const half = NODES / 2;
     // Half the nodes join first, then the API goes silent and the other half storms into it.
     const before = await running.storm({ first: 0, end: half, giveUpAfterMs: 30_000 });
     expect(before.failed).toEqual([]);
-    running.proxy.pause();
+    running.silenceApi();
     let resumedAfterMs = 0;
     const result = await running.storm({
       first: half,
@@ -78,7 +84,7 @@ describe('a join storm with faults', () => {
       giveUpAfterMs: 40_000,
       during: async (startedAtMs) => {
         await new Promise((resolve) => setTimeout(resolve, 10_000 - (Date.now() - startedAtMs)));
-        running.proxy.resume();
+        running.resumeApi();
         resumedAfterMs = Date.now() - startedAtMs;
       },
     });

@@ -17,7 +17,7 @@ import { atlsPublicRoot, issueFromPublicRoot } from '@constellation/atls';
 import type { EkCa } from '@constellation/swtpm';
 import { buildBundles } from '@constellation/testing';
 import { StormCluster, stormIdentities } from './join-storm.fixture.js';
-import type { StormResult } from './join-storm.fixture.js';
+import type { StormClusterOptions, StormResult } from './join-storm.fixture.js';
 import type { SoftwareTpmIdentity } from './software-tpm.fixture.js';
 
 const STEADY_NODES = Number(process.env['BENCH_STEADY_NODES'] ?? 240);
@@ -36,7 +36,7 @@ const HANDSHAKES = 300;
 const WARMUP_HANDSHAKES = 100;
 /** The fault run kills the service once a quarter of its nodes have their tickets. */
 const KILL_AFTER_TICKETS = Math.ceil(FAULT_NODES / 4);
-const CACHE = process.env['BENCH_IDENTITY_CACHE'] ?? join(tmpdir(), 'constellation-join-storm-identities');
+const CACHE = process.env['BENCH_IDENTITY_CACHE'] ?? join(tmpdir(), 'constellation-join-storm-identities-rsa-ca');
 
 function leaf(name: string): { key: string; cert: string } {
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
@@ -113,14 +113,16 @@ async function withCluster<T>(
   ekCa: EkCa,
   identities: readonly SoftwareTpmIdentity[],
   run: (cluster: StormCluster) => Promise<T>,
-  cpuProfileDir?: string,
+  options: Pick<StormClusterOptions, 'silenceableApi'> & { cpuProfileDir?: string | undefined } = {},
 ): Promise<T> {
   const dir = join(tmpdir(), `constellation-join-storm-${process.pid}-${Date.now()}`);
+  const { cpuProfileDir, ...rest } = options;
   const cluster = await StormCluster.start({
     dir,
     ekCa,
     identities,
     program: 'bundle',
+    ...rest,
     ...(cpuProfileDir === undefined ? {} : { cpuProfileDir }),
   });
   try {
@@ -139,7 +141,7 @@ const making = performance.now();
 const { ekCa, identities, manufactured } = await stormIdentities(CACHE, needed);
 console.log('\nJoinService join storms (service: bundled program, own process; nodes: 2 other processes)');
 console.log(
-  `node identities: ${identities.length} SOFTWARE TPMs (RSA-2048 EK + EK certificate from the bench EK CA (ECDSA P-384 root and intermediate) + ECDSA AK), ${manufactured} manufactured now in ${((performance.now() - making) / 1000).toFixed(1)} s, the rest from the cache ${CACHE}`,
+  `node identities: ${identities.length} SOFTWARE TPMs (RSA-2048 EK + EK certificate from the bench EK CA (${ekCa.keyAlgorithm === 'rsa-2048' ? 'RSA-2048 root and intermediate, SHA-256, as TPM vendors sign RSA EK certificates' : 'ECDSA P-384 root and intermediate'}) + ECDSA AK), ${manufactured} manufactured now in ${((performance.now() - making) / 1000).toFixed(1)} s, the rest from the cache ${CACHE}`,
 );
 console.log(`load average at the start (other work on this machine shows here): ${loadavg()[0]?.toFixed(1) ?? '?'}`);
 console.log(
@@ -158,7 +160,7 @@ const { warmup, steady } = await withCluster(
         : undefined;
     return { warmup, steady: await cluster.storm({ first: WARMUP_NODES, processes: 2, concurrency: CONCURRENT / 2 }) };
   },
-  process.env['BENCH_CPU_PROF'],
+  { cpuProfileDir: process.env['BENCH_CPU_PROF'] },
 );
 const tlsCpuAtStart = process.cpuUsage();
 const tls = await mutualTlsRate(HANDSHAKES, CONCURRENT, WARMUP_HANDSHAKES);
@@ -200,7 +202,7 @@ for (const n of GROWTH) {
     ekCa,
     identities.slice(0, n),
     (cluster) => cluster.storm({ processes: GROWTH_NODE_PROCESSES }),
-    process.env['BENCH_CPU_PROF'],
+    { cpuProfileDir: process.env['BENCH_CPU_PROF'] },
   );
   console.log(`  N=${String(n).padStart(3)}: ${summary(result)}`);
   // Which calls make the tail: a storm's first calls share the CPU with every node's handshake.
@@ -239,18 +241,23 @@ console.log(
 );
 
 // 4. The API server silent for 10 s during a storm.
-const silent = await withCluster(ekCa, identities.slice(0, FAULT_NODES), async (cluster) => {
-  const result = await cluster.storm({
-    processes: 2,
-    during: async () => {
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
-      cluster.proxy.pause();
-      await new Promise((resolve) => setTimeout(resolve, 10_000));
-      cluster.proxy.resume();
-    },
-  });
-  return { result, audit: cluster.auditTokens(result.outcomes) };
-});
+const silent = await withCluster(
+  ekCa,
+  identities.slice(0, FAULT_NODES),
+  async (cluster) => {
+    const result = await cluster.storm({
+      processes: 2,
+      during: async () => {
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+        cluster.silenceApi();
+        await new Promise((resolve) => setTimeout(resolve, 10_000));
+        cluster.resumeApi();
+      },
+    });
+    return { result, audit: cluster.auditTokens(result.outcomes) };
+  },
+  { silenceableApi: true },
+);
 console.log(`\nAPI server silent for 10 s (from 1 s into a ${FAULT_NODES}-node storm):`);
 console.log(`  ${summary(silent.result)}`);
 console.log(

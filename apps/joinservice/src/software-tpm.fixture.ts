@@ -15,6 +15,7 @@ import { ekPublicKeyHash, kdfa, pemCertificatesToDer } from '@constellation/atte
 import type { Issuer, Measurements, RootedIdentity } from '@constellation/attestation';
 import { SoftwareAttester } from '@constellation/attestation/testing';
 import type { Credential, TpmIdentity } from '@constellation/proto';
+import { ekCaDigestOption } from '@constellation/swtpm';
 import type { EkCa } from '@constellation/swtpm';
 import { TpmReader, ekTemplate, marshalPublic } from '@constellation/tpm';
 import type { RsaPublic } from '@constellation/tpm';
@@ -128,7 +129,7 @@ async function issueEkCertificate(ca: EkCa, name: string, ekPublicPem: string, w
         `0x${Buffer.from(name).toString('hex').slice(0, 30)}01`,
         '-days',
         '3650',
-        '-sha384',
+        ekCaDigestOption(ca.keyAlgorithm),
         '-extfile',
         extPath,
         '-outform',

@@ -1,5 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { X509Certificate, randomBytes } from 'node:crypto';
+import { chmod, mkdir, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { requireProgram, runProgram } from './programs.js';
 
@@ -17,13 +17,25 @@ export interface EkCa {
   localcaConfigPath: string;
   /** swtpm_localca options: the platform certificate's manufacturer, model and version. */
   localcaOptionsPath: string;
+  /** The key type of both CA levels, and so how EK certificates are signed. */
+  keyAlgorithm: EkCaKeyAlgorithm;
 }
+
+/**
+ * ECDSA P-384 (SHA-384) is quick to generate, so tests use it. TPM vendors sign RSA EK
+ * certificates with RSA CAs (Infineon's "OPTIGA(TM) RSA Manufacturing CA 034" and STMicro's "STM
+ * TPM EK Intermediate CA 05" hold RSA-2048 keys and sign with SHA-256), and a verifier checks an
+ * RSA signature in a twentieth of the time of a P-384 one: the join storm bench uses RSA-2048.
+ */
+export type EkCaKeyAlgorithm = 'ecdsa-p384' | 'rsa-2048';
 
 export interface EkCaOptions {
   /** Common-name prefix of the CA certificates. */
   name?: string;
   /** Bound for each openssl run. */
   timeoutMs?: number;
+  /** ecdsa-p384 by default. */
+  keyAlgorithm?: EkCaKeyAlgorithm;
 }
 
 const FILES = {
@@ -37,7 +49,7 @@ const FILES = {
 } as const;
 
 /** The paths of the CA in `dir`, whether or not it exists yet. */
-export function ekCaPaths(dir: string): EkCa {
+export function ekCaPaths(dir: string, keyAlgorithm: EkCaKeyAlgorithm = 'ecdsa-p384'): EkCa {
   const abs = resolve(dir);
   return {
     dir: abs,
@@ -47,11 +59,20 @@ export function ekCaPaths(dir: string): EkCa {
     intermediateKeyPath: join(abs, FILES.intermediateKey),
     localcaConfigPath: join(abs, FILES.config),
     localcaOptionsPath: join(abs, FILES.options),
+    keyAlgorithm,
   };
 }
 
-/** P-384 key and certificate settings both CA levels use. */
-const EC_KEY = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-384', '-sha384', '-nodes'];
+/** openssl's key and certificate settings both CA levels use. */
+const KEY_OPTIONS: Record<EkCaKeyAlgorithm, string[]> = {
+  'ecdsa-p384': ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-384', '-sha384', '-nodes'],
+  'rsa-2048': ['-newkey', 'rsa:2048', '-sha256', '-nodes'],
+};
+
+/** The digest a CA of `keyAlgorithm` signs certificates with (openssl's option). */
+export function ekCaDigestOption(keyAlgorithm: EkCaKeyAlgorithm): '-sha384' | '-sha256' {
+  return keyAlgorithm === 'rsa-2048' ? '-sha256' : '-sha384';
+}
 const CA_DAYS = '3650';
 
 /** The self-signed root: CA without a path length limit. */
@@ -62,7 +83,7 @@ async function createRoot(openssl: string, ca: EkCa, name: string, timeoutMs: nu
       'req',
       '-x509',
       '-new',
-      ...EC_KEY,
+      ...KEY_OPTIONS[ca.keyAlgorithm],
       '-keyout',
       ca.rootKeyPath,
       '-out',
@@ -88,7 +109,17 @@ async function createIntermediate(openssl: string, ca: EkCa, name: string, timeo
   const extensions = join(ca.dir, 'intermediate.ext');
   await runProgram(
     openssl,
-    ['req', '-new', ...EC_KEY, '-keyout', ca.intermediateKeyPath, '-out', csr, '-subj', `/CN=${name} EK CA`],
+    [
+      'req',
+      '-new',
+      ...KEY_OPTIONS[ca.keyAlgorithm],
+      '-keyout',
+      ca.intermediateKeyPath,
+      '-out',
+      csr,
+      '-subj',
+      `/CN=${name} EK CA`,
+    ],
     { timeoutMs },
   );
   await writeFile(
@@ -116,7 +147,7 @@ async function createIntermediate(openssl: string, ca: EkCa, name: string, timeo
       `0x${randomBytes(16).toString('hex')}`,
       '-days',
       CA_DAYS,
-      '-sha384',
+      ekCaDigestOption(ca.keyAlgorithm),
       '-extfile',
       extensions,
       '-out',
@@ -153,14 +184,14 @@ async function writeLocalcaConfig(ca: EkCa): Promise<void> {
 }
 
 /**
- * Creates a root and an intermediate CA (ECDSA P-384, openssl: fast to generate, and certtool
- * signs EK certificates with it) in `dir` and the swtpm_localca
+ * Creates a root and an intermediate CA (ECDSA P-384 unless asked otherwise, openssl: fast to
+ * generate, and certtool signs EK certificates with it) in `dir` and the swtpm_localca
  * configuration that signs with the intermediate. The directory must be empty or missing. We
  * make the keys ourselves rather than letting swtpm_localca create them on first use, so that
  * the root is known before any TPM is manufactured and parallel first uses cannot race.
  */
 export async function createEkCa(dir: string, options: EkCaOptions = {}): Promise<EkCa> {
-  const ca = ekCaPaths(dir);
+  const ca = ekCaPaths(dir, options.keyAlgorithm);
   const name = options.name ?? 'Constellation';
   const timeoutMs = options.timeoutMs ?? 60_000;
   const openssl = await requireProgram('openssl');
@@ -178,11 +209,17 @@ export async function createEkCa(dir: string, options: EkCaOptions = {}): Promis
 
 /** The CA in `dir` created earlier by createEkCa; throws when its files are missing. */
 export async function openEkCa(dir: string): Promise<EkCa> {
-  const ca = ekCaPaths(dir);
-  for (const path of [ca.rootCertPath, ca.intermediateCertPath, ca.intermediateKeyPath, ca.localcaConfigPath]) {
+  const paths = ekCaPaths(dir);
+  for (const path of [
+    paths.rootCertPath,
+    paths.intermediateCertPath,
+    paths.intermediateKeyPath,
+    paths.localcaConfigPath,
+  ]) {
     await stat(path).catch((err: unknown) => {
-      throw new Error(`EK CA in ${ca.dir} is incomplete: ${path} is missing`, { cause: err });
+      throw new Error(`EK CA in ${paths.dir} is incomplete: ${path} is missing`, { cause: err });
     });
   }
-  return ca;
+  const intermediate = new X509Certificate(await readFile(paths.intermediateCertPath));
+  return { ...paths, keyAlgorithm: intermediate.publicKey.asymmetricKeyType === 'rsa' ? 'rsa-2048' : 'ecdsa-p384' };
 }

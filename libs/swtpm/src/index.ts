@@ -1,5 +1,5 @@
-export type { EkCa } from './ek-ca.js';
-export { createEkCa, ekCaPaths, openEkCa } from './ek-ca.js';
+export type { EkCa, EkCaKeyAlgorithm } from './ek-ca.js';
+export { createEkCa, ekCaDigestOption, ekCaPaths, openEkCa } from './ek-ca.js';
 export type { ManufacturedTpm } from './manufacture.js';
 export { manufactureTpm } from './manufacture.js';
 export type { SwtpmProcess } from './process.js';

@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEkCa } from './ek-ca.js';
+import { createEkCa, openEkCa } from './ek-ca.js';
 import type { EkCa } from './ek-ca.js';
 import { manufactureTpm, spkiSha256 } from './manufacture.js';
 import type { ManufacturedTpm } from './manufacture.js';
@@ -43,6 +43,25 @@ describe('EK CA', () => {
     expect(intermediate.verify(rootCert.publicKey)).toBe(true);
     expect(intermediate.issuer).toBe(rootCert.subject);
     await expect(createEkCa(ca.dir)).rejects.toThrow(/is not empty/);
+  });
+
+  it('is ECDSA P-384 by default and RSA-2048 with SHA-256 when asked, and openEkCa tells which', async () => {
+    const intermediate = new X509Certificate(await readFile(ca.intermediateCertPath));
+    expect(intermediate.publicKey.asymmetricKeyDetails?.namedCurve).toBe('secp384r1');
+    expect((await openEkCa(ca.dir)).keyAlgorithm).toBe('ecdsa-p384');
+
+    const rsa = await createEkCa(join(root, 'rsa-ca'), { keyAlgorithm: 'rsa-2048' });
+    expect(rsa.keyAlgorithm).toBe('rsa-2048');
+    const rsaRoot = new X509Certificate(await readFile(rsa.rootCertPath));
+    const rsaIntermediate = new X509Certificate(await readFile(rsa.intermediateCertPath));
+    expect(rsaIntermediate.publicKey.asymmetricKeyDetails?.modulusLength).toBe(2048);
+    expect(rsaIntermediate.verify(rsaRoot.publicKey)).toBe(true);
+    // sha256WithRSAEncryption, as vendors' RSA EK CAs sign (openssl prints the algorithm's name).
+    const text = await runProgram('openssl', ['x509', '-in', rsa.intermediateCertPath, '-noout', '-text'], {
+      timeoutMs: 10_000,
+    });
+    expect(text.stdout).toMatch(/Signature Algorithm: sha256WithRSAEncryption/);
+    expect((await openEkCa(rsa.dir)).keyAlgorithm).toBe('rsa-2048');
   });
 });
 
