@@ -7,13 +7,16 @@ import { bootstrapTokenExpired } from '../kube-api/bootstrap-token-expiration.js
  * (pkg/controller/bootstrap/bootstrapsigner.go, tokencleaner.go), which kubeadm enables: the
  * kube-public/cluster-info ConfigMap carries one `jws-kubeconfig-<token id>` key per valid token
  * marked usage-bootstrap-signing=true, signing its `kubeconfig`; signatures of other tokens are
- * removed; expired token Secrets are deleted. Runs after each change to token Secrets or to
- * cluster-info (as the real controllers do from their watches), and on a timer for expiries.
+ * removed; expired token Secrets are deleted. As the real controllers do from their watches, the
+ * cleaner looks at each token Secret that changed (tokencleaner queues the Secret's key), the
+ * signer re-signs after each change to token Secrets or to cluster-info, and a timer catches
+ * expiries (tokencleaner re-queues a Secret for its expiry time).
  */
 
 const CLUSTER_INFO = { namespace: 'kube-public', name: 'cluster-info' } as const;
 const JWS_PREFIX = 'jws-kubeconfig-';
 const TOKEN_SECRET_TYPE = 'bootstrap.kubernetes.io/token';
+const TOKEN_NAMESPACE = 'kube-system';
 
 export interface BootstrapSignerTypes {
   secrets: ResourceType;
@@ -25,7 +28,7 @@ interface SigningToken {
   secret: string;
 }
 
-/** What the signer needs of a token Secret, by the resourceVersion it was decoded from. */
+/** What the controllers need of a token Secret, by the resourceVersion it was decoded from. */
 interface DecodedToken {
   resourceVersion: string;
   expiration: string;
@@ -34,6 +37,10 @@ interface DecodedToken {
 
 export class BootstrapSigner {
   private scheduled = false;
+  /** Every reconcile scans all token Secrets: the timer's, and the first. */
+  private fullScan = true;
+  /** Token Secrets changed since the last reconcile, for the cleaner. */
+  private readonly changed = new Set<string>();
   private readonly decoded = new Map<string, DecodedToken>();
   private readonly timer: NodeJS.Timeout;
 
@@ -43,9 +50,13 @@ export class BootstrapSigner {
     resyncMs = 1_000,
   ) {
     store.onChange((change) => {
-      if (this.concerns(change.object, change.type)) this.schedule();
+      if (this.isTokenSecret(change.object, change.type)) {
+        if (!change.deleted) this.changed.add(change.object.metadata.name);
+        this.schedule();
+      } else if (this.isClusterInfo(change.object, change.type)) this.schedule();
     });
     this.timer = setInterval(() => {
+      this.fullScan = true;
       this.schedule();
     }, resyncMs);
     this.timer.unref();
@@ -56,8 +67,16 @@ export class BootstrapSigner {
     clearInterval(this.timer);
   }
 
-  private concerns(object: KubeObject, type: ResourceType): boolean {
-    if (type.group === '' && type.resource === 'secrets') return object['type'] === TOKEN_SECRET_TYPE;
+  private isTokenSecret(object: KubeObject, type: ResourceType): boolean {
+    return (
+      type.group === '' &&
+      type.resource === 'secrets' &&
+      object.metadata.namespace === TOKEN_NAMESPACE &&
+      object['type'] === TOKEN_SECRET_TYPE
+    );
+  }
+
+  private isClusterInfo(object: KubeObject, type: ResourceType): boolean {
     return (
       type.group === '' &&
       type.resource === 'configmaps' &&
@@ -77,16 +96,21 @@ export class BootstrapSigner {
   }
 
   private reconcile(now = Date.now()): void {
-    const tokens = this.cleanTokens(now);
-    let clusterInfo: KubeObject;
+    let clusterInfo: KubeObject | undefined;
     try {
       clusterInfo = this.store.get(this.types.configMaps, CLUSTER_INFO.namespace, CLUSTER_INFO.name);
     } catch {
-      return; // no cluster-info yet: nothing to sign
+      clusterInfo = undefined; // no cluster-info yet: nothing to sign
     }
+    const content = (clusterInfo?.['data'] as Record<string, string> | undefined)?.['kubeconfig'];
+    // Only signing, or the timer, needs every token; otherwise the changed ones are enough.
+    let tokens: SigningToken[] = [];
+    if (this.fullScan || content !== undefined) tokens = this.cleanAllTokens(now);
+    else this.cleanChangedTokens(now);
+    this.fullScan = false;
+    this.changed.clear();
+    if (clusterInfo === undefined || content === undefined) return;
     const data = { ...((clusterInfo['data'] as Record<string, string> | undefined) ?? {}) };
-    const content = data['kubeconfig'];
-    if (content === undefined) return;
     const wanted = Object.fromEntries(
       tokens.map((t) => [`${JWS_PREFIX}${t.id}`, computeDetachedSignature(content, t.id, t.secret)]),
     );
@@ -104,11 +128,11 @@ export class BootstrapSigner {
   }
 
   /** Deletes expired token Secrets (tokencleaner) and returns the valid signing tokens. */
-  private cleanTokens(now: number): SigningToken[] {
+  private cleanAllTokens(now: number): SigningToken[] {
     const signing: SigningToken[] = [];
     const expired: string[] = [];
     const seen = new Set<string>();
-    this.store.visit(this.types.secrets, 'kube-system', (secret) => {
+    this.store.visit(this.types.secrets, TOKEN_NAMESPACE, (secret) => {
       if (secret['type'] !== TOKEN_SECRET_TYPE) return;
       const { name } = secret.metadata;
       seen.add(name);
@@ -117,8 +141,26 @@ export class BootstrapSigner {
       else if (token.signing !== undefined) signing.push(token.signing);
     });
     for (const name of this.decoded.keys()) if (!seen.has(name)) this.decoded.delete(name);
-    for (const name of expired) this.store.delete(this.types.secrets, 'kube-system', name);
+    for (const name of expired) this.store.delete(this.types.secrets, TOKEN_NAMESPACE, name);
     return signing;
+  }
+
+  /** tokencleaner's per-key work: each changed token Secret, deleted if it has expired. */
+  private cleanChangedTokens(now: number): void {
+    for (const name of this.changed) {
+      let secret: KubeObject;
+      try {
+        secret = this.store.get(this.types.secrets, TOKEN_NAMESPACE, name);
+      } catch {
+        this.decoded.delete(name);
+        continue; // deleted meanwhile
+      }
+      if (secret['type'] !== TOKEN_SECRET_TYPE) continue;
+      if (bootstrapTokenExpired(this.tokenOf(secret).expiration, now)) {
+        this.store.delete(this.types.secrets, TOKEN_NAMESPACE, name);
+        this.decoded.delete(name);
+      }
+    }
   }
 
   /** A token Secret's fields, decoded once per resourceVersion. */

@@ -107,6 +107,34 @@ describe('bootstrapsigner and tokencleaner (pkg/controller/bootstrap)', () => {
     expect(gone).toBe(0);
     expect(api.store.get(CONFIGMAPS, 'kube-public', 'cluster-info')['data']).toEqual({ kubeconfig: 'cfg' });
   });
+
+  it('without cluster-info still deletes a token Secret that arrives expired, and one that expires later', async () => {
+    // tokencleaner queues each changed Secret and re-queues it for its expiry (tokencleaner.go
+    // evalSecret: AddAfter the time left); nothing there depends on cluster-info.
+    const api = await server();
+    const names = (): string[] => api.store.list(SECRETS, 'kube-system').items.map((s) => s.metadata.name);
+    api.store.create(
+      SECRETS,
+      'kube-system',
+      tokenSecret('eeeeee', 'e'.repeat(16), { expiration: new Date(Date.now() + 400).toISOString() }),
+    );
+    api.store.create(
+      SECRETS,
+      'kube-system',
+      tokenSecret('dddddd', 'd'.repeat(16), { expiration: new Date(Date.now() - 1_000).toISOString() }),
+    );
+    expect(await eventually(names, (n) => !n.includes('bootstrap-token-dddddd'))).toEqual(['bootstrap-token-eeeeee']);
+    expect(await eventually(names, (n) => n.length === 0)).toEqual([]);
+    // A token Secret elsewhere is not the cleaner's: NewTokenCleaner's FilterFunc takes only
+    // bootstrap-token Secrets whose Namespace is tokenSecretNamespace (kube-system).
+    api.store.create(
+      SECRETS,
+      'default',
+      tokenSecret('ffffff', 'f'.repeat(16), { expiration: new Date(Date.now() - 1_000).toISOString() }),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    expect(api.store.list(SECRETS, 'default').items.map((s) => s.metadata.name)).toEqual(['bootstrap-token-ffffff']);
+  });
 });
 
 describe('csrapproving and csrsigning for kubelet client certificates (pkg/controller/certificates)', () => {
