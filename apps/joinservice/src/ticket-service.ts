@@ -139,9 +139,12 @@ function checkRole(request: JoinTicketRequest, node: AdmittedNode): void {
  */
 export class TicketService {
   private readonly options: TicketServiceOptions;
+  /** The same for every ticket: derived once (an HKDF per ticket showed in the profile). */
+  private readonly measurementSecret: Buffer;
 
   constructor(options: TicketServiceOptions) {
     this.options = options;
+    this.measurementSecret = deriveMeasurementSecret(options.masterSecret.key, options.masterSecret.salt);
   }
 
   async joinTicket(request: JoinTicketRequest, node: AdmittedNode): Promise<JoinTicket> {
@@ -189,7 +192,7 @@ export class TicketService {
       return {
         stateDiskKey: deriveStateDiskKey(masterSecret.key, masterSecret.salt, request.diskUuid, node.ekPublicKeyHash),
         measurementSalt: this.options.measurementSalt,
-        measurementSecret: deriveMeasurementSecret(masterSecret.key, masterSecret.salt),
+        measurementSecret: Buffer.from(this.measurementSecret),
         apiServerEndpoint: this.options.apiServerEndpoint,
         token: token.token,
         discoveryTokenCaCertHash: pki.caPin,
@@ -228,7 +231,7 @@ export class TicketService {
     });
     return {
       stateDiskKey: deriveStateDiskKey(masterSecret.key, masterSecret.salt, request.diskUuid, node.ekPublicKeyHash),
-      measurementSecret: deriveMeasurementSecret(masterSecret.key, masterSecret.salt),
+      measurementSecret: Buffer.from(this.measurementSecret),
       measurementSalt: this.options.measurementSalt,
     };
   }
