@@ -428,7 +428,32 @@ async function diagnosticReport(child: ChildProcess, dir: string): Promise<strin
       // Still being written.
     }
   }
-  return 'no diagnostic report within 3 s (its main thread did not get to it)';
+  return `no diagnostic report within 3 s (its main thread did not get to it); ${await nativeStacks(child.pid)}`;
+}
+
+/**
+ * Every thread's native stack (gdb, where installed): what a process whose main thread cannot
+ * even write a diagnostic report is blocked in. A node process hung so, asleep before it said
+ * ready, in a storm of the bench (cause unknown).
+ */
+async function nativeStacks(pid: number | undefined): Promise<string> {
+  if (pid === undefined || !existsSync('/usr/bin/gdb')) return 'no gdb for its native stacks';
+  try {
+    const { stdout } = await runChecked(
+      '/usr/bin/gdb',
+      ['-p', String(pid), '-batch', '-ex', 'thread apply all bt 12'],
+      {
+        timeoutMs: 30_000,
+      },
+    );
+    const frames = stdout
+      .toString()
+      .split('\n')
+      .filter((line) => /^(Thread |#\d)/.test(line));
+    return `native stacks (gdb): ${frames.join(' | ').slice(0, 8_000)}`;
+  } catch (err) {
+    return `gdb could not read its native stacks: ${errorMessage(err)}`;
+  }
 }
 
 /** One node process: ready once it loaded its identities; `go` starts its nodes; `done` has their outcomes. */
