@@ -1,5 +1,7 @@
 import { Agent, get } from 'node:http';
 import * as k8s from '@kubernetes/client-node';
+import { pemBlock } from '@constellation/der';
+import { createKubeletCsr } from '@constellation/keys';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeApiServer } from './kube-api-server.js';
 import { apiFailure } from './testing/api-failure.js';
@@ -282,6 +284,46 @@ describe('CertificateSigningRequest creation is validated', () => {
     );
     expect(failure.code).toBe(422);
     expect(failure.message).toContain('PEM block type must be CERTIFICATE REQUEST');
+  });
+
+  it('refuses a request whose DER does not parse or whose signature does not verify (422)', async () => {
+    // validation.go validateCSR: ParseCSR, then "check that the signature is valid" with
+    // csr.CheckSignature() (crypto/x509: "x509: ECDSA verification failure"); either error is
+    // field.Invalid(spec.request, ...). The approver checking the signature later is not enough:
+    // the real server never stores such a request.
+    const { csrDer } = await createKubeletCsr('worker-1', []);
+    const create = (name: string, der: Uint8Array): Promise<unknown> =>
+      certificates.createCertificateSigningRequest({
+        body: {
+          metadata: { name },
+          spec: {
+            request: Buffer.from(pemBlock('CERTIFICATE REQUEST', der)).toString('base64'),
+            signerName: 'kubernetes.io/kube-apiserver-client-kubelet',
+            usages: ['digital signature', 'client auth'],
+          },
+        },
+      });
+    const forged = Buffer.from(csrDer);
+    forged[forged.length - 1] = (forged.at(-1) ?? 0) ^ 0x01; // the signature's last byte
+    const badSignature = await apiFailure(create('node-csr-forged', forged));
+    expect(badSignature.code).toBe(422);
+    expect(badSignature.message).toContain('spec.request: Invalid value: []byte{');
+    expect(badSignature.message).toContain(': x509: ECDSA verification failure');
+    const garbage = await apiFailure(create('node-csr-not-der', Buffer.from('not DER at all')));
+    expect(garbage.code).toBe(422);
+    expect(garbage.message).toContain(': x509: malformed certificate request');
+    // pem.Decode drops spaces and tabs in the body, so a request wrapped so is the same request.
+    const spaced = pemBlock('CERTIFICATE REQUEST', csrDer).replace(/\n(?!-)/g, '\n \t');
+    await certificates.createCertificateSigningRequest({
+      body: {
+        metadata: { name: 'node-csr-spaced' },
+        spec: {
+          request: Buffer.from(spaced).toString('base64'),
+          signerName: 'kubernetes.io/kube-apiserver-client-kubelet',
+          usages: ['digital signature', 'client auth'],
+        },
+      },
+    });
   });
 
   it('refuses an unknown usage (422 Unsupported value)', async () => {

@@ -1,6 +1,7 @@
 import { createPublicKey } from 'node:crypto';
 import type { CertificateAuthority } from '@constellation/keys';
 import type { KubeObject, KubeObjectStore, ResourceType } from '../kube-object-store.js';
+import { certificateRequestDer } from '../certificate-request-pem.js';
 import { x509 } from '../x509.js';
 
 /*
@@ -134,18 +135,6 @@ export class KubeletCsrController {
       this.schedule(); // changed meanwhile: look again
     }
   }
-}
-
-/**
- * ParseCSR's pem.Decode: the first PEM block, which must be a CERTIFICATE REQUEST; line breaks,
- * spaces and tabs inside its base64 body do not matter (an empty line before END included).
- */
-function certificateRequestDer(text: string): Buffer | undefined {
-  const block = /-----BEGIN ([^-\r\n]+)-----\r?\n([\s\S]*?)-----END \1-----/.exec(text);
-  if (block?.[1] !== 'CERTIFICATE REQUEST') return undefined;
-  const body = (block[2] ?? '').replace(/[\s]/g, '');
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(body) || body.length % 4 !== 0) return undefined;
-  return Buffer.from(body, 'base64');
 }
 
 /** ValidateKubeletClientCSR: the request's CN and key when it is a kubelet client request. */

@@ -1,3 +1,6 @@
+import { certificateRequestDer } from '../certificate-request-pem.js';
+import { certificateRequestError } from './csr-signature.js';
+
 /** A field error as kube-apiserver words it: the field's path and what is wrong there. */
 export interface CsrFieldError {
   field: string;
@@ -38,21 +41,18 @@ function goBytes(bytes: Buffer): string {
 
 /**
  * What validateCertificateSigningRequest (pkg/apis/certificates/validation/validation.go) refuses
- * in a new request's spec: a request that is not a PEM CERTIFICATE REQUEST (ParseCSR in
- * pkg/apis/certificates/helpers.go; the signature check that follows is not repeated here), no
- * usages or an unknown one, no signer name, and an expirationSeconds under 600.
+ * in a new request's spec: a request that validateCSR refuses (not a PEM CERTIFICATE REQUEST as
+ * ParseCSR in pkg/apis/certificates/helpers.go reads it, a DER x509 cannot parse, a signature that
+ * does not verify), no usages or an unknown one, no signer name, and an expirationSeconds under 600.
  */
 export function csrSpecErrors(spec: Record<string, unknown>): CsrFieldError[] {
   const errors: CsrFieldError[] = [];
   const encoded = spec['request'];
   const request = typeof encoded === 'string' ? Buffer.from(encoded, 'base64') : Buffer.alloc(0);
-  const pem = /-----BEGIN ([A-Z ]+)-----\r?\n[A-Za-z0-9+/=\r\n]+-----END \1-----/.exec(request.toString('latin1'));
-  if (pem?.[1] !== 'CERTIFICATE REQUEST') {
-    errors.push({
-      field: 'spec.request',
-      detail: `Invalid value: ${goBytes(request)}: PEM block type must be CERTIFICATE REQUEST`,
-    });
-  }
+  const der = certificateRequestDer(request.toString('latin1'));
+  const invalid = der === undefined ? 'PEM block type must be CERTIFICATE REQUEST' : certificateRequestError(der);
+  if (invalid !== undefined)
+    errors.push({ field: 'spec.request', detail: `Invalid value: ${goBytes(request)}: ${invalid}` });
   const usages = Array.isArray(spec['usages']) ? (spec['usages'] as unknown[]) : [];
   if (usages.length === 0) errors.push({ field: 'spec.usages', detail: 'Required value' });
   usages.forEach((usage, i) => {
