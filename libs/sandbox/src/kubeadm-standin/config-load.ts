@@ -58,7 +58,10 @@ export function loadInitConfig(text: string, warn: Warn): { init: ResolvedInit; 
 }
 
 export function loadJoinConfig(text: string, warn: Warn): ResolvedJoin {
-  const docs = parseKubeadmConfig(text, warn);
+  // documentMapToJoinConfiguration reads the JoinConfiguration only: a KubeletConfiguration (or
+  // any other document) beside it is skipped silently; the joining kubelet's configuration comes
+  // from the cluster's kubelet-config ConfigMap.
+  const docs = parseKubeadmConfig(text, warn, ['JoinConfiguration']);
   if (docs.join === undefined) throw new ConfigError('no JoinConfiguration kind was found in the YAML file');
   const defaulted = defaultJoin(docs.join);
   const join = { ...defaulted, nodeRegistration: withSocketScheme(defaulted.nodeRegistration, warn) };

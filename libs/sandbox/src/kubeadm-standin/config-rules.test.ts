@@ -308,3 +308,30 @@ describe('ValidateDiscoveryBootstrapToken and pubkeypin', () => {
     expect(() => pinSet([`sha256:${'zz'.repeat(32)}`])).toThrow(/could not decode SHA-256 from hex/);
   });
 });
+
+describe('join reads only its JoinConfiguration (cmd/kubeadm/app/util/config/joinconfiguration.go)', () => {
+  const kubelet = (extra: Record<string, unknown>): string =>
+    stringify({ apiVersion: 'kubelet.config.k8s.io/v1beta1', kind: 'KubeletConfiguration', ...extra });
+
+  it('documentMapToJoinConfiguration: any other kind is skipped undecoded and without a warning', () => {
+    warnings.length = 0;
+    // A KubeletConfiguration is not read at join (the kubelet's comes from the kubelet-config
+    // ConfigMap): fields of any type, unknown fields and other component configs pass unseen.
+    const text = [
+      joinYaml(),
+      kubelet({ staticPodPath: 42, noSuchField: true }),
+      stringify({ apiVersion: 'kubeproxy.config.k8s.io/v1alpha1', kind: 'KubeProxyConfiguration', mode: [] }),
+    ].join('---\n');
+    expect(join(text).nodeRegistration.name).toBe('worker-1');
+    expect(warnings).toEqual([]);
+  });
+
+  it('SplitConfigDocuments (cmd/kubeadm/app/util/marshal.go) still checks every document: group, version and kind present, no kind twice', () => {
+    expect(refusal(() => join([joinYaml(), stringify({ apiVersion: 'v1', kind: 'ConfigMap' })].join('---\n')))).toBe(
+      'invalid configuration for GroupVersionKind {Group: Version:v1 Kind:ConfigMap}: kind and apiVersion is mandatory information that must be specified',
+    );
+    expect(refusal(() => join([joinYaml(), kubelet({}), kubelet({})].join('---\n')))).toBe(
+      'invalid configuration: kind "KubeletConfiguration" is specified twice in YAML file',
+    );
+  });
+});

@@ -141,12 +141,26 @@ const GROUP_VERSION_KIND = (kind: string, apiVersion: string): string => {
   return `schema.GroupVersionKind{Group:"${group}", Version:"${version}", Kind:"${kind}"}`;
 };
 
+/** SplitConfigDocuments' message for a document without group, version or kind (Go's %+v of the GVK). */
+function missingTypeMeta(kind: string, apiVersion: string): string {
+  const [group = '', version = ''] = apiVersion.includes('/') ? apiVersion.split('/') : ['', apiVersion];
+  return `invalid configuration for GroupVersionKind {Group:${group} Version:${version} Kind:${kind}}: kind and apiVersion is mandatory information that must be specified`;
+}
+
 /**
  * Parses a multi-document kubeadm config file. Like kubeadm (`SplitConfigDocuments` in
  * cmd/kubeadm/app/util/marshal.go) a kind may appear once per file; unknown fields are warned
  * about and dropped (VerifyUnmarshalStrict only logs); wrong types are errors.
+ *
+ * `only`, when given, names the kinds the caller reads: every other document passes
+ * SplitConfigDocuments' checks (group, version and kind present, no kind twice) and is then
+ * skipped without decoding or a word, as join's documentMapToJoinConfiguration skips them.
  */
-export function parseKubeadmConfig(text: string, warn: Warn = () => undefined): KubeadmDocuments {
+export function parseKubeadmConfig(
+  text: string,
+  warn: Warn = () => undefined,
+  only?: readonly string[],
+): KubeadmDocuments {
   const out: KubeadmDocuments = {};
   const seen = new Set<string>();
   for (const [index, doc] of parseAllDocuments(text, { uniqueKeys: true }).entries()) {
@@ -164,6 +178,11 @@ export function parseKubeadmConfig(text: string, warn: Warn = () => undefined): 
     const kind = typeof record.kind === 'string' ? record.kind : '';
     if (seen.has(kind)) throw new ConfigError(`invalid configuration: kind "${kind}" is specified twice in YAML file`);
     seen.add(kind);
+    if (only !== undefined && !only.includes(kind)) {
+      const apiVersion = typeof record.apiVersion === 'string' ? record.apiVersion : '';
+      if (kind === '' || !/^[^/]+\/[^/]+$/.test(apiVersion)) throw new ConfigError(missingTypeMeta(kind, apiVersion));
+      continue;
+    }
     const schema =
       kind === 'InitConfiguration'
         ? initConfigurationSchema
