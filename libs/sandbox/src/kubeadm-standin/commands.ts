@@ -16,7 +16,8 @@ import { fetchClusterConfiguration, uploadClusterConfiguration } from './kubeadm
 import { httpsJson } from './https-json.js';
 import type { Credential } from './https-json.js';
 import { kubeconfig } from './kubeconfig.js';
-import { markControlPlane, registerNode } from './kubelet-registration.js';
+import { registerNode } from './kubelet-registration.js';
+import { markControlPlane } from './mark-control-plane.js';
 import { currentClientCredential, storeClientCredential } from './kubelet-cert-store.js';
 import { TlsBootstrapError, tlsBootstrap } from './kubelet-tls-bootstrap.js';
 import type { KubeletClientCredential } from './kubelet-tls-bootstrap.js';
@@ -157,8 +158,19 @@ export async function init(root: string, configPath: string, print: Print, optio
     await uploadClusterConfiguration(local, pki.caCertPem, admin, cluster);
   }
   if (!skipped('mark-control-plane')) {
-    print(`[mark-control-plane] Marking the node ${nodeName} as control-plane`);
-    await markControlPlane(local, pki.caCertPem, admin, nodeName);
+    try {
+      await markControlPlane(
+        local,
+        pki.caCertPem,
+        admin,
+        nodeName,
+        initConfig.nodeRegistration.taints,
+        initConfig.kubernetesApiCallMs,
+        print,
+      );
+    } catch (err) {
+      throw new PhaseError('mark-control-plane', errorMessage(err));
+    }
   }
   if (!skipped('bootstrap-token')) {
     print('[bootstrap-token] Configuring bootstrap tokens, cluster-info ConfigMap, RBAC Roles');
@@ -243,6 +255,8 @@ export async function join(root: string, configPath: string, print: Print): Prom
       { cert: credential.certPem, key: credential.keyPem },
       nodeName,
       config.nodeRegistration.nodeIp,
+      // registerTaintsUsingFlags: a worker's kubelet registers with the taints itself.
+      config.controlPlane === undefined ? config.nodeRegistration.taints : [],
     );
   } catch (err) {
     throw new PhaseError('kubelet-start', errorMessage(err));
@@ -263,8 +277,22 @@ export async function join(root: string, configPath: string, print: Print): Prom
       { mode: 0o600 },
     );
     if (!config.skipPhases.some((p) => p === 'control-plane-join' || p === 'control-plane-join/mark-control-plane')) {
-      print(`[mark-control-plane] Marking the node ${nodeName} as control-plane`);
-      await markControlPlane(cluster.server, cluster.caPem, { cert: admin.certPem, key: admin.keyPem }, nodeName);
+      try {
+        await markControlPlane(
+          cluster.server,
+          cluster.caPem,
+          { cert: admin.certPem, key: admin.keyPem },
+          nodeName,
+          config.nodeRegistration.taints,
+          config.kubernetesApiCallMs,
+          print,
+        );
+      } catch (err) {
+        throw new PhaseError(
+          'control-plane-join/mark-control-plane',
+          `error applying control-plane label and taints: ${errorMessage(err)}`,
+        );
+      }
     }
   }
   print('This node has joined the cluster');

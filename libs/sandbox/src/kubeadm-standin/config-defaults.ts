@@ -6,6 +6,7 @@ import type {
   ClusterConfiguration,
   InitConfiguration,
   JoinConfiguration,
+  TaintConfig,
 } from './config-schema.js';
 
 /*
@@ -28,6 +29,19 @@ const DEFAULT_CRI_SOCKET = 'unix:///var/run/containerd/containerd.sock';
 /** v1beta4 DefaultDiscoveryTimeout, and the default TLS bootstrap timeout (constants.TLSBootstrapTimeout). */
 const DEFAULT_DISCOVERY_MS = 5 * 60_000;
 const DEFAULT_TLS_BOOTSTRAP_MS = 5 * 60_000;
+/** v1beta4 DefaultKubernetesAPICallTimeout: how long kubeadm retries an API call (PatchNode among them). */
+const DEFAULT_KUBERNETES_API_CALL_MS = 60_000;
+
+/** A core/v1 Taint as kubeadm hands it on (key, effect; value only when set). */
+export interface Taint {
+  key: string;
+  value?: string;
+  effect: string;
+  timeAdded?: string;
+}
+
+/** constants.ControlPlaneTaint: node-role.kubernetes.io/control-plane:NoSchedule. */
+export const CONTROL_PLANE_TAINT: Taint = { key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' };
 
 export interface ResolvedBootstrapToken {
   id: string;
@@ -47,6 +61,8 @@ export interface ResolvedNodeRegistration {
   nodeIp: string | undefined;
   /** Preflight checks to report as warnings only, lower-cased (ValidateIgnorePreflightErrors). */
   ignorePreflightErrors: string[];
+  /** After SetNodeRegistrationDynamicDefaults: the control-plane taint when unset on a control plane. */
+  taints: Taint[];
 }
 
 export interface ResolvedInit {
@@ -58,6 +74,7 @@ export interface ResolvedInit {
   /** The tokens as written (before the random token was drawn), for validation. */
   bootstrapTokenConfigs: BootstrapTokenConfig[];
   skipPhases: string[];
+  kubernetesApiCallMs: number;
 }
 
 export interface ResolvedCluster {
@@ -82,6 +99,7 @@ export interface ResolvedJoin {
   skipPhases: string[];
   discoveryTimeoutMs: number;
   tlsBootstrapTimeoutMs: number;
+  kubernetesApiCallMs: number;
 }
 
 const ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
@@ -99,7 +117,26 @@ export function goDurationMs(text: string): number {
   return sign * total;
 }
 
-function nodeRegistration(config: InitConfiguration['nodeRegistration']): ResolvedNodeRegistration {
+/** A decoded taint as Go holds it: absent strings are empty. */
+function taintOf(config: TaintConfig): Taint {
+  return {
+    key: config.key ?? '',
+    ...(config.value === undefined || config.value === '' ? {} : { value: config.value }),
+    effect: config.effect ?? '',
+    ...(config.timeAdded === undefined || config.timeAdded === null ? {} : { timeAdded: config.timeAdded }),
+  };
+}
+
+/**
+ * `controlPlaneTaint`: init, and join with a controlPlane section. SetNodeRegistrationDynamicDefaults
+ * (cmd/kubeadm/app/util/config/initconfiguration.go) adds the control-plane taint only when the
+ * list is nil, so an explicit empty list means no taint.
+ */
+function nodeRegistration(
+  config: InitConfiguration['nodeRegistration'],
+  controlPlaneTaint: boolean,
+): ResolvedNodeRegistration {
+  const taints = config?.taints;
   return {
     // nodeutil.GetHostname: the configured name, or the host name when none is, trimmed and
     // lower-cased (a configured "Worker-1" registers Node "worker-1").
@@ -109,7 +146,15 @@ function nodeRegistration(config: InitConfiguration['nodeRegistration']): Resolv
     nodeIp: config?.kubeletExtraArgs?.find((a) => a.name === 'node-ip')?.value,
     // Check names are case-insensitive; duplicates collapse (kubeadm keeps a set).
     ignorePreflightErrors: [...new Set((config?.ignorePreflightErrors ?? []).map((e) => e.toLowerCase()))],
+    taints:
+      taints === undefined || taints === null ? (controlPlaneTaint ? [CONTROL_PLANE_TAINT] : []) : taints.map(taintOf),
   };
+}
+
+function kubernetesApiCallMs(timeouts: { kubernetesAPICall?: string | undefined } | undefined): number {
+  return timeouts?.kubernetesAPICall === undefined
+    ? DEFAULT_KUBERNETES_API_CALL_MS
+    : goDurationMs(timeouts.kubernetesAPICall);
 }
 
 /** SetDefaults_BootstrapTokens + SetDefaults_BootstrapToken, then the random token of SetInitDynamicDefaults. */
@@ -140,7 +185,7 @@ export function defaultBootstrapTokens(
 }
 
 export function defaultInit(config: InitConfiguration): ResolvedInit {
-  const registration = nodeRegistration(config.nodeRegistration);
+  const registration = nodeRegistration(config.nodeRegistration, true);
   return {
     nodeRegistration: registration,
     // SetAPIEndpointDynamicDefaults picks the default route's address; the stand-in loopback.
@@ -150,6 +195,7 @@ export function defaultInit(config: InitConfiguration): ResolvedInit {
     bootstrapTokens: defaultBootstrapTokens(config.bootstrapTokens),
     bootstrapTokenConfigs: config.bootstrapTokens ?? [],
     skipPhases: config.skipPhases ?? [],
+    kubernetesApiCallMs: kubernetesApiCallMs(config.timeouts),
   };
 }
 
@@ -176,7 +222,8 @@ export function defaultJoin(config: JoinConfiguration): ResolvedJoin {
   const bootstrap = config.discovery.bootstrapToken;
   const token = bootstrap?.token ?? '';
   return {
-    nodeRegistration: nodeRegistration(config.nodeRegistration),
+    // SetJoinDynamicDefaults: the control-plane taint only for a control-plane join.
+    nodeRegistration: nodeRegistration(config.nodeRegistration, config.controlPlane !== undefined),
     apiServerEndpoint: bootstrap?.apiServerEndpoint ?? '',
     token,
     // SetDefaults_Discovery: the TLS bootstrap token defaults to the discovery token.
@@ -198,6 +245,7 @@ export function defaultJoin(config: JoinConfiguration): ResolvedJoin {
       config.timeouts?.tlsBootstrap === undefined
         ? DEFAULT_TLS_BOOTSTRAP_MS
         : goDurationMs(config.timeouts.tlsBootstrap),
+    kubernetesApiCallMs: kubernetesApiCallMs(config.timeouts),
   };
 }
 

@@ -335,3 +335,38 @@ describe('join reads only its JoinConfiguration (cmd/kubeadm/app/util/config/joi
     );
   });
 });
+
+describe('nodeRegistration.taints (initconfiguration.go SetNodeRegistrationDynamicDefaults, joinconfiguration.go SetJoinDynamicDefaults)', () => {
+  const controlPlaneTaint = [{ key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' }];
+  const registration = { name: 'cp-0', criSocket: 'unix:///run/containerd/containerd.sock' };
+
+  it('init: unset (nil) is the control-plane taint; an explicit empty list is none; a list is kept as given', () => {
+    expect(init(initYaml()).init.nodeRegistration.taints).toEqual(controlPlaneTaint);
+    // `taints: null` decodes to a nil slice, as an absent field does.
+    expect(
+      init(initYaml({ nodeRegistration: { ...registration, taints: null } })).init.nodeRegistration.taints,
+    ).toEqual(controlPlaneTaint);
+    expect(init(initYaml({ nodeRegistration: { ...registration, taints: [] } })).init.nodeRegistration.taints).toEqual(
+      [],
+    );
+    const own = [{ key: 'dedicated', value: 'infra', effect: 'NoExecute' }];
+    expect(init(initYaml({ nodeRegistration: { ...registration, taints: own } })).init.nodeRegistration.taints).toEqual(
+      own,
+    );
+  });
+
+  it('join: the control-plane taint is the default only with a controlPlane section', () => {
+    expect(join(joinYaml()).nodeRegistration.taints).toEqual([]);
+    const controlPlane = { controlPlane: { certificateKey: 'ab'.repeat(32) } };
+    expect(join(joinYaml({}, controlPlane)).nodeRegistration.taints).toEqual(controlPlaneTaint);
+    const none = { ...controlPlane, nodeRegistration: { name: 'cp-1', taints: [] } };
+    expect(join(joinYaml({}, none)).nodeRegistration.taints).toEqual([]);
+  });
+
+  it('a taint is a core/v1 Taint: a field of the wrong type is a decode error', () => {
+    const bad = { nodeRegistration: { ...registration, taints: [{ key: 'a', effect: 7 }] } };
+    expect(refusal(() => init(initYaml(bad)))).toMatch(
+      /^InitConfiguration: strict decoding error: nodeRegistration\.taints\.0\.effect: /,
+    );
+  });
+});

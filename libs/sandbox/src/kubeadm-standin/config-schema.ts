@@ -12,13 +12,6 @@ import { errorMessage } from '@constellation/errors';
 
 const API = z.literal('kubeadm.k8s.io/v1beta4');
 const args = z.array(z.strictObject({ name: z.string(), value: z.string() }));
-const nodeRegistration = z.strictObject({
-  name: z.string().optional(),
-  criSocket: z.string().optional(),
-  kubeletExtraArgs: args.optional(),
-  taints: z.array(z.unknown()).nullable().optional(),
-  ignorePreflightErrors: z.array(z.string()).optional(),
-});
 const endpoint = z.strictObject({
   advertiseAddress: z.string().optional(),
   bindPort: z.number().int().optional(),
@@ -33,6 +26,21 @@ const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})
 const time = z.string().refine((value) => RFC3339.test(value) && !Number.isNaN(Date.parse(value)), {
   error: (issue) =>
     `parsing time ${JSON.stringify(issue.input)} as "2006-01-02T15:04:05Z07:00": cannot parse ${JSON.stringify(issue.input)} as "2006"`,
+});
+/** core/v1 Taint: no field is required when decoding (the API server validates it on the Node). */
+const taint = z.strictObject({
+  key: z.string().optional(),
+  value: z.string().optional(),
+  effect: z.string().optional(),
+  timeAdded: time.nullable().optional(),
+});
+const nodeRegistration = z.strictObject({
+  name: z.string().optional(),
+  criSocket: z.string().optional(),
+  kubeletExtraArgs: args.optional(),
+  // null and absent are Go's nil (the control-plane default applies); [] is no taints.
+  taints: z.array(taint).nullable().optional(),
+  ignorePreflightErrors: z.array(z.string()).optional(),
 });
 const bootstrapToken = z.strictObject({
   token: z.string().optional(),
@@ -113,6 +121,7 @@ export type ClusterConfiguration = z.infer<typeof clusterConfigurationSchema>;
 export type JoinConfiguration = z.infer<typeof joinConfigurationSchema>;
 export type BootstrapTokenConfig = z.infer<typeof bootstrapToken>;
 export type Arg = z.infer<typeof args>[number];
+export type TaintConfig = z.infer<typeof taint>;
 
 export interface KubeadmDocuments {
   init?: InitConfiguration;

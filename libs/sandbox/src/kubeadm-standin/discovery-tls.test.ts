@@ -60,6 +60,7 @@ function joinConfig(endpoint: string, pin: string): ResolvedJoin {
       kubeletExtraArgs: [],
       nodeIp: undefined,
       ignorePreflightErrors: [],
+      taints: [],
     },
     apiServerEndpoint: endpoint,
     token: `${TOKEN_ID}.${TOKEN_SECRET}`,
@@ -70,6 +71,7 @@ function joinConfig(endpoint: string, pin: string): ResolvedJoin {
     skipPhases: [],
     discoveryTimeoutMs: 1_000,
     tlsBootstrapTimeoutMs: 1_000,
+    kubernetesApiCallMs: 1_000,
   };
 }
 

@@ -1,10 +1,14 @@
+import type { Taint } from './config-defaults.js';
 import type { Credential } from './https-json.js';
 import { httpsJson } from './https-json.js';
 
 /*
  * What the kubelet does once it has its client certificate: register its Node
  * (pkg/kubelet/kubelet_node_status.go registerWithAPIServer) with the well-known labels, its
- * addresses and a Ready condition, using its own credentials (system:node:<name>).
+ * addresses and a Ready condition, using its own credentials (system:node:<name>). `taints` are
+ * its --register-with-taints, which kubeadm join writes into kubeadm-flags.env for a worker
+ * (cmd/kubeadm/app/cmd/phases/join/kubelet.go: registerTaintsUsingFlags when no controlPlane;
+ * init and control-plane joins leave the taints to mark-control-plane).
  */
 
 export async function registerNode(
@@ -13,6 +17,7 @@ export async function registerNode(
   credential: Credential,
   nodeName: string,
   nodeIp: string | undefined,
+  taints: readonly Taint[] = [],
 ): Promise<void> {
   const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
   const ready = {
@@ -37,6 +42,7 @@ export async function registerNode(
       name: nodeName,
       labels: { 'kubernetes.io/hostname': nodeName, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64' },
     },
+    ...(taints.length > 0 ? { spec: { taints } } : {}),
     status,
   };
   const created = await httpsJson(`${server}/api/v1/nodes`, { method: 'POST', ca: caPem, credential, body });
@@ -53,36 +59,6 @@ export async function registerNode(
   });
   if (patched.status !== 200)
     throw new Error(`cannot update node "${nodeName}": ${describe(patched.status, patched.body)}`);
-}
-
-/**
- * kubeadm's mark-control-plane phase (cmd/kubeadm/app/phases/markcontrolplane): the control-plane
- * role label and taint, set with kubeadm's admin credentials (NodeRestriction forbids a kubelet
- * to label itself with node-role.kubernetes.io/*).
- */
-export async function markControlPlane(
-  server: string,
-  caPem: string,
-  admin: Credential,
-  nodeName: string,
-): Promise<void> {
-  const res = await httpsJson(`${server}/api/v1/nodes/${nodeName}`, {
-    method: 'PATCH',
-    ca: caPem,
-    credential: admin,
-    contentType: 'application/merge-patch+json',
-    body: {
-      metadata: {
-        labels: {
-          'node-role.kubernetes.io/control-plane': '',
-          'node.kubernetes.io/exclude-from-external-load-balancers': '',
-        },
-      },
-      spec: { taints: [{ key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' }] },
-    },
-  });
-  if (res.status !== 200)
-    throw new Error(`cannot mark node "${nodeName}" as control plane: ${describe(res.status, res.body)}`);
 }
 
 function describe(status: number, body: unknown): string {
