@@ -16,6 +16,8 @@ import { fetchClusterConfiguration, uploadClusterConfiguration } from './kubeadm
 import { httpsJson } from './https-json.js';
 import type { Credential } from './https-json.js';
 import { kubeconfig } from './kubeconfig.js';
+import { fetchKubeletConfiguration, uploadKubeletConfiguration, writeKubeletConfigFile } from './kubelet-config-map.js';
+import type { KubeletConfiguration } from './kubelet-config-map.js';
 import { registerNode } from './kubelet-registration.js';
 import { markControlPlane } from './mark-control-plane.js';
 import { currentClientCredential, storeClientCredential } from './kubelet-cert-store.js';
@@ -90,7 +92,11 @@ export interface InitOptions {
  * registration, mark-control-plane, bootstrap-token (tokens and cluster-info), the join command.
  */
 export async function init(root: string, configPath: string, print: Print, options: InitOptions = {}): Promise<void> {
-  const { init: initConfig, cluster } = load(loadInitConfig, await readFile(configPath, 'utf8'));
+  const {
+    init: initConfig,
+    cluster,
+    kubelet: kubeletConfig,
+  } = load(loadInitConfig, await readFile(configPath, 'utf8'));
   const paths = standinPaths(root);
   const skipped = (phase: string): boolean =>
     initConfig.skipPhases.some((p) => p === phase || phase.startsWith(`${p}/`));
@@ -141,6 +147,10 @@ export async function init(root: string, configPath: string, print: Print, optio
   await writeStaticPodManifests(paths.manifests, cluster.kubernetesVersion);
   await stopApiServer(root);
   await spawnApiServer(root, initConfig.advertiseAddress, initConfig.bindPort, cluster.kubernetesVersion);
+  if (!skipped('kubelet-start')) {
+    print('[kubelet-start] Writing kubelet configuration to file "/var/lib/kubelet/config.yaml"');
+    await writeKubeletConfigFile(paths.kubeletConfig, kubeletConfig);
+  }
   print('[wait-control-plane] Waiting for the kubelet to boot up the control plane');
   const local = `https://${hostPort(initConfig.advertiseAddress, initConfig.bindPort)}`;
   await waitReady(local, pki.caCertPem, 20_000);
@@ -156,6 +166,12 @@ export async function init(root: string, configPath: string, print: Print, optio
       '[upload-config] Storing the configuration used in ConfigMap "kubeadm-config" in the "kube-system" Namespace',
     );
     await uploadClusterConfiguration(local, pki.caCertPem, admin, cluster);
+  }
+  if (!skipped('upload-config/kubelet')) {
+    print(
+      '[kubelet] Creating a ConfigMap "kubelet-config" in namespace kube-system with the configuration for the kubelets in the cluster',
+    );
+    await uploadKubeletConfiguration(local, pki.caCertPem, admin, kubeletConfig);
   }
   if (!skipped('mark-control-plane')) {
     try {
@@ -214,8 +230,16 @@ export async function join(root: string, configPath: string, print: Print): Prom
   }
   print('[preflight] Reading configuration from the cluster...');
   let stored: { clusterName: string; controlPlaneEndpoint: string };
+  // The joining kubelet's configuration: the cluster's, never a KubeletConfiguration of the join file.
+  let kubeletConfig: KubeletConfiguration;
   try {
     stored = await fetchClusterConfiguration(cluster.server, cluster.caPem, config.tlsBootstrapToken);
+    kubeletConfig = await fetchKubeletConfiguration(
+      cluster.server,
+      cluster.caPem,
+      config.tlsBootstrapToken,
+      config.kubernetesApiCallMs,
+    );
   } catch (err) {
     throw new PhaseError('preflight', errorMessage(err));
   }
@@ -231,6 +255,8 @@ export async function join(root: string, configPath: string, print: Print): Prom
     if (notReady !== undefined) throw new PhaseError('preflight', notReadyForControlPlane(notReady));
   }
   await checkNoReadyNode(paths.pki, cluster, config.tlsBootstrapToken, nodeName);
+  print('[kubelet-start] Writing kubelet configuration to file "/var/lib/kubelet/config.yaml"');
+  await writeKubeletConfigFile(paths.kubeletConfig, kubeletConfig);
   print('[kubelet-start] Waiting for the kubelet to perform the TLS Bootstrap');
   const credential =
     (await currentClientCredential(root, cluster.caPem, nodeName)) ??

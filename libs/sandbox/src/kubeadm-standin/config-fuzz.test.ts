@@ -36,7 +36,9 @@ function load(text: string): KubeadmDocuments | undefined {
     expect(Object.keys(Object.prototype)).toEqual([]);
     expect(({} as Record<string, unknown>)['kind']).toBeUndefined();
   }
-  expect(Object.keys(docs).every((k) => ['init', 'cluster', 'join'].includes(k))).toBe(true);
+  expect(Object.keys(docs).every((k) => ['init', 'cluster', 'join', 'kubelet'].includes(k))).toBe(true);
+  // init keeps a KubeletConfiguration document for the kubelet-config ConfigMap.
+  if (docs.kubelet !== undefined) expect(docs.kubelet['kind']).toBe('KubeletConfiguration');
   if (docs.init !== undefined) expect(initConfigurationSchema.safeParse(docs.init).success).toBe(true);
   if (docs.cluster !== undefined) expect(clusterConfigurationSchema.safeParse(docs.cluster).success).toBe(true);
   if (docs.join !== undefined) expect(joinConfigurationSchema.safeParse(docs.join).success).toBe(true);

@@ -1,6 +1,8 @@
 import { defaultCluster, defaultInit, defaultJoin } from './config-defaults.js';
 import type { ResolvedCluster, ResolvedInit, ResolvedJoin, ResolvedNodeRegistration } from './config-defaults.js';
 import { ConfigError, parseKubeadmConfig } from './config-schema.js';
+import { DEFAULT_KUBELET_CONFIGURATION } from './kubelet-config-map.js';
+import type { KubeletConfiguration } from './kubelet-config-map.js';
 import { klogWarning } from './config-schema.js';
 import type { Warn } from './config-schema.js';
 import {
@@ -33,7 +35,10 @@ function withSocketScheme(registration: ResolvedNodeRegistration, warn: Warn): R
   return { ...registration, criSocket: `unix://${registration.criSocket}` };
 }
 
-export function loadInitConfig(text: string, warn: Warn): { init: ResolvedInit; cluster: ResolvedCluster } {
+export function loadInitConfig(
+  text: string,
+  warn: Warn,
+): { init: ResolvedInit; cluster: ResolvedCluster; kubelet: KubeletConfiguration } {
   const docs = parseKubeadmConfig(text, warn);
   if (docs.join !== undefined && docs.init === undefined && docs.cluster === undefined)
     throw new ConfigError('no InitConfiguration or ClusterConfiguration kind was found in the YAML file');
@@ -54,7 +59,11 @@ export function loadInitConfig(text: string, warn: Warn): { init: ResolvedInit; 
   if (skip !== undefined) throw new ConfigError(skip);
   const ignore = ignorePreflightErrorsError(init.nodeRegistration.ignorePreflightErrors);
   if (ignore !== undefined) throw new ConfigError(ignore);
-  return { init, cluster: { ...cluster, kubernetesVersion: version } };
+  return {
+    init,
+    cluster: { ...cluster, kubernetesVersion: version },
+    kubelet: docs.kubelet ?? DEFAULT_KUBELET_CONFIGURATION,
+  };
 }
 
 export function loadJoinConfig(text: string, warn: Warn): ResolvedJoin {

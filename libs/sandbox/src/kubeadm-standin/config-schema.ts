@@ -127,6 +127,8 @@ export interface KubeadmDocuments {
   init?: InitConfiguration;
   cluster?: ClusterConfiguration;
   join?: JoinConfiguration;
+  /** A KubeletConfiguration document as written (init stores it; join never reads one). */
+  kubelet?: Record<string, unknown>;
 }
 
 /** kubeadm's wording for a configuration that cannot be used, naming the document and field. */
@@ -222,6 +224,7 @@ export function parseKubeadmConfig(
     if (kind === 'InitConfiguration') out.init = parsed.data as InitConfiguration;
     if (kind === 'ClusterConfiguration') out.cluster = parsed.data as ClusterConfiguration;
     if (kind === 'JoinConfiguration') out.join = parsed.data as JoinConfiguration;
+    if (kind === 'KubeletConfiguration') out.kubelet = parsed.data as Record<string, unknown>;
   }
   return out;
 }

@@ -7,6 +7,8 @@ export function standinPaths(root: string): {
   manifests: string;
   adminConf: string;
   kubeletConf: string;
+  /** The kubelet's --config, written by kubelet-start. */
+  kubeletConfig: string;
   run: string;
   apiServerState: string;
   apiServerLog: string;
@@ -21,6 +23,7 @@ export function standinPaths(root: string): {
     manifests: join(kubernetes, 'manifests'),
     adminConf: join(kubernetes, 'admin.conf'),
     kubeletConf: join(kubernetes, 'kubelet.conf'),
+    kubeletConfig: join(root, 'var', 'lib', 'kubelet', 'config.yaml'),
     run,
     apiServerState: join(run, 'apiserver.json'),
     apiServerLog: join(run, 'apiserver.log'),

@@ -1,0 +1,86 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { parse, stringify } from 'yaml';
+import type { Credential } from './https-json.js';
+import { httpsJson } from './https-json.js';
+
+/*
+ * The kubelet's configuration as kubeadm hands it around. init writes the KubeletConfiguration of
+ * its --config file to /var/lib/kubelet/config.yaml (kubelet-start) and stores it in ConfigMap
+ * kube-system/kubelet-config, key "kubelet" (upload-config/kubelet,
+ * cmd/kubeadm/app/phases/kubelet/config.go CreateConfigMap). join never reads a KubeletConfiguration
+ * from its own file: its preflight downloads that ConfigMap with the bootstrap token
+ * (cmd/kubeadm/app/util/config/cluster.go getInitConfigurationFromCluster ->
+ * componentconfigs.FetchFromCluster; kubeletConfigFromCluster with mustExist) and kubelet-start
+ * writes it to config.yaml. kubeadm stores its fully defaulted form; the stand-in keeps the
+ * document as configured, with its apiVersion and kind.
+ */
+
+export type KubeletConfiguration = Record<string, unknown>;
+
+const NAME = 'kubelet-config';
+const KEY = 'kubelet';
+const PATH = `/api/v1/namespaces/kube-system/configmaps/${NAME}`;
+/** constants.KubernetesAPICallRetryInterval: GetConfigMapWithRetry's poll interval. */
+const RETRY_MS = 500;
+
+/** The KubeletConfiguration kubeadm uses when the init file has none (its defaults, not spelled out). */
+export const DEFAULT_KUBELET_CONFIGURATION: KubeletConfiguration = {
+  apiVersion: 'kubelet.config.k8s.io/v1beta1',
+  kind: 'KubeletConfiguration',
+};
+
+/** kubelet-start: /var/lib/kubelet/config.yaml (WriteConfigToDisk). */
+export async function writeKubeletConfigFile(path: string, config: KubeletConfiguration): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  await writeFile(path, stringify(config), { mode: 0o644 });
+}
+
+/** upload-config/kubelet: creates the ConfigMap with kubeadm's admin credentials. */
+export async function uploadKubeletConfiguration(
+  server: string,
+  caPem: string,
+  admin: Credential,
+  config: KubeletConfiguration,
+): Promise<void> {
+  const res = await httpsJson(`${server}/api/v1/namespaces/kube-system/configmaps`, {
+    method: 'POST',
+    ca: caPem,
+    credential: admin,
+    body: { metadata: { name: NAME, namespace: 'kube-system' }, data: { [KEY]: stringify(config) } },
+  });
+  if (res.status !== 201 && res.status !== 409)
+    throw new Error(`error creating kubelet configuration ConfigMap: status ${res.status}`);
+}
+
+/**
+ * The cluster's KubeletConfiguration, read with the bootstrap token. GetConfigMapWithRetry retries
+ * any error for `timeoutMs` (timeouts.kubernetesAPICall); throws kubeadm's wrapped message.
+ */
+export async function fetchKubeletConfiguration(
+  server: string,
+  caPem: string,
+  token: string,
+  timeoutMs: number,
+): Promise<KubeletConfiguration> {
+  const fail = (reason: string): Error =>
+    new Error(
+      `unable to fetch the kubeadm-config ConfigMap: failed to get component configs: could not download the kubelet configuration from ConfigMap "${NAME}": ${reason}`,
+    );
+  const deadline = Date.now() + timeoutMs;
+  let body: { message?: unknown; data?: Record<string, string> };
+  for (;;) {
+    const res = await httpsJson(`${server}${PATH}`, { ca: caPem, credential: { token } });
+    body = res.body as typeof body;
+    if (res.status === 200) break;
+    if (Date.now() + RETRY_MS > deadline)
+      throw fail(typeof body.message === 'string' ? body.message : `status ${res.status}`);
+    await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+  }
+  const text = body.data?.[KEY];
+  if (text === undefined) throw fail(`unexpected error when reading ${NAME} ConfigMap: ${KEY} key value pair missing`);
+  const document = parse(text) as unknown;
+  if (document === null || typeof document !== 'object' || Array.isArray(document))
+    throw fail(`the ${KEY} key holds no KubeletConfiguration`);
+  return document as KubeletConfiguration;
+}
