@@ -11,6 +11,7 @@ import { createBootstrapToken } from './bootstrap-token.js';
 import { INIT_TOKEN_GROUP, deleteUnmintedBootstrapTokens } from './init-bootstrap-token.js';
 import { initConfiguration, joinConfiguration } from './kubeadm-config.js';
 import { KubeadmError, runKubeadm } from './kubeadm-runner.js';
+import { KUBELET_SERVING_CERT_FILE } from './kubelet-paths.js';
 import { KUBEADM_STANDIN_ENTRY } from '@constellation/sandbox/testing';
 
 // The configuration libs/kubeadm generates, run through the kubeadm stand-in, which follows
@@ -119,6 +120,18 @@ describe('kubeadm init and join through the stand-in', () => {
     expect(workerNode?.metadata?.labels?.['node-role.kubernetes.io/control-plane']).toBeUndefined();
     const cpNode = nodes.find((n) => n.metadata?.name === 'control-plane-0');
     expect(cpNode?.metadata?.labels).toHaveProperty(['node-role.kubernetes.io/control-plane'], '');
+    expect(cpNode?.metadata?.labels).toHaveProperty(['node.kubernetes.io/exclude-from-external-load-balancers'], '');
+    // No nodeRegistration.taints in our InitConfiguration: kubeadm's default control-plane taint
+    // (SetNodeRegistrationDynamicDefaults); a worker join sets none.
+    expect(cpNode?.spec?.taints).toEqual([{ key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' }]);
+    expect(workerNode?.spec?.taints ?? []).toEqual([]);
+    // The worker's kubelet configuration is the cluster's kubelet-config (stored by init from our
+    // InitConfiguration's KubeletConfiguration), not the one our join file also carries.
+    const kubeletConfig = parse(await readFile(standinPaths(worker.root).kubeletConfig, 'utf8')) as Record<
+      string,
+      unknown
+    >;
+    expect(kubeletConfig['tlsCertFile']).toBe(KUBELET_SERVING_CERT_FILE);
 
     // The kubelet's credential came from its CSR (signer kube-apiserver-client-kubelet), which
     // kube-controller-manager's approver approved for the bootstrap token's user.
