@@ -100,7 +100,11 @@ export function initConfiguration(input: InitConfigInput): string {
   ]);
 }
 
-/** JoinConfiguration + KubeletConfiguration for `kubeadm join --config`. */
+/**
+ * The JoinConfiguration for `kubeadm join --config`. Nothing else: kubeadm join skips every other
+ * document of the file (documentMapToJoinConfiguration), and the joining kubelet gets the
+ * KubeletConfiguration of the init file from the kubelet-config ConfigMap.
+ */
 export function joinConfiguration(input: JoinConfigInput): string {
   return documents([
     {
@@ -128,6 +132,5 @@ export function joinConfiguration(input: JoinConfigInput): string {
             skipPhases: ['control-plane-prepare/download-certs'],
           }),
     },
-    kubeletConfiguration(),
   ]);
 }

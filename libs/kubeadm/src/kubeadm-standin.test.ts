@@ -125,8 +125,8 @@ describe('kubeadm init and join through the stand-in', () => {
     // (SetNodeRegistrationDynamicDefaults); a worker join sets none.
     expect(cpNode?.spec?.taints).toEqual([{ key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' }]);
     expect(workerNode?.spec?.taints ?? []).toEqual([]);
-    // The worker's kubelet configuration is the cluster's kubelet-config (stored by init from our
-    // InitConfiguration's KubeletConfiguration), not the one our join file also carries.
+    // The worker's kubelet configuration is the cluster's kubelet-config, which init stored from
+    // our init file's KubeletConfiguration: the join file carries none (kubeadm would skip it).
     const kubeletConfig = parse(await readFile(standinPaths(worker.root).kubeletConfig, 'utf8')) as Record<
       string,
       unknown
