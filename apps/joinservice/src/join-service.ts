@@ -160,6 +160,7 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
     },
   });
   const port = await listener.listen(settings.port, settings.host);
+  metrics.joinPort = port;
   const healthServer = createGrpcServer({ 'grpc.max_connection_idle_ms': HEALTH_CONNECTION_IDLE_MS });
   health.addTo(healthServer);
   const healthFront = new GrpcPlainFront(healthServer, { established: HEALTH_CONNECTIONS });

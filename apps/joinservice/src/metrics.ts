@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { acceptQueueLength } from './accept-queue.js';
 
 /** The JoinService's Prometheus metrics, in a registry of their own (one per service instance). */
 export class JoinMetrics {
@@ -38,6 +39,17 @@ export class JoinMetrics {
     name: 'constellation_joinservice_measurements_generation',
     help: 'Number of times measurements were loaded successfully (1 after start).',
     registers: [this.registry],
+  });
+  /** The join port once it listens: the accept-queue gauge reads that port's kernel queue. */
+  joinPort: number | undefined;
+  readonly acceptQueue = new Gauge({
+    name: 'constellation_joinservice_accept_queue_connections',
+    help: "Connections to the join port the kernel holds that the service has not accepted yet, read at each scrape (Linux). Node accepts one per event-loop turn: in a storm, nodes wait here before any of the service's bounds sees them.",
+    registers: [this.registry],
+    collect: async () => {
+      const waiting = this.joinPort === undefined ? undefined : await acceptQueueLength(this.joinPort);
+      if (waiting !== undefined) this.acceptQueue.set(waiting);
+    },
   });
   readonly measurementsReloadFailures = new Counter({
     name: 'constellation_joinservice_measurements_reload_failures_total',
