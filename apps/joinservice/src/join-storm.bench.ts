@@ -16,6 +16,7 @@ import { performance } from 'node:perf_hooks';
 import { atlsPublicRoot, issueFromPublicRoot } from '@constellation/atls';
 import type { EkCa } from '@constellation/swtpm';
 import { buildBundles } from '@constellation/testing';
+import { acceptQueueLength } from './accept-queue.js';
 import { StormCluster, stormIdentities } from './join-storm.fixture.js';
 import type { StormClusterOptions, StormResult } from './join-storm.fixture.js';
 import type { SoftwareTpmIdentity } from './software-tpm.fixture.js';
@@ -36,6 +37,9 @@ const HANDSHAKES = 300;
 const WARMUP_HANDSHAKES = 100;
 /** The fault run kills the service once a quarter of its nodes have their tickets. */
 const KILL_AFTER_TICKETS = Math.ceil(FAULT_NODES / 4);
+/** How often, and for how long from a growth storm's start, its accept queue is sampled. */
+const ACCEPT_QUEUE_SAMPLE_MS = 50;
+const ACCEPT_QUEUE_WINDOW_MS = 5_000;
 const CACHE = process.env['BENCH_IDENTITY_CACHE'] ?? join(tmpdir(), 'constellation-join-storm-identities-rsa-ca');
 
 function leaf(name: string): { key: string; cert: string } {
@@ -210,13 +214,30 @@ console.log(
 // 2. Growth: N nodes at once.
 console.log('\nGrowth: N nodes start joining at the same instant (goal at 500: all join, 0 failures, p99 <= 2 s)');
 for (const n of GROWTH) {
+  let queued = 0;
   const result = await withCluster(
     ekCa,
     identities.slice(0, n),
-    (cluster) => cluster.storm({ processes: GROWTH_NODE_PROCESSES }),
+    (cluster) =>
+      cluster.storm({
+        processes: GROWTH_NODE_PROCESSES,
+        // Nodes the service has not accepted yet wait in the kernel's queue, unseen by it.
+        during: async () => {
+          const sampler = setInterval(() => {
+            void acceptQueueLength(cluster.port).then((waiting) => {
+              queued = Math.max(queued, waiting ?? 0);
+            });
+          }, ACCEPT_QUEUE_SAMPLE_MS);
+          await new Promise((resolve) => setTimeout(resolve, ACCEPT_QUEUE_WINDOW_MS));
+          clearInterval(sampler);
+        },
+      }),
     { cpuProfileDir: process.env['BENCH_CPU_PROF'] },
   );
   console.log(`  N=${String(n).padStart(3)}: ${summary(result)}`);
+  console.log(
+    `         at most ${queued} connections waited in the join port's kernel accept queue (first ${ACCEPT_QUEUE_WINDOW_MS / 1000} s)`,
+  );
   // Which calls make the tail: a storm's first calls share the CPU with every node's handshake.
   const slowest = [...result.joined]
     .sort((a, b) => (b.callMs ?? 0) - (a.callMs ?? 0))
