@@ -31,6 +31,8 @@ const DEFAULT_DISCOVERY_MS = 5 * 60_000;
 const DEFAULT_TLS_BOOTSTRAP_MS = 5 * 60_000;
 /** v1beta4 DefaultKubernetesAPICallTimeout: how long kubeadm retries an API call (PatchNode among them). */
 const DEFAULT_KUBERNETES_API_CALL_MS = 60_000;
+/** constants.KubernetesAPICallRetryInterval: how often kubeadm tries such a call again. */
+export const KUBERNETES_API_CALL_RETRY_MS = 500;
 
 /** A core/v1 Taint as kubeadm hands it on (key, effect; value only when set). */
 export interface Taint {

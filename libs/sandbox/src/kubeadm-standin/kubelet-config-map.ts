@@ -1,6 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { parse, stringify } from 'yaml';
+import { KUBERNETES_API_CALL_RETRY_MS } from './config-defaults.js';
 import type { Credential } from './https-json.js';
 import { httpsJson } from './https-json.js';
 
@@ -21,8 +22,6 @@ export type KubeletConfiguration = Record<string, unknown>;
 const NAME = 'kubelet-config';
 const KEY = 'kubelet';
 const PATH = `/api/v1/namespaces/kube-system/configmaps/${NAME}`;
-/** constants.KubernetesAPICallRetryInterval: GetConfigMapWithRetry's poll interval. */
-const RETRY_MS = 500;
 
 /** The KubeletConfiguration kubeadm uses when the init file has none (its defaults, not spelled out). */
 export const DEFAULT_KUBELET_CONFIGURATION: KubeletConfiguration = {
@@ -54,8 +53,10 @@ export async function uploadKubeletConfiguration(
 }
 
 /**
- * The cluster's KubeletConfiguration, read with the bootstrap token. GetConfigMapWithRetry retries
- * any error for `timeoutMs` (timeouts.kubernetesAPICall); throws kubeadm's wrapped message.
+ * The cluster's KubeletConfiguration, read with the bootstrap token; throws kubeadm's wrapped
+ * message. An error answer is tried again for `timeoutMs` (timeouts.kubernetesAPICall), as
+ * GetConfigMapWithRetry does; a request that fails without an answer ends it at once, where
+ * GetConfigMapWithRetry would retry that too (the stand-in gives up sooner, never later).
  */
 export async function fetchKubeletConfiguration(
   server: string,
@@ -73,9 +74,9 @@ export async function fetchKubeletConfiguration(
     const res = await httpsJson(`${server}${PATH}`, { ca: caPem, credential: { token } });
     body = res.body as typeof body;
     if (res.status === 200) break;
-    if (Date.now() + RETRY_MS > deadline)
+    if (Date.now() + KUBERNETES_API_CALL_RETRY_MS > deadline)
       throw fail(typeof body.message === 'string' ? body.message : `status ${res.status}`);
-    await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+    await new Promise((resolve) => setTimeout(resolve, KUBERNETES_API_CALL_RETRY_MS));
   }
   const text = body.data?.[KEY];
   if (text === undefined) throw fail(`unexpected error when reading ${NAME} ConfigMap: ${KEY} key value pair missing`);

@@ -1,3 +1,4 @@
+import { KUBERNETES_API_CALL_RETRY_MS } from './config-defaults.js';
 import type { Taint } from './config-defaults.js';
 import type { Credential } from './https-json.js';
 import { httpsJson } from './https-json.js';
@@ -11,8 +12,6 @@ import { httpsJson } from './https-json.js';
 
 /** markcontrolplane.go labelsToAdd. */
 const LABELS = ['node-role.kubernetes.io/control-plane', 'node.kubernetes.io/exclude-from-external-load-balancers'];
-/** constants.KubernetesAPICallRetryInterval: PatchNode's poll interval. */
-const RETRY_MS = 500;
 
 /** v1.Taint.ToString: key[=value]:effect. */
 export function taintString(taint: Taint): string {
@@ -82,11 +81,11 @@ export async function markControlPlane(
           throw new Error(lastError);
       }
     }
-    if (Date.now() + RETRY_MS > deadline) {
+    if (Date.now() + KUBERNETES_API_CALL_RETRY_MS > deadline) {
       if (lastError === undefined) return;
       throw new Error(lastError);
     }
-    await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+    await new Promise((resolve) => setTimeout(resolve, KUBERNETES_API_CALL_RETRY_MS));
   }
 }
 
