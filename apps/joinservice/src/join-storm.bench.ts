@@ -163,8 +163,8 @@ async function timedAnchor(): Promise<{ rate: number; cpuMs: number }> {
 }
 
 // The anchor runs just before and just after the steady storm, and the ratio uses their mean:
-// this shared machine's speed drifts by a third within minutes (measured), and one anchor timed
-// on one side of the storm compared the storm with another machine.
+// this shared machine's speed drifts (the two anchors of one run differed by up to a quarter), and
+// one anchor timed on one side of the storm compared the storm with another machine.
 const { warmup, steady, anchorBefore } = await withCluster(
   ekCa,
   identities.slice(0, WARMUP_NODES + STEADY_NODES),
