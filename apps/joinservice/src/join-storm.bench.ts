@@ -4,7 +4,8 @@
 // bench's EK CA, registered in the instance registry, and an attestation key. The TPMs are
 // SOFTWARE (keys in the node process, cached on disk between runs), so that 500 swtpm processes
 // do not dominate the run; every join still does a real EK path validation, a real credential
-// activation with the EK's private key and a real quote verified by the service.
+// activation with the EK's private key (set up before the storm, as a TPM's EK is a loaded key) and
+// a real quote verified by the service.
 // Prints figures; asserts nothing. BENCH_CPU_PROF=<dir> writes a CPU profile of the service;
 // BENCH_NODE_PROCESSES=<n> runs the growth storms' nodes in n processes instead of 2.
 import { generateKeyPairSync } from 'node:crypto';

@@ -4,7 +4,15 @@
 // key. Every join still does the real work on both sides: the service validates the EK path,
 // makes a credential that only the EK's private key opens, and checks quotes signed by the AK.
 // What is simulated is only where those keys live: in this process, not in a TPM.
-import { constants, createDecipheriv, createHmac, generateKeyPair, privateDecrypt, timingSafeEqual } from 'node:crypto';
+import {
+  constants,
+  createDecipheriv,
+  createHmac,
+  generateKeyPair,
+  privateDecrypt,
+  publicEncrypt,
+  timingSafeEqual,
+} from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { createPrivateKey, createPublicKey } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -69,11 +77,32 @@ export function activateInSoftware(ekPrivateKey: KeyObject, akName: Buffer, cred
 }
 
 /**
- * The identity as a rooted (tpm2-ek) issuer: quotes claim `measurements` and are signed by a
- * fresh attestation key; credentials are activated with the EK's private key.
+ * Does one private operation with the EK so that the node's activation does not pay for the key's
+ * set-up: OpenSSL builds an RSA key's Montgomery contexts and blinding on its first private
+ * operation (0.35 ms of a 0.87 ms first decryption, measured), where a TPM's EK is a key already
+ * loaded, and the activation runs on the TPM rather than the host's CPU.
  */
-export function softwareTpmIssuer(identity: SoftwareTpmIdentity, measurements: Measurements): Issuer {
+function loadEk(ekPrivateKey: KeyObject): void {
+  const probe = publicEncrypt(
+    { key: createPublicKey(ekPrivateKey), padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha256' },
+    Buffer.alloc(32),
+  );
+  privateDecrypt({ key: ekPrivateKey, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha256' }, probe);
+}
+
+/**
+ * The identity as a rooted (tpm2-ek) issuer: quotes claim `measurements` and are signed by a
+ * fresh attestation key; credentials are activated with the EK's private key. With `loaded`, the
+ * EK is set up before the first activation (see loadEk): for storms, where every node activates
+ * once and the host's CPU is what is measured.
+ */
+export function softwareTpmIssuer(
+  identity: SoftwareTpmIdentity,
+  measurements: Measurements,
+  options: { loaded?: boolean } = {},
+): Issuer {
   const ekPrivateKey = createPrivateKey(identity.ekPrivateKeyPem);
+  if (options.loaded === true) loadEk(ekPrivateKey);
   const tpmIdentity: TpmIdentity = {
     ekPublic: ekPublicArea(ekPrivateKey),
     ekCertificate: identity.ekCertificate,
