@@ -13,6 +13,7 @@ import type {
 import type { Admission } from './admission.js';
 import type { ConcurrencyLimit } from './concurrency-limit.js';
 import type { JoinMetrics } from './metrics.js';
+import type { ShedLog } from './shed-log.js';
 import type { TicketService } from './ticket-service.js';
 
 type Outcome = 'issued' | 'rejected' | 'retry' | 'error';
@@ -42,6 +43,8 @@ export interface JoinHandlerParts {
   tickets: TicketService;
   limit: ConcurrencyLimit;
   metrics: JoinMetrics;
+  /** Says in the log what the limit sheds (one line per episode and per summary period). */
+  shedLog: ShedLog;
 }
 
 /**
@@ -49,7 +52,7 @@ export interface JoinHandlerParts {
  * to the ticket logic. Refusals from the ticket logic become statuses in serveChallenge.
  */
 export function joinHandlers(parts: JoinHandlerParts): JoinServiceServer {
-  const { challenge, admission, tickets, limit, metrics } = parts;
+  const { challenge, admission, tickets, limit, metrics, shedLog } = parts;
   const { admit } = admission;
   // The registry's word on a TPM before its challenge; a refusal is counted as the ticket logic's.
   const vetIdentity =
@@ -65,7 +68,7 @@ export function joinHandlers(parts: JoinHandlerParts): JoinServiceServer {
   const countRejected = (kind: 'join' | 'rejoin', reason: ChallengeRejection): void => {
     if (reason === 'outstanding') metrics.refusals.inc({ kind, reason: 'challenge-outstanding' });
     else if (reason === 'call-in-progress') metrics.refusals.inc({ kind, reason: 'tpm-call-in-progress' });
-    else if (reason !== 'handler') metrics.attestationFailures.inc({ reason });
+    else if (reason !== 'handler' && reason !== 'admission') metrics.attestationFailures.inc({ reason });
   };
   /**
    * Shed load before the expensive part, but only for calls that sent a well-formed hello: the
@@ -86,6 +89,7 @@ export function joinHandlers(parts: JoinHandlerParts): JoinServiceServer {
       };
       const shed = (busy: unknown): never => {
         metrics.refusals.inc({ kind, reason: 'busy' });
+        shedLog.shed(busy);
         metrics.joins.inc({ kind, role: 'unknown', outcome: 'retry' });
         throw busy;
       };
@@ -112,7 +116,8 @@ export function joinHandlers(parts: JoinHandlerParts): JoinServiceServer {
         onRejected: (reason) => {
           countRejected('join', reason);
           if (reason === 'outstanding') metrics.joins.inc({ kind: 'join', role: 'unknown', outcome: 'retry' });
-          else if (reason !== 'handler') metrics.joins.inc({ kind: 'join', role: 'unknown', outcome: 'rejected' });
+          else if (reason !== 'handler' && reason !== 'admission')
+            metrics.joins.inc({ kind: 'join', role: 'unknown', outcome: 'rejected' });
         },
         handle: async (bytes, result, proven) => {
           const request = decode(JoinTicketRequest, bytes, 'JoinTicketRequest');

@@ -11,6 +11,7 @@ import { readControlPlaneEks } from './control-plane-eks.js';
 import { boundedApiClients } from './api-clients.js';
 import { ApiServerClock } from './api-server-clock.js';
 import { BoundedTlsListener } from './bounded-tls-listener.js';
+import { ShedLog } from './shed-log.js';
 import { ClusterConfigCache } from './cluster-config-cache.js';
 import { ClusterPki } from './cluster-pki.js';
 import { ConcurrencyLimit } from './concurrency-limit.js';
@@ -117,6 +118,7 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
   );
   const serviceAttester =
     settings.attestationAgentPath === undefined ? undefined : new AgentAttester(settings.attestationAgentPath);
+  const shedLog = new ShedLog(logger);
   const server = createGrpcServer({
     'grpc.max_concurrent_streams': 1_000,
     'grpc.max_connection_idle_ms': settings.connectionIdleMs ?? JOINSERVICE_DEFAULTS.connectionIdleMs,
@@ -145,6 +147,7 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
         initialHoldMs: JOINSERVICE_DEFAULTS.initialSlotHoldMs,
       }),
       metrics,
+      shedLog,
     }),
   );
   const health = new HealthStatus({ '': 'SERVING', 'constellation.join.v1.JoinService': 'SERVING' });
@@ -180,6 +183,7 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
     metrics,
     measurements,
     close: async () => {
+      shedLog.flush();
       measurements.stop();
       serviceAttester?.close();
       await healthFront.close(0);

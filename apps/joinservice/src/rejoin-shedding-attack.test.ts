@@ -20,9 +20,10 @@ type Stream = grpc.ClientDuplexStream<IssueRejoinTicketRequest, IssueRejoinTicke
 const CALLS = 64;
 let fixture: JoinFixture;
 let node: SimulatedNode;
+const logger = new MemoryLogger();
 
 beforeAll(async () => {
-  fixture = await startJoinFixture(new MemoryLogger(), { maxConcurrentTickets: 1, waitingCallsPerSlot: 1 });
+  fixture = await startJoinFixture(logger, { maxConcurrentTickets: 1, waitingCallsPerSlot: 1 });
   node = await fixture.node('worker-71', '10.42.0.71');
 }, 60_000);
 
@@ -71,6 +72,15 @@ describe('rejoin calls under a flood of hellos (attacker 3)', () => {
     expect(shed.length, seen).toBeGreaterThan(0);
     expect(shed[0]?.metadata.get('retry-after-ms')[0], seen).toMatch(/^\d+$/);
     expect(checked.length + shed.length, seen).toBe(CALLS);
+    // The log says that calls are shed, once, with what the first node was told; a line per call
+    // buried the log in storms. Each one is still there at debug level.
+    const saidAtInfo = logger.entries.filter((e) => e.level === 'info' && e.message === 'shedding calls for load');
+    expect(saidAtInfo).toHaveLength(1);
+    expect(saidAtInfo[0]?.fields['refusal']).toMatch(/joins are being served, .* retry in \d+ ms/);
+    const perCall = logger.entries.filter(
+      (e) => e.message === 'challenge refused' && e.fields['reason'] === 'admission',
+    );
+    expect(perCall.map((e) => e.level)).toEqual(shed.map(() => 'debug'));
   }, 60_000);
 
   it('still serves a genuine rejoin once the flood is over', async () => {

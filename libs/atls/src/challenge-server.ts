@@ -29,6 +29,8 @@ export type ChallengeRejection =
   | 'expired'
   | 'oversized'
   | 'handler'
+  /** Refused by `admit` (the service's load shedding): logged at debug only, see `admit`. */
+  | 'admission'
   | 'outstanding'
   | 'call-in-progress'
   | `attestation:${AttestationError['reason']}`;
@@ -79,6 +81,8 @@ export interface ChallengeServerOptions {
    * refuse the call, for example when the service is busy. A stream that never sends a hello
    * therefore takes nothing. A promise makes the call wait (for a slot, say) before the
    * challenge; the hello's time bound stops while it waits, and starts again once admitted.
+   * Its refusals end as 'admission' ones and are logged at debug only: a storm sheds hundreds of
+   * calls a second, so the admitter says what it sheds itself.
    */
   admit?: () => (() => void) | Promise<() => void>;
   /**
@@ -188,7 +192,9 @@ class ChallengeSession {
     clearTimeout(this.timer);
     this.releaseAll();
     this.options.onRejected?.(reason, message);
-    this.log.info('challenge refused', { reason, code: grpc.status[code], error: message });
+    const fields = { reason, code: grpc.status[code], error: message };
+    if (reason === 'admission') this.log.debug('challenge refused', fields);
+    else this.log.info('challenge refused', fields);
     const status: Partial<grpc.StatusObject> = { code, details: message };
     if (metadata !== undefined) status.metadata = metadata;
     this.call.emit('error', status);
@@ -326,7 +332,7 @@ class ChallengeSession {
   private refuseAdmission(err: unknown): void {
     const status = statusErrorOf(err);
     if (status === undefined) throw err;
-    this.finish(status.code, status.message, 'handler', status.metadata);
+    this.finish(status.code, status.message, 'admission', status.metadata);
   }
 
   /**
