@@ -83,9 +83,12 @@ export class BoundedTlsListener {
     return true;
   }
 
-  /** Listens on `host:port` (port 0 picks a free port) and resolves with the bound port. */
-  listen(port: number, host: string): Promise<number> {
-    return this.front.listen(port, host);
+  /**
+   * Listens on `host:port` (port 0 picks a free port) and resolves with the bound port;
+   * `acceptors` copies of the listening socket accept connections (see GrpcFront.listen).
+   */
+  listen(port: number, host: string, acceptors = 1): Promise<number> {
+    return this.front.listen(port, host, acceptors);
   }
 
   /** Stops accepting, lets calls in flight finish for `graceMs`, then cuts what is left. */

@@ -40,6 +40,13 @@ export const JOINSERVICE_DEFAULTS = {
    * `staleHandshakeMs`, or is reset unanswered.
    */
   maxHandshakes: 1_024,
+  /**
+   * Copies of the join port's listening socket, each accepting for the service: Node 20 accepts
+   * one connection per event-loop turn per listening socket, and a busy service's loop turns
+   * about every 10 ms, so a storm's connections waited in the kernel's accept queue, unseen and
+   * unbounded by the service (see listeningCopies in @constellation/atls).
+   */
+  acceptors: 8,
   staleHandshakeMs: 2_000,
   /** A handshake not done by then is cut (Node's TLS server would keep it open for ever). */
   handshakeTimeoutMs: 10_000,
@@ -134,6 +141,8 @@ export interface JoinServiceSettings {
   waitingCallsPerSlot?: number;
   /** TLS handshakes under way at once, and how long one may take; the defaults when absent. */
   maxHandshakes?: number;
+  /** Copies of the join port's listening socket that accept connections; the default when absent. */
+  acceptors?: number;
   handshakeTimeoutMs?: number;
   /** A connection without calls is closed after this long; the default when absent. */
   connectionIdleMs?: number;
@@ -165,6 +174,7 @@ export interface JoinServiceFlags {
   maxConcurrentTickets: number;
   maxConnectionsPerAddress: number;
   maxConnections: number;
+  acceptors: number;
 }
 
 /** Flags → settings: the mounted join-config files by their key names, durations in ms. */
@@ -194,6 +204,7 @@ export function compileSettings(flags: JoinServiceFlags): JoinServiceSettings {
     challengeTtlMs: flags.challengeTtlMs,
     maxConcurrentTickets: flags.maxConcurrentTickets,
     maxConnections: { perAddress: flags.maxConnectionsPerAddress, total: flags.maxConnections },
+    acceptors: flags.acceptors,
     measurementsPollMs: JOINSERVICE_DEFAULTS.measurementsPollMs,
   };
 }

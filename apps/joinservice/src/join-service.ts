@@ -3,6 +3,7 @@ import * as k8s from '@kubernetes/client-node';
 import { AgentAttester, GrpcPlainFront, OutstandingChallenges, serviceTlsIdentity } from '@constellation/atls';
 import { createAttestationVerifier, readPemCertificates } from '@constellation/attestation';
 import type { AttestationPolicy, Measurements } from '@constellation/attestation';
+import { errorMessage } from '@constellation/errors';
 import { masterSecretFromJson } from '@constellation/keys';
 import type { Logger } from '@constellation/logger';
 import { HealthStatus, JoinServiceService, createGrpcServer } from '@constellation/proto';
@@ -162,7 +163,13 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
       metrics.shedConnections.inc({ reason });
     },
   });
-  const port = await listener.listen(settings.port, settings.host);
+  const acceptors = settings.acceptors ?? JOINSERVICE_DEFAULTS.acceptors;
+  const port = await listener.listen(settings.port, settings.host, acceptors).catch((err: unknown) => {
+    const without = acceptors > 1 ? ' (--acceptors=1 listens without the helper process that copies the socket)' : '';
+    throw new Error(`cannot serve joins on ${settings.host}:${settings.port}: ${errorMessage(err)}${without}`, {
+      cause: err,
+    });
+  });
   metrics.joinPort = port;
   const healthServer = createGrpcServer({ 'grpc.max_connection_idle_ms': HEALTH_CONNECTION_IDLE_MS });
   health.addTo(healthServer);

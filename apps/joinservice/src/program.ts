@@ -144,6 +144,12 @@ function withAdmissionOptions<Args extends unknown[], Opts extends OptionValues>
       'established join-port connections kept in all; more are cut at accept',
       (v) => parseInteger(v, 1, 1_000_000),
       DEFAULTS.maxConnections.total,
+    )
+    .option(
+      '--acceptors <n>',
+      "copies of the join port's listening socket, each accepting connections (Node 20 accepts one per event-loop turn per socket; 1: the socket alone, without the helper process that makes the copies)",
+      (v) => parseInteger(v, 1, 64),
+      DEFAULTS.acceptors,
     );
 }
 

@@ -1,6 +1,7 @@
 import type { Server as NetServer, Socket } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { EstablishedConnections } from './established-connections.js';
+import { listeningCopies } from './listening-copies.js';
 import type { EstablishedLimit } from './established-connections.js';
 
 /**
@@ -38,6 +39,8 @@ export class GrpcFront<S extends NetServer> {
   readonly server: S;
   private readonly injector: ReturnType<grpc.Server['createConnectionInjector']>;
   private readonly sockets = new Set<Socket>();
+  /** The listening copies that accept for `server`, when `listen` made them. */
+  private readonly copies: NetServer[] = [];
   /** With `hooks.established`: what is kept, per address and in all. */
   protected readonly established: EstablishedConnections | undefined;
 
@@ -66,8 +69,23 @@ export class GrpcFront<S extends NetServer> {
     });
   }
 
-  /** Listens on `host:port` (port 0 picks a free port) and resolves with the bound port. */
-  listen(port: number, host: string): Promise<number> {
+  /**
+   * Listens on `host:port` (port 0 picks a free port) and resolves with the bound port. With
+   * `acceptors` above 1, that many copies of the listening socket accept connections for the
+   * server (see listeningCopies): a busy event loop then accepts that many per turn.
+   */
+  async listen(port: number, host: string, acceptors = 1): Promise<number> {
+    if (acceptors > 1) {
+      const copies = await listeningCopies(port, host, acceptors);
+      this.copies.push(...copies);
+      for (const copy of copies) {
+        copy.on('connection', (socket: Socket) => {
+          this.server.emit('connection', socket);
+        });
+      }
+      const address = copies[0]?.address();
+      return typeof address === 'object' && address !== null ? address.port : port;
+    }
     return new Promise((resolve, reject) => {
       this.server.once('error', reject);
       this.server.listen(port, host, () => {
@@ -84,6 +102,7 @@ export class GrpcFront<S extends NetServer> {
    * still open after `graceMs` are cut.
    */
   async close(graceMs = 2_000): Promise<void> {
+    for (const copy of this.copies) copy.close();
     const closed = new Promise<void>((resolve) =>
       this.server.close(() => {
         resolve();
