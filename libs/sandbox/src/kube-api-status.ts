@@ -6,14 +6,22 @@ export interface KubeStatus {
   status: 'Failure';
   message: string;
   reason: string;
-  details?: { name?: string; kind?: string };
+  details?: StatusDetails;
   code: number;
+}
+
+/** metav1.StatusDetails: what the failure is about, and for a 422 the fields at fault. */
+export interface StatusDetails {
+  name?: string;
+  group?: string;
+  kind?: string;
+  causes?: { reason: string; message: string; field: string }[];
 }
 
 export class KubeApiError extends Error {
   readonly status: KubeStatus;
 
-  constructor(code: number, reason: string, message: string, details?: { name?: string; kind?: string }) {
+  constructor(code: number, reason: string, message: string, details?: StatusDetails) {
     super(message);
     this.status = {
       kind: 'Status',

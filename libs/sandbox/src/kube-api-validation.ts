@@ -1,5 +1,8 @@
 import { KubeApiError, badRequest } from './kube-api-status.js';
 import { csrSpecErrors } from './kube-api/csr-validation.js';
+import { statusCauses } from './kube-api/field-error.js';
+import type { FieldError } from './kube-api/field-error.js';
+import { nodeTaintErrors } from './kube-api/node-taints.js';
 import type { KubeObject, ResourceType } from './kube-object-store.js';
 
 /*
@@ -23,12 +26,6 @@ const MICRO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(Z|[+-]\d{2}:\d{2
 const RFC3339_MICRO = '2006-01-02T15:04:05.000000Z07:00';
 /** core/v1 validation: MaxSecretSize and the ConfigMap total size limit (1 MiB each). */
 const MAX_DATA_BYTES = 1024 * 1024;
-
-/** A field error as k8s.io/apimachinery/pkg/util/validation/field renders it. */
-interface FieldError {
-  field: string;
-  detail: string;
-}
 
 const invalidValue = (field: string, value: unknown, detail: string): FieldError => ({
   field,
@@ -77,13 +74,41 @@ export function decodeObject(type: ResourceType, body: unknown): KubeObject {
       }
     }
   }
+  if (type.kind === 'Node') {
+    const why = nodeTaintsDecodeError(record(object['spec'])['taints']);
+    if (why !== undefined) throw cannot(why);
+  }
   return { ...object, metadata: { ...(metadata as Record<string, unknown>) } } as KubeObject;
+}
+
+/** encoding/json's error for spec.taints that do not fit []v1.Taint's three strings. */
+function nodeTaintsDecodeError(taints: unknown): string | undefined {
+  const wrong = (value: unknown, field: string, goType: string): string =>
+    `json: cannot unmarshal ${jsonType(value)} into Go struct field ${field} of type ${goType}`;
+  if (taints === undefined || taints === null) return undefined;
+  if (!Array.isArray(taints)) return wrong(taints, 'NodeSpec.spec.taints', '[]v1.Taint');
+  for (const taint of taints as unknown[]) {
+    if (taint === null) continue;
+    if (typeof taint !== 'object' || Array.isArray(taint)) return wrong(taint, 'NodeSpec.spec.taints', 'v1.Taint');
+    const fields = taint as Record<string, unknown>;
+    for (const [field, goType] of [
+      ['key', 'string'],
+      ['value', 'string'],
+      ['effect', 'v1.TaintEffect'],
+    ] as const) {
+      const value = fields[field];
+      if (value !== undefined && value !== null && typeof value !== 'string')
+        return wrong(value, `Taint.spec.taints.${field}`, goType);
+    }
+  }
+  return undefined;
 }
 
 /**
  * Validation (422) of an object about to be stored: ValidateObjectMeta with the kind's name rule,
- * plus ValidateConfigMap / ValidateSecret keys and sizes, ValidateLeaseSpec, ValidateNode's name,
- * and, when `creating`, a CertificateSigningRequest's spec.
+ * plus ValidateConfigMap / ValidateSecret keys and sizes, ValidateLeaseSpec, ValidateNode's name
+ * and taints, and, when `creating`, a CertificateSigningRequest's spec. The 422 carries
+ * NewInvalid's message and causes (apimachinery pkg/api/errors/errors.go).
  */
 export function validateObject(type: ResourceType, object: KubeObject, creating: boolean): void {
   const errors: FieldError[] = [];
@@ -95,14 +120,24 @@ export function validateObject(type: ResourceType, object: KubeObject, creating:
   if (type.kind === 'ConfigMap' || type.kind === 'Secret') errors.push(...dataErrors(type, object));
   if (type.kind === 'Lease') errors.push(...leaseSpecErrors(record(object['spec'])));
   if (type.kind === 'CertificateSigningRequest' && creating) errors.push(...csrSpecErrors(record(object['spec'])));
+  if (type.kind === 'Node') {
+    const taints = record(object['spec'])['taints'];
+    if (Array.isArray(taints)) errors.push(...nodeTaintErrors(taints.map(record)));
+  }
   if (errors.length > 0) {
     const shown = typeof name === 'string' ? name : '';
-    const list = errors.map((e) => `${e.field}: ${e.detail}`);
+    // ErrorList.ToAggregate: a message that repeats is shown once.
+    const list = [...new Set(errors.map((e) => `${e.field}: ${e.detail}`))];
     throw new KubeApiError(
       422,
       'Invalid',
       `${qualifiedKind(type)} "${shown}" is invalid: ${list.length === 1 ? (list[0] ?? '') : `[${list.join(', ')}]`}`,
-      { name: shown, kind: type.kind },
+      {
+        name: shown,
+        ...(type.group === '' ? {} : { group: type.group }),
+        kind: type.kind,
+        causes: statusCauses(errors),
+      },
     );
   }
 }
