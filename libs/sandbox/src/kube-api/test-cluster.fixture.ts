@@ -18,6 +18,8 @@ export interface ClientIdentity {
 export interface TestCluster {
   api: KubeApiServer;
   ca: CertificateAuthority;
+  /** The cluster CA's certificate, as clients pin it. */
+  caPem: string;
   dir: string;
   /** The server's token-auth file (it may not exist yet: no tokens). */
   tokenAuthFile: string;
@@ -60,6 +62,7 @@ export async function startTestCluster(
   return {
     api,
     ca,
+    caPem,
     dir: temp.path,
     tokenAuthFile,
     async issueClient(commonName, organisations, usage = 'client') {

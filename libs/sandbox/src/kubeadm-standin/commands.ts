@@ -234,12 +234,7 @@ export async function join(root: string, configPath: string, print: Print): Prom
   let kubeletConfig: KubeletConfiguration;
   try {
     stored = await fetchClusterConfiguration(cluster.server, cluster.caPem, config.tlsBootstrapToken);
-    kubeletConfig = await fetchKubeletConfiguration(
-      cluster.server,
-      cluster.caPem,
-      config.tlsBootstrapToken,
-      config.kubernetesApiCallMs,
-    );
+    kubeletConfig = await fetchKubeletConfiguration(cluster.server, cluster.caPem, config.tlsBootstrapToken);
   } catch (err) {
     throw new PhaseError('preflight', errorMessage(err));
   }

@@ -1,5 +1,6 @@
 import { parse, stringify } from 'yaml';
 import type { ResolvedCluster } from './config-defaults.js';
+import { getConfigMapWithShortRetry } from './config-map-short-retry.js';
 import type { Credential } from './https-json.js';
 import { httpsJson } from './https-json.js';
 
@@ -12,7 +13,6 @@ import { httpsJson } from './https-json.js';
  * defaulted, not the run-time fallbacks: no controlPlaneEndpoint unless one was given.
  */
 
-const PATH = '/api/v1/namespaces/kube-system/configmaps/kubeadm-config';
 const KEY = 'ClusterConfiguration';
 
 /** The ClusterConfiguration document as kubeadm marshals it (empty optional fields left out). */
@@ -53,19 +53,25 @@ export async function uploadClusterConfiguration(
     throw new Error(`cannot store the kubeadm-config ConfigMap: status ${res.status}`);
 }
 
-/** The stored ClusterConfiguration's fields join uses, read with the bootstrap token; throws kubeadm's message. */
+/**
+ * The stored ClusterConfiguration's fields join uses, read with the bootstrap token
+ * (getInitConfigurationFromCluster: GetConfigMapWithShortRetry); throws kubeadm's message.
+ */
 export async function fetchClusterConfiguration(
   server: string,
   caPem: string,
   token: string,
 ): Promise<{ clusterName: string; controlPlaneEndpoint: string }> {
-  const res = await httpsJson(`${server}${PATH}`, { ca: caPem, credential: { token } });
-  const body = res.body as { message?: unknown; data?: Record<string, string> };
-  if (res.status !== 200) {
-    const reason = typeof body.message === 'string' ? body.message : `status ${res.status}`;
-    throw new Error(`unable to fetch the kubeadm-config ConfigMap: failed to get config map: ${reason}`);
+  let data;
+  try {
+    data = await getConfigMapWithShortRetry(server, caPem, { token }, 'kubeadm-config');
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new Error(`unable to fetch the kubeadm-config ConfigMap: failed to get config map: ${reason}`, {
+      cause: err,
+    });
   }
-  const text = body.data?.[KEY];
+  const text = data[KEY];
   if (text === undefined)
     throw new Error(
       `unable to fetch the kubeadm-config ConfigMap: unexpected error when reading kubeadm-config ConfigMap: ${KEY} key value pair missing`,

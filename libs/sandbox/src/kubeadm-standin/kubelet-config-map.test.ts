@@ -76,7 +76,7 @@ async function initCluster(skipKubeletUpload = false): Promise<{ port: number; c
   return { port, caPem, root: cp.root };
 }
 
-function joinFile(port: number, caPem: string, timeouts: Record<string, string> = {}): string {
+function joinFile(port: number, caPem: string): string {
   return yaml([
     {
       apiVersion: API,
@@ -85,7 +85,6 @@ function joinFile(port: number, caPem: string, timeouts: Record<string, string> 
       discovery: {
         bootstrapToken: { apiServerEndpoint: `127.0.0.1:${port}`, token: TOKEN, caCertHashes: [caPublicKeyPin(caPem)] },
       },
-      timeouts,
     },
     { apiVersion: KUBELET_API, kind: 'KubeletConfiguration', tlsCertFile: '/join-file/serving.crt' },
   ]);
@@ -117,7 +116,7 @@ describe('the kubelet configuration of init and join', () => {
     const { port, caPem } = await initCluster(true);
     const worker = await standin();
     const file = join(worker.root, 'join.yaml');
-    await writeFile(file, joinFile(port, caPem, { kubernetesAPICall: '1s' }));
+    await writeFile(file, joinFile(port, caPem));
     const { code, out } = await worker.run(['join', '--config', file]);
     expect(code).not.toBe(0);
     expect(out).toContain(

@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { parse, stringify } from 'yaml';
-import { KUBERNETES_API_CALL_RETRY_MS } from './config-defaults.js';
+import { getConfigMapWithShortRetry } from './config-map-short-retry.js';
 import type { Credential } from './https-json.js';
 import { httpsJson } from './https-json.js';
 
@@ -21,7 +21,6 @@ export type KubeletConfiguration = Record<string, unknown>;
 
 const NAME = 'kubelet-config';
 const KEY = 'kubelet';
-const PATH = `/api/v1/namespaces/kube-system/configmaps/${NAME}`;
 
 /** The KubeletConfiguration kubeadm uses when the init file has none (its defaults, not spelled out). */
 export const DEFAULT_KUBELET_CONFIGURATION: KubeletConfiguration = {
@@ -53,32 +52,25 @@ export async function uploadKubeletConfiguration(
 }
 
 /**
- * The cluster's KubeletConfiguration, read with the bootstrap token; throws kubeadm's wrapped
- * message. An error answer is tried again for `timeoutMs` (timeouts.kubernetesAPICall), as
- * GetConfigMapWithRetry does; a request that fails without an answer ends it at once, where
- * GetConfigMapWithRetry would retry that too (the stand-in gives up sooner, never later).
+ * The cluster's KubeletConfiguration, read with the bootstrap token (fromConfigMap with
+ * mustExist: GetConfigMapWithShortRetry, then the key); throws kubeadm's wrapped message.
  */
 export async function fetchKubeletConfiguration(
   server: string,
   caPem: string,
   token: string,
-  timeoutMs: number,
 ): Promise<KubeletConfiguration> {
   const fail = (reason: string): Error =>
     new Error(
       `unable to fetch the kubeadm-config ConfigMap: failed to get component configs: could not download the kubelet configuration from ConfigMap "${NAME}": ${reason}`,
     );
-  const deadline = Date.now() + timeoutMs;
-  let body: { message?: unknown; data?: Record<string, string> };
-  for (;;) {
-    const res = await httpsJson(`${server}${PATH}`, { ca: caPem, credential: { token } });
-    body = res.body as typeof body;
-    if (res.status === 200) break;
-    if (Date.now() + KUBERNETES_API_CALL_RETRY_MS > deadline)
-      throw fail(typeof body.message === 'string' ? body.message : `status ${res.status}`);
-    await new Promise((resolve) => setTimeout(resolve, KUBERNETES_API_CALL_RETRY_MS));
+  let data;
+  try {
+    data = await getConfigMapWithShortRetry(server, caPem, { token }, NAME);
+  } catch (err) {
+    throw fail(err instanceof Error ? err.message : String(err));
   }
-  const text = body.data?.[KEY];
+  const text = data[KEY];
   if (text === undefined) throw fail(`unexpected error when reading ${NAME} ConfigMap: ${KEY} key value pair missing`);
   const document = parse(text) as unknown;
   if (document === null || typeof document !== 'object' || Array.isArray(document))
