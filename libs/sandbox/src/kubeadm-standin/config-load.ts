@@ -40,7 +40,9 @@ export function loadInitConfig(
   warn: Warn,
 ): { init: ResolvedInit; cluster: ResolvedCluster; kubelet: KubeletConfiguration } {
   const docs = parseKubeadmConfig(text, warn);
-  if (docs.join !== undefined && docs.init === undefined && docs.cluster === undefined)
+  // documentMapToInitConfiguration: without either there is nothing to initialise from, whatever
+  // else the file holds (an empty file, or a KubeletConfiguration alone, too).
+  if (docs.init === undefined && docs.cluster === undefined)
     throw new ConfigError('no InitConfiguration or ClusterConfiguration kind was found in the YAML file');
   const defaulted = defaultInit(docs.init ?? { apiVersion: API, kind: 'InitConfiguration' });
   const init = { ...defaulted, nodeRegistration: withSocketScheme(defaulted.nodeRegistration, warn) };

@@ -326,9 +326,11 @@ describe('join reads only its JoinConfiguration (cmd/kubeadm/app/util/config/joi
     expect(warnings).toEqual([]);
   });
 
-  it('SplitConfigDocuments (cmd/kubeadm/app/util/marshal.go) still checks every document: group, version and kind present, no kind twice', () => {
+  it('SplitYAMLDocuments (cmd/kubeadm/app/util/marshal.go) still checks every document: group, version and kind present, no kind twice', () => {
+    // %+v of the *schema.GroupVersionKind prints its String() (apimachinery runtime/schema
+    // group_version.go), as real kubeadm prints "GroupVersionKind /, Kind=InitConfiguration".
     expect(refusal(() => join([joinYaml(), stringify({ apiVersion: 'v1', kind: 'ConfigMap' })].join('---\n')))).toBe(
-      'invalid configuration for GroupVersionKind {Group: Version:v1 Kind:ConfigMap}: kind and apiVersion is mandatory information that must be specified',
+      'invalid configuration for GroupVersionKind /v1, Kind=ConfigMap: kind and apiVersion is mandatory information that must be specified',
     );
     expect(refusal(() => join([joinYaml(), kubelet({}), kubelet({})].join('---\n')))).toBe(
       'invalid configuration: kind "KubeletConfiguration" is specified twice in YAML file',

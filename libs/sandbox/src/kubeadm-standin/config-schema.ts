@@ -1,6 +1,16 @@
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
 import { errorMessage } from '@constellation/errors';
+import {
+  IGNORED_WARNING_SOURCE,
+  STRICT_WARNING_SOURCE,
+  gvkGoSyntax,
+  gvkString,
+  ignoredDocumentWarning,
+  initDocumentVerdict,
+  unknownConfigurationWarning,
+} from './init-document-kinds.js';
+import type { GroupVersionKind } from './init-document-kinds.js';
 
 /*
  * Decoding of the part of kubeadm's v1beta4 configuration the stand-in understands, as kubeadm
@@ -147,32 +157,28 @@ export function klogWarning(source: string, message: string, now = new Date()): 
   return `W${date} ${time} ${String(process.pid).padStart(7)} ${source}] ${message}`;
 }
 
-const GROUP_VERSION_KIND = (kind: string, apiVersion: string): string => {
-  const [group = '', version = ''] = apiVersion.includes('/') ? apiVersion.split('/') : ['', apiVersion];
-  return `schema.GroupVersionKind{Group:"${group}", Version:"${version}", Kind:"${kind}"}`;
-};
+/**
+ * SplitYAMLDocuments' message for a document without group, version or kind: Go's %+v of the
+ * *schema.GroupVersionKind, which is its String() ("/v1, Kind=ConfigMap").
+ */
+function missingTypeMeta(gvk: GroupVersionKind): string {
+  return `invalid configuration for GroupVersionKind ${gvkString(gvk)}: kind and apiVersion is mandatory information that must be specified`;
+}
 
-/** SplitConfigDocuments' message for a document without group, version or kind (Go's %+v of the GVK). */
-function missingTypeMeta(kind: string, apiVersion: string): string {
-  const [group = '', version = ''] = apiVersion.includes('/') ? apiVersion.split('/') : ['', apiVersion];
-  return `invalid configuration for GroupVersionKind {Group:${group} Version:${version} Kind:${kind}}: kind and apiVersion is mandatory information that must be specified`;
+/** A document of the file with its type meta, as SplitYAMLDocuments reads it. */
+interface ConfigDocument {
+  gvk: GroupVersionKind;
+  value: unknown;
 }
 
 /**
- * Parses a multi-document kubeadm config file. Like kubeadm (`SplitConfigDocuments` in
- * cmd/kubeadm/app/util/marshal.go) a kind may appear once per file; unknown fields are warned
- * about and dropped (VerifyUnmarshalStrict only logs); wrong types are errors.
- *
- * `only`, when given, names the kinds the caller reads: every other document passes
- * SplitConfigDocuments' checks (group, version and kind present, no kind twice) and is then
- * skipped without decoding or a word, as join's documentMapToJoinConfiguration skips them.
+ * SplitYAMLDocuments (cmd/kubeadm/app/util/marshal.go): every document must name a group,
+ * version and kind (the first that does not ends the split); a kind may appear once (each repeat
+ * is an error, reported together at the end, as utilerrors.NewAggregate words them).
  */
-export function parseKubeadmConfig(
-  text: string,
-  warn: Warn = () => undefined,
-  only?: readonly string[],
-): KubeadmDocuments {
-  const out: KubeadmDocuments = {};
+function splitConfigDocuments(text: string): ConfigDocument[] {
+  const documents: ConfigDocument[] = [];
+  const repeated: string[] = [];
   const seen = new Set<string>();
   for (const [index, doc] of parseAllDocuments(text, { uniqueKeys: true }).entries()) {
     if (doc.errors.length > 0)
@@ -187,46 +193,127 @@ export function parseKubeadmConfig(
     if (value === null) continue;
     const record = value as { kind?: unknown; apiVersion?: unknown };
     const kind = typeof record.kind === 'string' ? record.kind : '';
-    if (seen.has(kind)) throw new ConfigError(`invalid configuration: kind "${kind}" is specified twice in YAML file`);
-    seen.add(kind);
-    if (only !== undefined && !only.includes(kind)) {
-      const apiVersion = typeof record.apiVersion === 'string' ? record.apiVersion : '';
-      if (kind === '' || !/^[^/]+\/[^/]+$/.test(apiVersion)) throw new ConfigError(missingTypeMeta(kind, apiVersion));
+    const apiVersion = typeof record.apiVersion === 'string' ? record.apiVersion : '';
+    // schema.ParseGroupVersion: "" and "v1" have no group; more than one "/" does not parse.
+    const parts = apiVersion === '' ? ['', ''] : apiVersion.includes('/') ? apiVersion.split('/') : ['', apiVersion];
+    if (parts.length > 2) throw new ConfigError(`unexpected GroupVersion string: ${apiVersion}`);
+    const gvk = { group: parts[0] ?? '', version: parts[1] ?? '', kind };
+    if (gvk.group === '' || gvk.version === '' || kind === '') throw new ConfigError(missingTypeMeta(gvk));
+    if (seen.has(kind)) {
+      repeated.push(`invalid configuration: kind "${kind}" is specified twice in YAML file`);
       continue;
     }
-    const schema =
-      kind === 'InitConfiguration'
-        ? initConfigurationSchema
-        : kind === 'ClusterConfiguration'
-          ? clusterConfigurationSchema
-          : kind === 'JoinConfiguration'
-            ? joinConfigurationSchema
-            : kind === 'KubeletConfiguration'
-              ? kubeletConfigurationSchema
-              : undefined;
-    if (schema === undefined) throw new ConfigError(`document ${index}: unknown kind ${JSON.stringify(kind)}`);
-    const apiVersion = typeof record.apiVersion === 'string' ? record.apiVersion : '';
-    const parsed = decodeWarningUnknown(schema, value, (unknown) => {
-      warn(
-        klogWarning(
-          'initconfiguration.go:306',
-          `error unmarshaling configuration ${GROUP_VERSION_KIND(kind, apiVersion)}: strict decoding error: ${unknown}`,
-        ),
-      );
-    });
-    if (!parsed.success) {
-      const issue = parsed.issue;
-      const field = issue?.path.map(String).join('.') ?? '';
-      throw new ConfigError(
-        `${kind}: strict decoding error: ${field === '' ? '' : `${field}: `}${issue?.message ?? 'invalid'}`,
-      );
-    }
-    if (kind === 'InitConfiguration') out.init = parsed.data as InitConfiguration;
-    if (kind === 'ClusterConfiguration') out.cluster = parsed.data as ClusterConfiguration;
-    if (kind === 'JoinConfiguration') out.join = parsed.data as JoinConfiguration;
-    if (kind === 'KubeletConfiguration') out.kubelet = parsed.data as Record<string, unknown>;
+    seen.add(kind);
+    documents.push({ gvk, value });
   }
+  if (repeated.length > 0)
+    throw new ConfigError(repeated.length === 1 ? (repeated[0] ?? '') : `[${repeated.join(', ')}]`);
+  return documents;
+}
+
+/**
+ * Parses a multi-document kubeadm config file. Like kubeadm (`SplitYAMLDocuments` in
+ * cmd/kubeadm/app/util/marshal.go) every document names its group, version and kind and a kind
+ * may appear once per file; unknown fields are warned about and dropped (VerifyUnmarshalStrict
+ * only logs); wrong types are errors.
+ *
+ * Without `only` the file is init's: each document is treated as documentMapToInitConfiguration
+ * treats it (init-document-kinds.ts): read, warned about and skipped, or refused.
+ *
+ * `only`, when given, names the kinds the caller reads: every other document passes
+ * SplitYAMLDocuments' checks and is then skipped without decoding or a word, as join's
+ * documentMapToJoinConfiguration skips them.
+ */
+export function parseKubeadmConfig(
+  text: string,
+  warn: Warn = () => undefined,
+  only?: readonly string[],
+): KubeadmDocuments {
+  const out: KubeadmDocuments = {};
+  const documents = splitConfigDocuments(text);
+  if (only !== undefined) {
+    for (const { gvk, value } of documents)
+      if (only.includes(gvk.kind)) store(out, gvk, decodeDocument(gvk, value, warn));
+    return out;
+  }
+  // documentMapToInitConfiguration takes the documents in the order of their GVK strings.
+  documents.sort((a, b) => (gvkString(a.gvk) < gvkString(b.gvk) ? -1 : gvkString(a.gvk) > gvkString(b.gvk) ? 1 : 0));
+  let refusal: string | undefined;
+  for (const { gvk, value } of documents) {
+    const verdict = initDocumentVerdict(gvk);
+    if (verdict.unknown) warn(klogWarning(STRICT_WARNING_SOURCE, unknownConfigurationWarning(gvk)));
+    switch (verdict.action) {
+      case 'refuse':
+        throw new ConfigError(verdict.message);
+      case 'refuse-after-loop':
+        refusal ??= verdict.message;
+        break;
+      case 'decode':
+        store(out, gvk, decodeDocument(gvk, value, warn));
+        break;
+      case 'check-and-ignore':
+        checkIgnoredDocument(gvk, value, warn);
+        warn(klogWarning(IGNORED_WARNING_SOURCE, ignoredDocumentWarning(gvk)));
+        break;
+      case 'ignore':
+        warn(klogWarning(IGNORED_WARNING_SOURCE, ignoredDocumentWarning(gvk)));
+        break;
+    }
+  }
+  // FetchFromDocumentMap runs after the check that an Init- or ClusterConfiguration was given.
+  if (refusal !== undefined && (out.init !== undefined || out.cluster !== undefined)) throw new ConfigError(refusal);
   return out;
+}
+
+const SCHEMAS: Record<string, z.ZodType | undefined> = {
+  InitConfiguration: initConfigurationSchema,
+  ClusterConfiguration: clusterConfigurationSchema,
+  JoinConfiguration: joinConfigurationSchema,
+  KubeletConfiguration: kubeletConfigurationSchema,
+};
+
+/** Decodes one document the stand-in reads: unknown fields are warnings, wrong types errors. */
+function decodeDocument(gvk: GroupVersionKind, value: unknown, warn: Warn): unknown {
+  const schema = SCHEMAS[gvk.kind];
+  if (schema === undefined) throw new ConfigError(`unknown kind ${JSON.stringify(gvk.kind)}`);
+  const parsed = decodeWarningUnknown(schema, value, (unknown) => {
+    warn(
+      klogWarning(
+        STRICT_WARNING_SOURCE,
+        `error unmarshaling configuration ${gvkGoSyntax(gvk)}: strict decoding error: ${unknown}`,
+      ),
+    );
+  });
+  if (!parsed.success) {
+    const issue = parsed.issue;
+    const field = issue?.path.map(String).join('.') ?? '';
+    throw new ConfigError(
+      `${gvk.kind}: strict decoding error: ${field === '' ? '' : `${field}: `}${issue?.message ?? 'invalid'}`,
+    );
+  }
+  return parsed.data;
+}
+
+/**
+ * VerifyUnmarshalStrict on a known document init does not read: init logs whatever it finds
+ * instead of failing. The stand-in checks the JoinConfiguration it models and lets the kinds it
+ * has no schema for (ResetConfiguration, UpgradeConfiguration) pass unchecked.
+ */
+function checkIgnoredDocument(gvk: GroupVersionKind, value: unknown, warn: Warn): void {
+  if (SCHEMAS[gvk.kind] === undefined) return;
+  try {
+    decodeDocument(gvk, value, warn);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    warn(klogWarning(STRICT_WARNING_SOURCE, `error unmarshaling configuration ${gvkGoSyntax(gvk)}: ${err.message}`));
+  }
+}
+
+function store(out: KubeadmDocuments, gvk: GroupVersionKind, data: unknown): void {
+  if (gvk.kind === 'InitConfiguration') out.init = data as InitConfiguration;
+  if (gvk.kind === 'ClusterConfiguration') out.cluster = data as ClusterConfiguration;
+  if (gvk.kind === 'JoinConfiguration') out.join = data as JoinConfiguration;
+  if (gvk.kind === 'KubeletConfiguration') out.kubelet = data as Record<string, unknown>;
 }
 
 type Decoded = { success: true; data: unknown } | { success: false; issue: z.core.$ZodIssue | undefined };
