@@ -123,4 +123,32 @@ describe('GetConfigMapWithShortRetry (cmd/kubeadm/app/util/apiclient/idempotency
       'unable to fetch the kubeadm-config ConfigMap: failed to get config map: configmaps "kubeadm-config" not found',
     );
   });
+
+  it('a try that outlasts the 350 ms is the last one (loopConditionUntilContext checks the context first)', async () => {
+    let connections = 0;
+    const sockets = new Set<Socket>();
+    const slow = createServer((socket) => {
+      connections++;
+      sockets.add(socket);
+      setTimeout(() => socket.destroy(), SHORT_RETRY_TIMEOUT_MS + 100);
+    });
+    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+    const { port } = slow.address() as { port: number };
+    try {
+      const error = await fetchKubeletConfiguration(`https://127.0.0.1:${port}`, cluster.caPem, TOKEN).catch(
+        (err: unknown) => err as Error,
+      );
+      expect((error as Error).message).toContain(
+        `could not download the kubelet configuration from ConfigMap "kubelet-config": Get "https://127.0.0.1:${port}/api/v1/namespaces/kube-system/configmaps/kubelet-config": `,
+      );
+      expect(connections).toBe(1);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => {
+        slow.close(() => {
+          resolve();
+        });
+      });
+    }
+  });
 });

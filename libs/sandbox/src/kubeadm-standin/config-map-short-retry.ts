@@ -27,13 +27,18 @@ export async function getConfigMapWithShortRetry(
 ): Promise<ConfigMapData> {
   const url = `${server}/api/v1/namespaces/kube-system/configmaps/${name}`;
   const start = Date.now();
-  for (let attempt = 1; ; attempt++) {
-    const lastError = await getOnce(url, caPem, credential);
-    if (typeof lastError !== 'string') return lastError;
-    // A ticker: tries at 0, 50, ..., 300 ms; the context ends at 350 ms.
-    const next = start + attempt * SHORT_RETRY_INTERVAL_MS;
-    if (next >= start + SHORT_RETRY_TIMEOUT_MS) throw new Error(lastError);
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, next - Date.now())));
+  const deadline = start + SHORT_RETRY_TIMEOUT_MS;
+  // When the poll last took a tick of its ticker (ticks at 50, 100, ... ms from the start).
+  let tookTick = start;
+  for (;;) {
+    const outcome = await getOnce(url, caPem, credential);
+    if (typeof outcome !== 'string') return outcome;
+    // loopConditionUntilContext: no try once the context has ended. A ticker keeps one missed
+    // tick, so after a slow try the next one starts at once; ticks missed beyond it are dropped.
+    const tick = start + (Math.floor((tookTick - start) / SHORT_RETRY_INTERVAL_MS) + 1) * SHORT_RETRY_INTERVAL_MS;
+    if (Date.now() >= deadline || tick >= deadline) throw new Error(outcome);
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, tick - Date.now())));
+    tookTick = Math.max(tick, Date.now());
   }
 }
 
