@@ -21,6 +21,12 @@ export function connectionPeer(socket: Socket): string {
  */
 const HALF_CLOSED_MS = 1_000;
 
+/** The TCP port `server` listens on (`asked` when it has no TCP address). */
+function boundPort(server: NetServer | undefined, asked: number): number {
+  const address = server?.address();
+  return typeof address === 'object' && address !== null ? address.port : asked;
+}
+
 export interface GrpcFrontHooks {
   /** Sees each connection once it is established (TLS: its handshake done), before grpc-js gets it. */
   onSecure?: (socket: Socket) => void;
@@ -83,15 +89,13 @@ export class GrpcFront<S extends NetServer> {
           this.server.emit('connection', socket);
         });
       }
-      const address = copies[0]?.address();
-      return typeof address === 'object' && address !== null ? address.port : port;
+      return boundPort(copies[0], port);
     }
     return new Promise((resolve, reject) => {
       this.server.once('error', reject);
       this.server.listen(port, host, () => {
         this.server.off('error', reject);
-        const address = this.server.address();
-        resolve(typeof address === 'object' && address !== null ? address.port : port);
+        resolve(boundPort(this.server, port));
       });
     });
   }

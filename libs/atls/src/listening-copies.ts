@@ -38,6 +38,8 @@ export function listeningCopies(port: number, host: string, copies: number): Pro
       env: {},
     });
     const servers: NetServer[] = [];
+    // The helper's exit follows a failure (it is killed, or leaves after reporting its error).
+    let settled = false;
     let stderr = '';
     child.stderr?.on('data', (chunk: Buffer) => {
       stderr = (stderr + chunk.toString()).slice(-2_000);
@@ -46,6 +48,8 @@ export function listeningCopies(port: number, host: string, copies: number): Pro
       fail(new Error(`no listening socket from the helper process within ${COPIES_TIMEOUT_MS} ms`));
     }, COPIES_TIMEOUT_MS);
     const fail = (err: Error): void => {
+      if (settled) return;
+      settled = true;
       clearTimeout(timer);
       for (const server of servers) server.close();
       child.kill();
@@ -62,10 +66,12 @@ export function listeningCopies(port: number, host: string, copies: number): Pro
     // Done once the child is gone: then only the copies hold the socket, and closing them stops
     // all listening on the port.
     child.once('exit', (code: number | null) => {
+      if (settled) return;
       if (servers.length < copies) {
         fail(new Error(`the helper process that listens exited (${String(code)}) before handing over: ${stderr}`));
         return;
       }
+      settled = true;
       clearTimeout(timer);
       resolve(servers);
     });
