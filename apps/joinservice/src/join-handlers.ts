@@ -18,6 +18,9 @@ import type { TicketService } from './ticket-service.js';
 
 type Outcome = 'issued' | 'rejected' | 'retry' | 'error';
 
+/** Refused by the service's own logic (admission, vetting, the ticket), counted where refused. */
+const refusedByService = (reason: ChallengeRejection): boolean => reason === 'handler' || reason === 'admission';
+
 /** Counts a refusal by the ticket logic under its reason, and says what kind of outcome it was. */
 function refused(metrics: JoinMetrics, kind: 'join' | 'rejoin', err: unknown): Outcome {
   if (!(err instanceof Refusal)) return 'error';
@@ -68,7 +71,7 @@ export function joinHandlers(parts: JoinHandlerParts): JoinServiceServer {
   const countRejected = (kind: 'join' | 'rejoin', reason: ChallengeRejection): void => {
     if (reason === 'outstanding') metrics.refusals.inc({ kind, reason: 'challenge-outstanding' });
     else if (reason === 'call-in-progress') metrics.refusals.inc({ kind, reason: 'tpm-call-in-progress' });
-    else if (reason !== 'handler' && reason !== 'admission') metrics.attestationFailures.inc({ reason });
+    else if (!refusedByService(reason)) metrics.attestationFailures.inc({ reason });
   };
   /**
    * Shed load before the expensive part, but only for calls that sent a well-formed hello: the
@@ -116,8 +119,7 @@ export function joinHandlers(parts: JoinHandlerParts): JoinServiceServer {
         onRejected: (reason) => {
           countRejected('join', reason);
           if (reason === 'outstanding') metrics.joins.inc({ kind: 'join', role: 'unknown', outcome: 'retry' });
-          else if (reason !== 'handler' && reason !== 'admission')
-            metrics.joins.inc({ kind: 'join', role: 'unknown', outcome: 'rejected' });
+          else if (!refusedByService(reason)) metrics.joins.inc({ kind: 'join', role: 'unknown', outcome: 'rejected' });
         },
         handle: async (bytes, result, proven) => {
           const request = decode(JoinTicketRequest, bytes, 'JoinTicketRequest');

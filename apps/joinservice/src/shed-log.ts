@@ -54,7 +54,7 @@ export class ShedLog {
     this.log.info('shed calls for load', {
       calls: this.calls,
       sinceMs: Date.now() - this.windowStartedAt,
-      ...(this.longestMs === 0 ? {} : { retryAfterMs: { shortest: this.shortestMs, longest: this.longestMs } }),
+      ...(this.shortestMs === Infinity ? {} : { retryAfterMs: { shortest: this.shortestMs, longest: this.longestMs } }),
       lastRefusal: this.last,
     });
     this.calls = 0;
