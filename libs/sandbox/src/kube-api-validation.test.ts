@@ -136,6 +136,12 @@ describe('object validation (pkg/apis/core/validation, pkg/apis/coordination/val
     expect((await call('POST', '/api/v1/nodes', { metadata: { name: 'a.b' } })).code).toBe(201);
     const label = await call('POST', '/api/v1/nodes', { metadata: { name: 'bad-label', labels: { '-x': 'y' } } });
     expect(label.code).toBe(422);
+    // IsQualifiedName's wording, the same checks as taint keys (qualified-name.ts).
+    const text = JSON.stringify(label.body);
+    expect(text).toContain(
+      'metadata.labels: Invalid value: \\"-x\\": name part must consist of alphanumeric characters',
+    );
+    expect(text).toContain("regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]'");
   });
 });
 

@@ -1,6 +1,12 @@
 import { KubeApiError, badRequest } from './kube-api-status.js';
 import { csrSpecErrors } from './kube-api/csr-validation.js';
 import { statusCauses } from './kube-api/field-error.js';
+import {
+  INVALID_LABEL_VALUE,
+  dns1123SubdomainErrors,
+  labelValueErrors,
+  qualifiedNameErrors,
+} from './kube-api/qualified-name.js';
 import type { FieldError } from './kube-api/field-error.js';
 import { nodeTaintErrors } from './kube-api/node-taints.js';
 import type { KubeObject, ResourceType } from './kube-object-store.js';
@@ -12,15 +18,10 @@ import type { KubeObject, ResourceType } from './kube-object-store.js';
  * rule: 422 Invalid, "<Kind> "<name>" is invalid: <field>: Invalid value: ...").
  */
 
-/** k8s.io/apimachinery/pkg/util/validation IsDNS1123Subdomain. */
-const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 /** IsDNS1123Label (namespace names). */
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 /** IsConfigMapKey: ConfigMap and Secret data keys. */
 const CONFIG_MAP_KEY = /^[-._a-zA-Z0-9]+$/;
-/** IsQualifiedName's name part, and label values. */
-const QUALIFIED_NAME_PART = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
-const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 /** metav1.MicroTime's wire format: RFC3339Micro = "2006-01-02T15:04:05.000000Z07:00". */
 const MICRO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(Z|[+-]\d{2}:\d{2})$/;
 const RFC3339_MICRO = '2006-01-02T15:04:05.000000Z07:00';
@@ -155,43 +156,18 @@ function nameErrors(type: ResourceType, name: string): FieldError[] {
       ];
     return [];
   }
-  if (name.length > 253 || !DNS1123_SUBDOMAIN.test(name)) {
-    return [
-      invalidValue(
-        'metadata.name',
-        name,
-        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
-      ),
-    ];
-  }
-  return [];
+  return dns1123SubdomainErrors(name).map((message) => invalidValue('metadata.name', name, message));
 }
 
-/** ValidateLabels: qualified-name keys, values of at most 63 characters. */
+/** ValidateLabels: qualified-name keys (IsQualifiedName), label values (IsValidLabelValue). */
 function labelErrors(labels: unknown): FieldError[] {
   if (labels === undefined || labels === null) return [];
   const errors: FieldError[] = [];
   for (const [key, value] of Object.entries(record(labels))) {
-    const slash = key.lastIndexOf('/');
-    const prefix = slash < 0 ? undefined : key.slice(0, slash);
-    const local = slash < 0 ? key : key.slice(slash + 1);
-    const prefixOk = prefix === undefined || (prefix.length <= 253 && DNS1123_SUBDOMAIN.test(prefix));
-    if (!prefixOk || local.length > 63 || !QUALIFIED_NAME_PART.test(local))
-      errors.push(
-        invalidValue(
-          'metadata.labels',
-          key,
-          "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
-        ),
-      );
-    if (typeof value !== 'string' || value.length > 63 || !LABEL_VALUE.test(value))
-      errors.push(
-        invalidValue(
-          `metadata.labels`,
-          value,
-          "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
-        ),
-      );
+    errors.push(...qualifiedNameErrors(key).map((message) => invalidValue('metadata.labels', key, message)));
+    // A value that is no string is refused as an invalid label value (Go refuses it at decoding).
+    const valueErrors = typeof value === 'string' ? labelValueErrors(value) : [INVALID_LABEL_VALUE];
+    errors.push(...valueErrors.map((message) => invalidValue('metadata.labels', value, message)));
   }
   return errors;
 }

@@ -68,11 +68,13 @@ export function qualifiedNameErrors(value: string): string[] {
   return errors;
 }
 
+/** IsValidLabelValue's message for a value its pattern refuses. */
+export const INVALID_LABEL_VALUE = regexError(LABEL_VALUE_MESSAGE, LABEL_VALUE_FMT, 'MyValue', 'my_value', '12345');
+
 /** IsValidLabelValue: empty, or a name part of at most 63. */
 export function labelValueErrors(value: string): string[] {
   const errors: string[] = [];
   if (byteLength(value) > LABEL_VALUE_MAX_LENGTH) errors.push(maxLengthError(LABEL_VALUE_MAX_LENGTH));
-  if (!LABEL_VALUE.test(value))
-    errors.push(regexError(LABEL_VALUE_MESSAGE, LABEL_VALUE_FMT, 'MyValue', 'my_value', '12345'));
+  if (!LABEL_VALUE.test(value)) errors.push(INVALID_LABEL_VALUE);
   return errors;
 }
