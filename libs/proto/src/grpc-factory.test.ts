@@ -173,8 +173,44 @@ describe('gRPC factory options', () => {
       ...channel,
       'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
       'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
+      'grpc.enable_channelz': 0,
     });
-    expect(clientOptions()).toEqual(proto.grpcMessageLimits);
+    expect(clientOptions()).toEqual({ ...proto.grpcMessageLimits, 'grpc.enable_channelz': 0 });
+  });
+
+  it('registers no channel or server with channelz, unless the caller turns it on', async () => {
+    const handlers = grpc.getChannelzHandlers();
+    const listed = (kind: 'GetTopChannels' | 'GetServers'): Promise<number> =>
+      new Promise((resolve, reject) => {
+        const request = { start_channel_id: '0', start_server_id: '0', max_results: '1000000' };
+        const call = { request } as unknown as Parameters<typeof handlers.GetServers>[0];
+        const done = (err: { details?: string } | null, answer?: { channel?: unknown[]; server?: unknown[] }): void => {
+          if (err !== null) reject(new Error(`channelz ${kind} failed: ${err.details ?? 'no details'}`));
+          else resolve((kind === 'GetServers' ? answer?.server : answer?.channel)?.length ?? -1);
+        };
+        if (kind === 'GetServers') handlers.GetServers(call, done as Parameters<typeof handlers.GetServers>[1]);
+        else
+          handlers.GetTopChannels(
+            call as unknown as Parameters<typeof handlers.GetTopChannels>[0],
+            done as Parameters<typeof handlers.GetTopChannels>[1],
+          );
+      });
+    const before = { channels: await listed('GetTopChannels'), servers: await listed('GetServers') };
+    const server = createGrpcServer();
+    new HealthStatus({ '': 'SERVING' }).addTo(server);
+    const address = await bind(server);
+    const client = createClient(HealthClient, address, insecure);
+    try {
+      expect(await check(client, '')).toEqual({ status: HealthCheckResponse_ServingStatus.SERVING });
+      expect({ channels: await listed('GetTopChannels'), servers: await listed('GetServers') }).toEqual(before);
+      // What grpc-js does by default, which the count above would show.
+      const registered = createClient(HealthClient, address, insecure, { 'grpc.enable_channelz': 1 });
+      expect(await listed('GetTopChannels')).toBe(before.channels + 1);
+      registered.close();
+    } finally {
+      client.close();
+      server.forceShutdown();
+    }
   });
 
   it('allows tightening the limits but never loosening them', () => {

@@ -10,7 +10,7 @@ import { MAX_MESSAGE_BYTES, grpcMessageLimits } from './message-limits.js';
  *
  * each with RESOURCE_EXHAUSTED, grpc's own status for an oversized message.
  *
- * Defaults are the limits and, for servers, a connection idle limit (SERVER_CONNECTION_IDLE_MS)
+ * Defaults are the limits, channelz off (CHANNELZ_OFF) and, for servers, a connection idle limit (SERVER_CONNECTION_IDLE_MS)
  * and a connection age limit (SERVER_CONNECTION_AGE_MS, then SERVER_CONNECTION_AGE_GRACE_MS):
  * grpc-js keeps a connection without calls open for ever, and one whose call never ends (a
  * request announcing bytes it never sends, a health watch) too, so a stranger's connections would
@@ -40,9 +40,17 @@ function checkIntegerOption(
   }
 }
 
+/**
+ * Off unless a caller turns it on: channelz is grpc's introspection service, which nothing here
+ * serves, yet grpc-js registers every channel, subchannel, server and socket with it and keeps
+ * traces and call counters for each (2 to 3 % of a joining node's CPU in the storm bench's
+ * profile, and memory held per connection).
+ */
+const CHANNELZ_OFF = { 'grpc.enable_channelz': 0 } as const;
+
 function withLimits<T extends grpc.ChannelOptions>(options: T | undefined): T {
   for (const key of LIMIT_KEYS) checkIntegerOption(options, key, 0, MAX_MESSAGE_BYTES, 'MAX_MESSAGE_BYTES');
-  return { ...grpcMessageLimits, ...options } as T;
+  return { ...CHANNELZ_OFF, ...grpcMessageLimits, ...options } as T;
 }
 
 /** A server closes a connection that has had no call for this long (callers may set their own). */
