@@ -2,6 +2,7 @@
 // and storms that open more than the service can shake hands with at once.
 import { connect } from 'node:net';
 import type { Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
 import { SERVICE_CHANNEL_OPTIONS, serviceChannelCredentials, serviceTlsIdentity } from '@constellation/atls';
 import { HealthClient, HealthStatus, createGrpcServer } from '@constellation/proto';
@@ -17,10 +18,13 @@ afterEach(async () => {
   await Promise.all(open.splice(0).map((o) => o.close()));
 });
 
-async function serve(options: Partial<BoundedTlsListenerOptions>): Promise<{ port: number; shed: string[] }> {
+async function serve(
+  options: Partial<BoundedTlsListenerOptions>,
+): Promise<{ port: number; shed: string[]; handshakesMs: number[] }> {
   const server = createGrpcServer();
   new HealthStatus({ '': 'SERVING' }).addTo(server);
   const shed: string[] = [];
+  const handshakesMs: number[] = [];
   const listener = new BoundedTlsListener(server, {
     ...serviceTlsIdentity(),
     maxHandshakes: 2,
@@ -28,11 +32,12 @@ async function serve(options: Partial<BoundedTlsListenerOptions>): Promise<{ por
     handshakeTimeoutMs: 60_000,
     maxConnections: JOINSERVICE_DEFAULTS.maxConnections,
     onShed: (reason) => shed.push(reason),
+    onHandshake: (ms) => handshakesMs.push(ms),
     ...options,
   });
   const port = await listener.listen(0, '127.0.0.1');
   open.push({ close: () => listener.close(100) });
-  return { port, shed };
+  return { port, shed, handshakesMs };
 }
 
 /** A TCP connection that never sends a ClientHello; resolves once connected. */
@@ -113,5 +118,37 @@ describe('BoundedTlsListener', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(250);
     expect(shed).toEqual([]);
     expect(await healthCheck(port)).toEqual({ code: grpc.status.OK, details: '' });
+  });
+
+  it('reports each finished handshake with its time from the accept, so a ClientHello that waited counts its wait', async () => {
+    const { port, handshakesMs } = await serve({});
+    expect(await healthCheck(port)).toEqual({ code: grpc.status.OK, details: '' });
+    expect(handshakesMs).toHaveLength(1);
+    // Accepted now, its ClientHello sent 300 ms later: as a connection waits in a storm.
+    const { socket } = await stalledConnection(port);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const secured = tlsConnect({ socket, rejectUnauthorized: false, servername: 'joinservice.constellation.internal' });
+    await withTimeout(
+      new Promise<void>((resolve, reject) => {
+        secured.once('secureConnect', resolve);
+        secured.once('error', reject);
+      }),
+      5_000,
+      'the late handshake',
+    );
+    open.push({
+      close: () => {
+        secured.destroy();
+        return Promise.resolve();
+      },
+    });
+    await withTimeout(
+      (async () => {
+        while (handshakesMs.length < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+      })(),
+      5_000,
+      'the late handshake to be reported',
+    );
+    expect(handshakesMs[1]).toBeGreaterThanOrEqual(290);
   });
 });

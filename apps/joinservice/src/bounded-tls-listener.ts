@@ -21,6 +21,11 @@ export interface BoundedTlsListenerOptions {
   maxConnections: EstablishedLimit;
   /** Told of every connection reset for load (for metrics). */
   onShed?: (reason: 'busy' | 'stale' | 'connections') => void;
+  /**
+   * Told, for every finished handshake, how long it took from the connection's accept (for
+   * metrics): in a storm, connections wait here for the service's CPU before any call is made.
+   */
+  onHandshake?: (ms: number) => void;
 }
 
 /**
@@ -68,7 +73,12 @@ export class BoundedTlsListener {
       this.handshaking.set(peer, { socket, since: performance.now() });
       socket.once('close', () => this.handshaking.delete(peer));
     });
-    this.front.tls.on('secureConnection', (socket: TLSSocket) => this.handshaking.delete(connectionPeer(socket)));
+    this.front.tls.on('secureConnection', (socket: TLSSocket) => {
+      const peer = connectionPeer(socket);
+      const since = this.handshaking.get(peer)?.since;
+      this.handshaking.delete(peer);
+      if (since !== undefined) options.onHandshake?.(performance.now() - since);
+    });
   }
 
   /** Cuts the oldest handshake if it has been under way for `staleMs`; true when it did. */

@@ -188,6 +188,9 @@ describe('JoinService with real swtpm nodes and the API stand-in', () => {
       /kind="join",role="worker",outcome="issued"} \d+/,
     );
     expect(await metric('constellation_joinservice_ticket_seconds_count')).toMatch(/\d+/);
+    expect(await metric('constellation_joinservice_tls_handshake_seconds_count')).toMatch(
+      /^constellation_joinservice_tls_handshake_seconds_count [1-9]\d*$/m,
+    );
     // The kernel's accept queue of the join port, read at the scrape: nothing waits in it here.
     expect(await metric('constellation_joinservice_accept_queue_connections')).toMatch(
       /^constellation_joinservice_accept_queue_connections 0$/m,

@@ -162,6 +162,9 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
     onShed: (reason) => {
       metrics.shedConnections.inc({ reason });
     },
+    onHandshake: (ms) => {
+      metrics.handshakeLatency.observe(ms / 1000);
+    },
   });
   const acceptors = settings.acceptors ?? JOINSERVICE_DEFAULTS.acceptors;
   const port = await listener.listen(settings.port, settings.host, acceptors).catch((err: unknown) => {
