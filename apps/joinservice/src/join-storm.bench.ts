@@ -18,6 +18,7 @@ import { atlsPublicRoot, issueFromPublicRoot } from '@constellation/atls';
 import type { EkCa } from '@constellation/swtpm';
 import { buildBundles } from '@constellation/testing';
 import { acceptQueueLength } from './accept-queue.js';
+import { histogramQuantile } from './prometheus-histogram.fixture.js';
 import { StormCluster, stormIdentities } from './join-storm.fixture.js';
 import type { StormClusterOptions, StormResult } from './join-storm.fixture.js';
 import type { SoftwareTpmIdentity } from './software-tpm.fixture.js';
@@ -42,6 +43,16 @@ const KILL_AFTER_TICKETS = Math.ceil(FAULT_NODES / 4);
 const ACCEPT_QUEUE_SAMPLE_MS = 50;
 const ACCEPT_QUEUE_WINDOW_MS = 5_000;
 const CACHE = process.env['BENCH_IDENTITY_CACHE'] ?? join(tmpdir(), 'constellation-join-storm-identities-rsa-ca');
+
+/** p50 and p99 of the service's handshake histogram, as bucket bounds ("at most"). */
+function handshakeQuantiles(metrics: string): string {
+  const atMost = (q: number): string => {
+    const seconds = histogramQuantile(metrics, 'constellation_joinservice_tls_handshake_seconds', q);
+    if (seconds === undefined) return 'none';
+    return seconds === Infinity ? 'over 5 s' : `at most ${(seconds * 1000).toLocaleString('en')} ms`;
+  };
+  return `p50 ${atMost(0.5)}, p99 ${atMost(0.99)}`;
+}
 
 function leaf(name: string): { key: string; cert: string } {
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
@@ -216,11 +227,12 @@ console.log(
 console.log('\nGrowth: N nodes start joining at the same instant (goal at 500: all join, 0 failures, p99 <= 2 s)');
 for (const n of GROWTH) {
   let queued = 0;
+  let handshakes = '';
   const result = await withCluster(
     ekCa,
     identities.slice(0, n),
-    (cluster) =>
-      cluster.storm({
+    async (cluster) => {
+      const storm = await cluster.storm({
         processes: GROWTH_NODE_PROCESSES,
         // Nodes the service has not accepted yet wait in the kernel's queue, unseen by it.
         during: async () => {
@@ -232,13 +244,17 @@ for (const n of GROWTH) {
           await new Promise((resolve) => setTimeout(resolve, ACCEPT_QUEUE_WINDOW_MS));
           clearInterval(sampler);
         },
-      }),
+      });
+      handshakes = handshakeQuantiles(await cluster.metrics());
+      return storm;
+    },
     { cpuProfileDir: process.env['BENCH_CPU_PROF'] },
   );
   console.log(`  N=${String(n).padStart(3)}: ${summary(result)}`);
   console.log(
     `         at most ${queued} connections waited in the join port's kernel accept queue (first ${ACCEPT_QUEUE_WINDOW_MS / 1000} s)`,
   );
+  console.log(`         TLS handshakes, from the accept (the service's histogram): ${handshakes}`);
   // Which calls make the tail: a storm's first calls share the CPU with every node's handshake.
   const slowest = [...result.joined]
     .sort((a, b) => (b.callMs ?? 0) - (a.callMs ?? 0))

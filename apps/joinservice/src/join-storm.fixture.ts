@@ -106,6 +106,8 @@ export class StormCluster {
   private service: ChildProcess | undefined;
   /** The service's last lines of output, for errors. */
   private readonly tail: string[] = [];
+  /** The running service's metrics port, from its "joinservice serving" line. */
+  private metricsPort: number | undefined;
 
   private constructor(
     options: StormClusterOptions,
@@ -189,6 +191,8 @@ export class StormCluster {
         this.tail.push(line);
         if (this.tail.length > 20) this.tail.shift();
         if (line.includes('"joinservice serving"')) {
+          const { metricsPort } = JSON.parse(line) as { metricsPort?: number };
+          this.metricsPort = metricsPort;
           clearTimeout(timer);
           resolve();
         }
@@ -201,6 +205,13 @@ export class StormCluster {
       });
     });
     await serving;
+  }
+
+  /** The running service's Prometheus metrics, as scraped (bounded in time). */
+  async metrics(): Promise<string> {
+    if (this.service === undefined || this.metricsPort === undefined) throw new Error('the JoinService is not running');
+    const answer = await fetch(`http://127.0.0.1:${this.metricsPort}/metrics`, { signal: AbortSignal.timeout(10_000) });
+    return answer.text();
   }
 
   /** SIGKILL: the process dies mid-work, as on a node crash or an OOM kill. */
