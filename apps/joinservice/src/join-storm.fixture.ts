@@ -191,8 +191,7 @@ export class StormCluster {
         this.tail.push(line);
         if (this.tail.length > 20) this.tail.shift();
         if (line.includes('"joinservice serving"')) {
-          const { metricsPort } = JSON.parse(line) as { metricsPort?: number };
-          this.metricsPort = metricsPort;
+          this.metricsPort = metricsPortOf(line);
           clearTimeout(timer);
           resolve();
         }
@@ -464,6 +463,16 @@ async function nativeStacks(pid: number | undefined): Promise<string> {
     return `native stacks (gdb): ${frames.join(' | ').slice(0, 8_000)}`;
   } catch (err) {
     return `gdb could not read its native stacks: ${errorMessage(err)}`;
+  }
+}
+
+/** The metrics port a "joinservice serving" log line names; undefined for a line that is not JSON. */
+function metricsPortOf(line: string): number | undefined {
+  try {
+    const { metricsPort } = JSON.parse(line) as { metricsPort?: unknown };
+    return typeof metricsPort === 'number' ? metricsPort : undefined;
+  } catch {
+    return undefined;
   }
 }
 
