@@ -1,11 +1,12 @@
 import { KubeApiError, badRequest } from './kube-api-status.js';
+import { decodeStrategicPatch, strategicMergePatch } from './strategic-merge-patch.js';
 
 /*
  * PATCH as kube-apiserver applies it (staging/src/k8s.io/apiserver/pkg/endpoints/handlers/patch.go):
  * the Content-Type picks the patch format; an unknown one is 415; a patch document that does not
  * decode is 400; a JSON patch whose operations cannot be applied is 422. Strategic merge patches
- * are applied as JSON merge patches (the kinds the stand-in serves have no list whose merge key
- * this project relies on); server-side apply is not served.
+ * are applied with the served kinds' list strategies (strategic-merge-patch.ts), as kubectl patch,
+ * label, annotate, taint and cordon send them; server-side apply is not served.
  */
 
 export const PATCH_TYPES = {
@@ -16,11 +17,14 @@ export const PATCH_TYPES = {
 
 const ACCEPTED = [PATCH_TYPES.json, PATCH_TYPES.merge, 'application/apply-patch+yaml', PATCH_TYPES.strategic];
 
+export type PatchFormat = 'json' | 'merge' | 'strategic';
+
 /** The patch format named by a Content-Type header; 415 for anything else (including apply). */
-export function patchFormat(contentType: string | undefined): 'json' | 'merge' {
+export function patchFormat(contentType: string | undefined): PatchFormat {
   const media = (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
   if (media === PATCH_TYPES.json) return 'json';
-  if (media === PATCH_TYPES.merge || media === PATCH_TYPES.strategic) return 'merge';
+  if (media === PATCH_TYPES.merge) return 'merge';
+  if (media === PATCH_TYPES.strategic) return 'strategic';
   throw new KubeApiError(
     415,
     'UnsupportedMediaType',
@@ -28,8 +32,9 @@ export function patchFormat(contentType: string | undefined): 'json' | 'merge' {
   );
 }
 
-/** Applies `patch` in `format` to `current`, returning the patched document. */
-export function applyPatch(current: unknown, patch: unknown, format: 'json' | 'merge'): unknown {
+/** Applies `patch` in `format` to `current`, an object of `kind`, returning the patched document. */
+export function applyPatch(current: unknown, patch: unknown, format: PatchFormat, kind: string): unknown {
+  if (format === 'strategic') return strategicMergePatch(current, decodeStrategicPatch(patch), kind);
   if (format === 'merge') {
     if (patch === null || typeof patch !== 'object' || Array.isArray(patch))
       throw badRequest('json: cannot unmarshal the merge patch into an object: a merge patch must be a JSON object');

@@ -1,5 +1,6 @@
 import { KubeApiError, badRequest } from './kube-api-status.js';
 import { applyPatch, patchFormat } from './kube-api-patch.js';
+import type { PatchFormat } from './kube-api-patch.js';
 import { decodeObject, validateObject } from './kube-api-validation.js';
 import type { KubeObject, KubeObjectStore, ResourceType } from './kube-object-store.js';
 import { admitNodeWrite } from './kube-api/node-restriction.js';
@@ -145,7 +146,7 @@ export function handleResourceRequest(
       const format = patchFormat(request.contentType);
       const dryRun = isDryRun(query, method);
       const current = store.get(type, namespace, name);
-      const patched = applyPatch(current, request.body, format);
+      const patched = applyPatch(current, request.body, format, type.kind);
       const object = decodeObject(type, patched);
       // A patch carries the resourceVersion it read only if the client put one in it.
       const sent = patchedResourceVersion(request.body, format);
@@ -251,8 +252,8 @@ function checked(type: ResourceType, object: KubeObject, creating: boolean): Kub
   return object;
 }
 
-function patchedResourceVersion(patch: unknown, format: 'json' | 'merge'): string | undefined {
-  if (format === 'merge') {
+function patchedResourceVersion(patch: unknown, format: PatchFormat): string | undefined {
+  if (format !== 'json') {
     const sent = (patch as { metadata?: { resourceVersion?: unknown } } | null)?.metadata?.resourceVersion;
     return typeof sent === 'string' ? sent : undefined;
   }
