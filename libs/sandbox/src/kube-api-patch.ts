@@ -5,8 +5,9 @@ import { decodeStrategicPatch, strategicMergePatch } from './strategic-merge-pat
  * PATCH as kube-apiserver applies it (staging/src/k8s.io/apiserver/pkg/endpoints/handlers/patch.go):
  * the Content-Type picks the patch format; an unknown one is 415; a patch document that does not
  * decode is 400; a JSON patch whose operations cannot be applied is 422. Strategic merge patches
- * are applied with the served kinds' list strategies (strategic-merge-patch.ts), as kubectl patch,
- * label, annotate, taint and cordon send them; server-side apply is not served.
+ * are applied with the served kinds' list strategies (strategic-merge-patch.ts): kubectl patch,
+ * taint and cordon send them (label and annotate send JSON merge patches); server-side apply is
+ * not served.
  */
 
 export const PATCH_TYPES = {
