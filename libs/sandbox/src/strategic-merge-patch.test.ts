@@ -275,6 +275,20 @@ describe('strategic merge patch: directives (patch.go)', () => {
     });
   });
 
+  it('a null the merge leaves where the object had no field decodes as FromUnstructured decodes it (runtime/converter.go)', () => {
+    // mapFromUnstructured: a nil map[string]string value is ""; a nil struct field is its zero value.
+    const bare = { metadata: { name: 'n' } };
+    expect(strategic(bare, { metadata: { labels: { a: null } }, spec: { unschedulable: null, taints: [] } })).toEqual({
+      metadata: { name: 'n', labels: { a: '' } },
+      spec: { taints: [] },
+    });
+    const cm = { metadata: { name: 'cm' } };
+    expect(strategic(cm, { data: { k: null }, metadata: { annotations: { x: null } } }, 'ConfigMap')).toEqual({
+      metadata: { name: 'cm', annotations: { x: '' } },
+      data: { k: '' },
+    });
+  });
+
   it('a kind without Go types (a custom resource) gets 415, as kube-apiserver answers strategic merge for CRDs', () => {
     expect(refusal({ metadata: { name: 'x' } }, {}, 'Foo')).toMatchObject({
       code: 415,

@@ -131,7 +131,39 @@ export function strategicMergePatch(current: unknown, patch: JsonObject, kind: s
       'the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml',
     );
   const original = isObject(current) ? structuredClone(current) : {};
-  return mergeMap(original, structuredClone(patch), meta);
+  return fromUnstructuredNulls(mergeMap(original, structuredClone(patch), meta), kind);
+}
+
+/** The map[string]string fields of the served kinds (a null value in them decodes to ""). */
+const STRING_MAPS: Readonly<Record<string, readonly string[]>> = {
+  ConfigMap: ['data'],
+  Secret: ['stringData'],
+};
+
+/**
+ * The nulls a patch leaves where the object had no field (mergeMap stores such values as sent)
+ * decode as runtime.DefaultUnstructuredConverter.FromUnstructured decodes them
+ * (staging/src/k8s.io/apimachinery/pkg/runtime/converter.go, the step after the merge in
+ * applyPatchToObject): a map[string]string entry becomes "" (mapFromUnstructured), a struct
+ * field its zero value, which the stand-in leaves out.
+ */
+function fromUnstructuredNulls(object: JsonObject, kind: string): JsonObject {
+  const stringMaps = new Set(['metadata.labels', 'metadata.annotations', ...(STRING_MAPS[kind] ?? [])]);
+  const walk = (value: JsonObject, path: string): JsonObject => {
+    const stringMap = stringMaps.has(path);
+    const entries: [string, Json][] = [];
+    for (const [key, item] of Object.entries(value)) {
+      const at = path === '' ? key : `${path}.${key}`;
+      if (item === null) {
+        if (stringMap) entries.push([key, '']);
+      } else if (stringMap) entries.push([key, item]);
+      else if (isObject(item)) entries.push([key, walk(item, at)]);
+      else if (Array.isArray(item)) entries.push([key, item.map((e) => (isObject(e) ? walk(e, `${at}[]`) : e))]);
+      else entries.push([key, item]);
+    }
+    return Object.fromEntries(entries);
+  };
+  return walk(object, '');
 }
 
 /** Decodes the request body as the handler's json.Unmarshal into map[string]interface{} does. */
