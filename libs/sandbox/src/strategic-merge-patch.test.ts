@@ -289,6 +289,16 @@ describe('strategic merge patch: directives (patch.go)', () => {
     });
   });
 
+  it('a "__proto__" key in a patch is a plain key, as in Go\'s maps', () => {
+    const annotated = { metadata: { name: 'n', annotations: { a: '1' } } };
+    const patch: unknown = JSON.parse('{"metadata":{"annotations":{"__proto__":"x"}}}');
+    const patched = strategic(annotated, patch) as typeof annotated;
+    expect(Object.entries(patched.metadata.annotations)).toEqual([
+      ['a', '1'],
+      ['__proto__', 'x'],
+    ]);
+  });
+
   it('a kind without Go types (a custom resource) gets 415, as kube-apiserver answers strategic merge for CRDs', () => {
     expect(refusal({ metadata: { name: 'x' } }, {}, 'Foo')).toMatchObject({
       code: 415,

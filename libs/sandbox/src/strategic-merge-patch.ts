@@ -174,6 +174,11 @@ export function decodeStrategicPatch(patch: unknown): JsonObject {
   throw badRequest(`json: cannot unmarshal ${what} into Go value of type map[string]interface {}`);
 }
 
+/** Sets an own property: a "__proto__" key from JSON.parse stays a plain key. */
+function put(object: JsonObject, key: string, value: Json): void {
+  Object.defineProperty(object, key, { value, writable: true, enumerable: true, configurable: true });
+}
+
 const fieldOf = (meta: FieldMeta | undefined, key: string): FieldMeta | undefined => meta?.fields?.[key];
 
 /** patch.go mergeMap, with MergeParallelList and IgnoreUnmatchedNulls (the server's options). */
@@ -203,14 +208,14 @@ function mergeMap(original: JsonObject, patch: JsonObject, meta: FieldMeta | und
     const present = original[key];
     // A field the object lacks takes the patch value as sent, directives included (as Go does).
     if (!Object.hasOwn(original, key) || present === undefined || goType(present) !== goType(value)) {
-      original[key] = value;
+      put(original, key, value);
       continue;
     }
     const field = fieldOf(meta, key);
-    if (isObject(present) && isObject(value)) original[key] = mergeMap(present, value, field);
+    if (isObject(present) && isObject(value)) put(original, key, mergeMap(present, value, field));
     else if (Array.isArray(present) && Array.isArray(value))
-      original[key] = field?.strategy === 'merge' ? mergeSlice(present, value, field, deleteList) : value;
-    else original[key] = value;
+      put(original, key, field?.strategy === 'merge' ? mergeSlice(present, value, field, deleteList) : value);
+    else put(original, key, value);
   }
   return original;
 }
@@ -262,7 +267,7 @@ function mergeSetElementOrder(original: JsonObject, patch: JsonObject, meta: Fie
     else continue;
     const { inList, rest } = partition(merged, order, mergeKey);
     const map = elementKind(originalItems, patchItems) === 'map';
-    original[key] = normalizeElementOrder(inList, rest, order, originalItems, mergeKey, map);
+    put(original, key, normalizeElementOrder(inList, rest, order, originalItems, mergeKey, map));
     Reflect.deleteProperty(patch, key);
   }
 }
