@@ -390,7 +390,9 @@ export async function startJoinServiceProcess(
   child.stderr.on('data', (c: Buffer) => (out += c.toString()));
   const stop = async (): Promise<void> => {
     child.kill('SIGTERM');
-    await withTimeout(exited, 10_000, 'JoinService exit');
+    // Its close takes up to 4 s (the join port's 2 s grace, then gRPC's 2 s), and it exits at most
+    // 3 s after that even when something still holds it open (exit-when-closed.ts).
+    await withTimeout(exited, 20_000, 'JoinService exit');
     await agent?.close();
   };
   const outputSoFar = (): string => (out === '' ? '(no output)' : `output: ${out.slice(-1_000)}`);

@@ -18,6 +18,8 @@ import { StateDisk } from '@constellation/state-disk';
 import { createTempDir, repoRoot, runChecked, startSwtpm } from '@constellation/testing';
 
 const RUNS = Number(process.env['BENCH_RUNS'] ?? 5);
+/** How long one start may take to listen before the bench gives up (a start takes about 0.1 to 0.3 s). */
+const START_TIMEOUT_MS = 30_000;
 const root = repoRoot();
 await runChecked('npm', ['run', 'build', '--silent', '-w', '@constellation/bootstrapper'], {
   timeoutMs: 120_000,
@@ -111,13 +113,23 @@ async function measureStart(program: Starts, i: number): Promise<void> {
   try {
     await new Promise<void>((resolve, reject) => {
       let out = '';
+      // A start that never listens (a broken build, a wrong flag) ends the bench with its output.
+      const timer = setTimeout(() => {
+        reject(
+          new Error(`${program.label} was not listening after ${String(START_TIMEOUT_MS)} ms: ${out.slice(-300)}`),
+        );
+      }, START_TIMEOUT_MS);
       child.stdout.on('data', (c: Buffer) => {
         out += c.toString();
         if (program.untilFormat.length === i && out.includes('"formatting the state disk for first boot"'))
           program.untilFormat.push(performance.now() - started);
-        if (out.includes('"init server listening"')) resolve();
+        if (out.includes('"init server listening"')) {
+          clearTimeout(timer);
+          resolve();
+        }
       });
       child.once('exit', (code) => {
+        clearTimeout(timer);
         reject(new Error(`${program.label} exited with ${String(code)}: ${out.slice(-300)}`));
       });
     });

@@ -5,6 +5,7 @@ import { variantByName } from '@constellation/attestation';
 import { logLevelOption, parseInteger, parsePort } from '@constellation/command-line';
 import { bridgeGrpcLogs, createLogger } from '@constellation/logger';
 import { JOINSERVICE_DEFAULTS as DEFAULTS, compileSettings } from './config.js';
+import { exitWhenClosed } from './exit-when-closed.js';
 import { startJoinService } from './join-service.js';
 import { VERSION } from './version.js';
 import { errorMessage } from '@constellation/errors';
@@ -178,6 +179,8 @@ export function createProgram(): Command {
         process.once('SIGINT', stop);
       });
       await service.close();
+      log.info('joinservice stopped');
+      exitWhenClosed(log);
     });
   return program;
 }
