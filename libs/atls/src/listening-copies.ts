@@ -1,11 +1,16 @@
 import { spawn } from 'node:child_process';
 import type { Server as NetServer } from 'node:net';
 
-/** The child's program: listen, send the listening socket `copies` times, then leave. */
+/**
+ * The child's program: listen, send the listening socket `copies` times, then leave. Between its
+ * listen and its close the child accepts connections itself (a service restarted while nodes
+ * retry gets some): it closes them at once, so the node retries on a copy, because its server's
+ * close waits for every connection it accepted, and one held open kept it from leaving.
+ */
 const CHILD = `
 const net = require('node:net');
 const [host, port, copies] = JSON.parse(process.argv[1]);
-const server = net.createServer();
+const server = net.createServer({ pauseOnConnect: true }, (socket) => socket.destroy());
 server.once('error', (err) => { process.send({ error: err.message }, () => process.exit(1)); });
 server.listen(port, host, () => {
   let sent = 0;
