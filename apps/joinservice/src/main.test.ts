@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
-import { serviceChannelCredentials } from '@constellation/atls';
-import { HealthCheckResponse_ServingStatus, HealthClient } from '@constellation/proto';
+import { Channel } from '@grpc/grpc-js';
+import { SERVICE_CHANNEL_OPTIONS, serviceChannelCredentials } from '@constellation/atls';
+import { HealthCheckResponse_ServingStatus, HealthClient, JoinServiceClient, createClient } from '@constellation/proto';
 import { KubeApiServer } from '@constellation/sandbox';
 import { repoRoot, runTypeScript, tempDirForTest, waitFor, withTimeout } from '@constellation/testing';
 import { describe, expect, it } from 'vitest';
@@ -121,9 +122,28 @@ describe('constellation-joinservice entry point', () => {
       });
       client.close();
       expect(status).toEqual({ status: HealthCheckResponse_ServingStatus.SERVING });
+      // A node's join call that has sent nothing yet: the service holds its hello's time bound.
+      // The health answer on the same connection comes after the service has taken the call.
+      const channel = new Channel(`127.0.0.1:${String(serving['port'])}`, serviceChannelCredentials(), {
+        ...SERVICE_CHANNEL_OPTIONS,
+      });
+      const joiner = createClient(JoinServiceClient, '', serviceChannelCredentials(), { channelOverride: channel });
+      const sameConnection = createClient(HealthClient, '', serviceChannelCredentials(), { channelOverride: channel });
+      const silentCall = joiner.issueJoinTicket();
+      silentCall.on('error', () => undefined);
+      await new Promise((resolve, reject) => {
+        sameConnection.check({ service: '' }, (err, res) => {
+          if (err) reject(err);
+          else resolve(res);
+        });
+      });
       child.kill('SIGTERM');
       expect(await withTimeout(exited, 10_000, 'joinservice exit')).toBe(0);
+      channel.close();
       expect(stdout).toContain('"message":"joinservice stopping"');
+      expect(stdout).toContain('"message":"joinservice stopped"');
+      // Nothing held it open once closed: not the cut call's time bound, nor anything else.
+      expect(stdout).not.toContain('still held open after closing');
       expect(stdout).not.toMatch(/"key"|mastersecret"\s*:/i);
     } finally {
       await api.close();
