@@ -1,5 +1,6 @@
 // The JoinService's TLS front: strangers who open connections and never finish the handshake,
 // and storms that open more than the service can shake hands with at once.
+import { connect as http2Connect } from 'node:http2';
 import { connect } from 'node:net';
 import type { Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
@@ -20,7 +21,8 @@ afterEach(async () => {
 
 async function serve(
   options: Partial<BoundedTlsListenerOptions>,
-): Promise<{ port: number; shed: string[]; handshakesMs: number[] }> {
+  acceptors = 1,
+): Promise<{ port: number; shed: string[]; handshakesMs: number[]; listener: BoundedTlsListener }> {
   const server = createGrpcServer();
   new HealthStatus({ '': 'SERVING' }).addTo(server);
   const shed: string[] = [];
@@ -35,9 +37,9 @@ async function serve(
     onHandshake: (ms) => handshakesMs.push(ms),
     ...options,
   });
-  const port = await listener.listen(0, '127.0.0.1');
+  const port = await listener.listen(0, '127.0.0.1', acceptors);
   open.push({ close: () => listener.close(100) });
-  return { port, shed, handshakesMs };
+  return { port, shed, handshakesMs, listener };
 }
 
 /** A TCP connection that never sends a ClientHello; resolves once connected. */
@@ -151,4 +153,48 @@ describe('BoundedTlsListener', () => {
     );
     expect(handshakesMs[1]).toBeGreaterThanOrEqual(290);
   });
+
+  it.each([1, 8])(
+    "cuts connections still open when its close's grace has passed (%i listening copies)",
+    async (acceptors) => {
+      const { port, listener } = await serve({}, acceptors);
+      // A peer whose call never sends its request: grpc-js waits for it for ever.
+      const session = http2Connect(`https://127.0.0.1:${String(port)}`, {
+        rejectUnauthorized: false,
+        servername: 'joinservice.constellation.internal',
+      });
+      session.on('error', () => undefined);
+      const closed = new Promise<void>((resolve) =>
+        session.once('close', () => {
+          resolve();
+        }),
+      );
+      open.push({
+        close: () => {
+          session.destroy();
+          return Promise.resolve();
+        },
+      });
+      const call = session.request({
+        ':method': 'POST',
+        ':path': '/grpc.health.v1.Health/Check',
+        'content-type': 'application/grpc',
+        te: 'trailers',
+      });
+      call.on('error', () => undefined);
+      await withTimeout(
+        new Promise<void>((resolve) =>
+          session.once('remoteSettings', () => {
+            resolve();
+          }),
+        ),
+        5_000,
+        'the HTTP/2 session',
+      );
+      await listener.close(200);
+      // With copies the TLS server itself never listens, so its close cannot be what waits for
+      // its connections: the cut must come all the same, or the stopped process stays alive.
+      await withTimeout(closed, 5_000, 'the connection with a call in flight to be cut by the close');
+    },
+  );
 });

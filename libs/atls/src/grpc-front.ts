@@ -82,13 +82,11 @@ export class GrpcFront<S extends NetServer> {
    */
   async listen(port: number, host: string, acceptors = 1): Promise<number> {
     if (acceptors > 1) {
-      const copies = await listeningCopies(port, host, acceptors);
+      // Each copy hands its connections over from the moment it arrives (see listeningCopies).
+      const copies = await listeningCopies(port, host, acceptors, (socket) => {
+        this.server.emit('connection', socket);
+      });
       this.copies.push(...copies);
-      for (const copy of copies) {
-        copy.on('connection', (socket: Socket) => {
-          this.server.emit('connection', socket);
-        });
-      }
       return boundPort(copies[0], port);
     }
     return new Promise((resolve, reject) => {

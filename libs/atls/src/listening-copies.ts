@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import type { Server as NetServer } from 'node:net';
+import type { Server as NetServer, Socket } from 'node:net';
 
 /**
  * The child's program: listen, send the listening socket `copies` times, then leave. Between its
@@ -35,7 +35,12 @@ const COPIES_TIMEOUT_MS = 10_000;
  * to another process duplicates its descriptor: a short-lived child process listens and sends its
  * server back `copies` times over IPC, then exits.
  */
-export function listeningCopies(port: number, host: string, copies: number): Promise<NetServer[]> {
+export function listeningCopies(
+  port: number,
+  host: string,
+  copies: number,
+  onConnection?: (socket: Socket) => void,
+): Promise<NetServer[]> {
   return new Promise<NetServer[]>((resolve, reject) => {
     const child = spawn(process.execPath, ['-e', CHILD, JSON.stringify([host, port, copies])], {
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
@@ -65,7 +70,11 @@ export function listeningCopies(port: number, host: string, copies: number): Pro
         fail(new Error(`cannot listen on ${host}:${port}: ${message.error}`));
         return;
       }
-      servers.push(handle as NetServer);
+      const server = handle as NetServer;
+      // A copy accepts from the moment it arrives, before the others and the helper's exit: a
+      // connection it took with nothing listening would be read into and never answered.
+      if (onConnection !== undefined) server.on('connection', onConnection);
+      servers.push(server);
     });
     child.once('error', fail);
     // Done once the child is gone: then only the copies hold the socket, and closing them stops
