@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { connect, createServer } from 'node:net';
 import type { Server, Socket } from 'node:net';
+import { freePort } from '@constellation/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { listeningCopies } from './listening-copies.js';
 
@@ -86,23 +87,23 @@ process.send('started');
 setTimeout(() => {}, 20000);
 `;
 
-/** A port nothing listens on (the kernel's pick, released again). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = portOf(server);
-  await new Promise((resolve) => server.close(resolve));
-  return port;
+/** Runs `body` on a free port while HAMMER keeps connecting to it from 16 loops. */
+async function whileHammered<T>(body: (port: number) => Promise<T>): Promise<T> {
+  const port = await freePort();
+  const hammer = spawn(process.execPath, ['-e', HAMMER, JSON.stringify([port, 16])], {
+    stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
+  });
+  try {
+    await new Promise((resolve) => hammer.once('message', resolve));
+    return await body(port);
+  } finally {
+    hammer.kill();
+  }
 }
 
 describe('copies of a listening socket', () => {
   it('are handed over while clients keep connecting (a restart in the middle of a storm)', async () => {
-    const port = await freePort();
-    const hammer = spawn(process.execPath, ['-e', HAMMER, JSON.stringify([port, 16])], {
-      stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
-    });
-    try {
-      await new Promise((resolve) => hammer.once('message', resolve));
+    await whileHammered(async (port) => {
       // Connections the helper process accepted before it handed its socket over used to keep it
       // from leaving (its server's close waits for them): no copies within 10 s, and the service
       // restarted mid-storm failed to start (join-storm-faults.test.ts, seen in CI).
@@ -110,18 +111,11 @@ describe('copies of a listening socket', () => {
       open.push(...copies);
       expect(copies).toHaveLength(8);
       expect(new Set(copies.map(portOf))).toEqual(new Set([port]));
-    } finally {
-      hammer.kill();
-    }
+    });
   }, 30_000);
 
   it('give every connection they accept to the handler, also those accepted while they are handed over', async () => {
-    const port = await freePort();
-    const hammer = spawn(process.execPath, ['-e', HAMMER, JSON.stringify([port, 16])], {
-      stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
-    });
-    try {
-      await new Promise((resolve) => hammer.once('message', resolve));
+    await whileHammered(async (port) => {
       const handled = new Set<Socket>();
       const copies = await listeningCopies(port, '127.0.0.1', 8, (socket) => {
         handled.add(socket);
@@ -147,9 +141,7 @@ describe('copies of a listening socket', () => {
       );
       expect(accepted.reduce((a, b) => a + b, 0)).toBe(handledNow);
       expect(handledNow).toBeGreaterThan(0);
-    } finally {
-      hammer.kill();
-    }
+    });
   }, 30_000);
 
   it('a busy event loop accepts one connection per turn from a single listening socket (Node 20)', async () => {
