@@ -5,6 +5,8 @@ export default defineConfig({
   test: {
     projects: ['libs/*', 'apps/*'],
     maxWorkers: 2,
+    // One real control plane for the run, for the packages that talk to Kubernetes.
+    globalSetup: ['tools/test/kubernetes.global-setup.ts'],
     coverage: {
       provider: 'v8',
       include: ['libs/*/src/**/*.ts', 'apps/*/src/**/*.ts'],

@@ -24,6 +24,11 @@ declare -A needed=(
   [strip]=binutils
   # kubectl against mini and the API stand-in tests (libs/sandbox/src/kube-api)
   [kubectl]=kubernetes-client
+  # building runc with seccomp (tools/kubernetes/build.mjs): cgo
+  [gcc]=gcc
+  [pkg-config]=pkg-config
+  # mini's and the test control planes' network namespaces: nsenter, not `ip netns exec`
+  [nsenter]=util-linux
 )
 missing=()
 for program in "${!needed[@]}"; do
@@ -31,6 +36,10 @@ for program in "${!needed[@]}"; do
     missing+=("${needed[$program]}")
   fi
 done
+# runc's seccomp support links against libseccomp (a library: no program to look for)
+if ! pkg-config --exists libseccomp 2>/dev/null; then
+  missing+=(libseccomp-dev)
+fi
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "==> installing Debian packages: ${missing[*]}"
   sudo=""
@@ -58,3 +67,11 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   echo "==> installing npm packages"
   npm install --no-save --no-fund --no-audit --loglevel=error
 fi
+
+# The real Kubernetes programs (kube-apiserver, etcd, kubeadm, kubelet, kubectl, containerd, runc),
+# built from the Go module proxy into a cache outside the clone; nothing to do when built already.
+if ! command -v go >/dev/null 2>&1; then
+  echo "error: Go 1.26 or newer is needed to build the Kubernetes programs (tools/kubernetes/build.mjs)" >&2
+  exit 1
+fi
+node tools/kubernetes/build.mjs >/dev/null

@@ -18,3 +18,5 @@ export type { NeverClosingRelay } from './never-closing-relay.js';
 export { startNeverClosingRelay } from './never-closing-relay.js';
 export type { SourceRelay } from './source-relay.js';
 export { startSourceRelay } from './source-relay.js';
+export type { SharedKubernetes } from './shared-control-plane.js';
+export { kubernetesBinDir, sharedKubernetes } from './shared-control-plane.js';

@@ -1,0 +1,75 @@
+import { spawn } from 'node:child_process';
+import { open, readFile } from 'node:fs/promises';
+
+/** A program started detached (its own process group), its output in a log file. */
+export interface ManagedProcess {
+  readonly program: string;
+  readonly pid: number;
+  readonly logFile: string;
+}
+
+/** Starts `command` detached with stdout and stderr appended to `logFile` (mode 0600). */
+export async function startManagedProcess(
+  program: string,
+  command: [string, string[]],
+  logFile: string,
+): Promise<ManagedProcess> {
+  const log = await open(logFile, 'a', 0o600);
+  try {
+    const child = spawn(command[0], command[1], { detached: true, stdio: ['ignore', log.fd, log.fd] });
+    const pid = await new Promise<number>((resolve, reject) => {
+      child.once('spawn', () => {
+        resolve(child.pid ?? -1);
+      });
+      child.once('error', (error) => {
+        reject(new Error(`cannot start ${program}: ${error.message}`, { cause: error }));
+      });
+    });
+    child.unref();
+    return { program, pid, logFile };
+  } finally {
+    await log.close();
+  }
+}
+
+export function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The last `lines` lines of a process's log, for an error that says why it failed. */
+export async function logTail(logFile: string, lines = 15): Promise<string> {
+  const text = await readFile(logFile, 'utf8').catch(() => '');
+  return text.trimEnd().split('\n').slice(-lines).join('\n');
+}
+
+/**
+ * Sends SIGTERM to each process group, then SIGKILL to those still running after `graceMs`.
+ * Processes already gone are fine.
+ */
+export async function stopManagedProcesses(
+  processes: readonly Pick<ManagedProcess, 'pid'>[],
+  graceMs = 10_000,
+): Promise<void> {
+  const signal = (pid: number, name: NodeJS.Signals): void => {
+    try {
+      process.kill(-pid, name);
+    } catch {
+      try {
+        process.kill(pid, name);
+      } catch {
+        // already gone
+      }
+    }
+  };
+  for (const p of processes) signal(p.pid, 'SIGTERM');
+  const deadline = Date.now() + graceMs;
+  while (processes.some((p) => isRunning(p.pid)) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  for (const p of processes.filter((q) => isRunning(q.pid))) signal(p.pid, 'SIGKILL');
+}

@@ -1,0 +1,71 @@
+import { spawn } from 'node:child_process';
+
+/** A program the control plane needs failed, was missing, or did not finish in time. */
+export class ProgramFailed extends Error {
+  override readonly name = 'ProgramFailed';
+  /** The program's base name, e.g. "kubeadm". */
+  readonly program: string;
+  /** The end of what it wrote to stderr and stdout. */
+  readonly output: string;
+
+  constructor(program: string, message: string, output: string, options?: ErrorOptions) {
+    super(message, options);
+    this.program = program;
+    this.output = output;
+  }
+}
+
+/** Output kept for error messages: the end of it is where programs say what went wrong. */
+const KEPT_OUTPUT = 4000;
+
+export interface RunProgramOptions {
+  timeoutMs: number;
+  env?: NodeJS.ProcessEnv;
+  input?: string;
+}
+
+/** Runs `program` without a shell, killed after `timeoutMs`; a non-zero exit is a ProgramFailed. */
+export function runProgram(
+  program: string,
+  args: readonly string[],
+  options: RunProgramOptions,
+): Promise<{ stdout: string; stderr: string }> {
+  const name = program.split('/').pop() ?? program;
+  return new Promise((resolve, reject) => {
+    const child = spawn(program, args, { env: options.env ?? process.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      const output = (stderr + stdout).slice(-KEPT_OUTPUT);
+      reject(
+        new ProgramFailed(name, `${name} ${args.join(' ')} did not finish within ${options.timeoutMs} ms`, output),
+      );
+    }, options.timeoutMs);
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      reject(new ProgramFailed(name, `cannot run ${name}: ${error.message}`, '', { cause: error }));
+    });
+    child.once('close', (code, signal) => {
+      clearTimeout(timer);
+      if (code === 0) {
+        resolve({ stdout, stderr });
+        return;
+      }
+      const output = [stderr.trim(), stdout.trim()]
+        .filter((s) => s !== '')
+        .join('\n')
+        .slice(-KEPT_OUTPUT);
+      reject(
+        new ProgramFailed(
+          name,
+          `${name} ${args.join(' ')} exited with ${String(code ?? signal)}: ${output || '(no output)'}`,
+          output,
+        ),
+      );
+    });
+    child.stdin.end(options.input);
+  });
+}

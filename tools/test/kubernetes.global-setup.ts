@@ -1,0 +1,66 @@
+// One real control plane for the whole test run (the root vitest.config.ts names this file):
+// etcd, kube-apiserver, kube-controller-manager and kube-scheduler built by
+// tools/kubernetes/build.mjs, started from kubeadm's own manifests in a network namespace of the
+// run's own (test-control-plane.ts). Started only when the run includes a package that talks to
+// Kubernetes, and stopped when the run ends, however it ends. Every package gets the programs'
+// directory (`kubernetesPrograms`), which is built here when the machine has no build yet.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestProject } from 'vitest/node';
+import type { SharedKubernetes } from '@constellation/testing';
+
+/** The vitest projects whose tests talk to the shared control plane. */
+const KUBERNETES_PROJECTS = new Set(['control-plane']);
+
+const root = join(import.meta.dirname, '..', '..');
+
+/** Builds the programs when this machine has not yet (with progress), and returns their directory. */
+function kubernetesBinDir(): string {
+  const result = spawnSync(process.execPath, [join(root, 'tools', 'kubernetes', 'build.mjs')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    encoding: 'utf8',
+  });
+  if (result.status !== 0) throw new Error('building the Kubernetes programs failed (see above)');
+  return result.stdout.trim();
+}
+
+function controlPlaneCommand(args: readonly string[]): void {
+  const result = spawnSync(
+    process.execPath,
+    [
+      '--conditions=@constellation/source',
+      '--import',
+      'tsx',
+      join(import.meta.dirname, 'test-control-plane.ts'),
+      ...args,
+    ],
+    { cwd: root, stdio: ['ignore', 'inherit', 'inherit'], timeout: 180_000 },
+  );
+  if (result.status !== 0) throw new Error(`test-control-plane.ts ${args[0] ?? ''} failed (see above)`);
+}
+
+export default function startSharedControlPlane(project: TestProject): () => void {
+  const binDir = kubernetesBinDir();
+  project.provide('kubernetesBinDir', binDir);
+  if (!project.vitest.projects.some((p) => KUBERNETES_PROJECTS.has(p.name))) {
+    project.provide('kubernetes', null);
+    return () => undefined;
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'constellation-control-plane-'));
+  let stopped = false;
+  const stop = (): void => {
+    if (stopped) return;
+    stopped = true;
+    controlPlaneCommand(['down', dir]);
+  };
+  // Whatever ends the run, the programs go with it.
+  process.once('exit', stop);
+  controlPlaneCommand(['up', dir, binDir]);
+  project.provide('kubernetes', JSON.parse(readFileSync(join(dir, 'shared.json'), 'utf8')) as SharedKubernetes);
+  return () => {
+    stop();
+    process.removeListener('exit', stop);
+  };
+}
