@@ -12,7 +12,15 @@ import type { TestProject } from 'vitest/node';
 import type { SharedKubernetes } from '@constellation/testing';
 
 /** The vitest projects whose tests talk to the shared control plane. */
-const KUBERNETES_PROJECTS = new Set(['control-plane']);
+const KUBERNETES_PROJECTS = new Set([
+  'control-plane',
+  'kubeadm',
+  'joinservice',
+  'bootstrapper',
+  'cli',
+  'node-prep',
+  'packaging',
+]);
 
 const root = join(import.meta.dirname, '..', '..');
 

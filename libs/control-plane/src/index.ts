@@ -7,3 +7,6 @@ export { API_SERVER_PORT, startControlPlane, stopControlPlaneIn } from './contro
 export type { ManagedProcess } from './managed-process.js';
 export { ProgramFailed, runProgram } from './run-program.js';
 export { relocateHostPaths, staticPodCommand } from './static-pod-command.js';
+export type { IsolatedControlPlane } from './isolated-control-plane.js';
+export { startIsolatedControlPlane } from './isolated-control-plane.js';
+export { Kubectl, tokenKubeconfig, writeServiceAccountKubeconfig } from './kubectl.js';

@@ -20,3 +20,5 @@ export type { SourceRelay } from './source-relay.js';
 export { startSourceRelay } from './source-relay.js';
 export type { SharedKubernetes } from './shared-control-plane.js';
 export { kubernetesBinDir, sharedKubernetes } from './shared-control-plane.js';
+export type { ApiRelay, RelayedRequest } from './api-relay.js';
+export { startApiRelay } from './api-relay.js';
