@@ -1,31 +1,43 @@
 import { Refusal } from '@constellation/errors';
-import type { KubeApiServer } from '@constellation/sandbox';
-import { ADMIN_TOKEN, USER_TOKEN, coreApiWithToken, startTokenApiServer } from '@constellation/sandbox/testing';
+import { sharedKubernetes } from '@constellation/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CONFIG_MAPS, failure, recordedIn } from './claim-records.fixture.js';
+import {
+  configMapsIn,
+  coreWithPeerBeforeFirstPost,
+  coreWithToken,
+  failure,
+  recordedIn,
+  recordsNamespace,
+  sharedApiRelay,
+} from './claim-records.fixture.js';
+import type { RecordsNamespace } from './claim-records.fixture.js';
 import { NodeAddressBindings, machineAddressSlotName, nodeAddressBindingName } from './node-address-binding.js';
+
+// Against the run's real API server, in a namespace of this file's own, as a service account that
+// may get and create ConfigMaps there.
 
 const A = 'a'.repeat(64);
 const B = 'b'.repeat(64);
-let api: KubeApiServer;
+let ns: RecordsNamespace;
 let addresses: NodeAddressBindings;
 
-function bindingsAs(token: string): NodeAddressBindings {
-  return new NodeAddressBindings({ core: coreApiWithToken(api, token) });
-}
-
 beforeAll(async () => {
-  api = await startTokenApiServer();
-  addresses = bindingsAs(ADMIN_TOKEN);
+  ns = await recordsNamespace('node-address-binding');
+  addresses = new NodeAddressBindings({
+    core: coreWithToken(sharedKubernetes().apiServerUrl, ns.token),
+    namespace: ns.name,
+  });
 });
 
 afterAll(async () => {
-  await api.close();
+  await ns.delete();
 });
 
-const recorded = (ip: string): boolean => recordedIn(api, nodeAddressBindingName(ip));
+const recorded = (ip: string): Promise<boolean> => recordedIn(ns.admin, ns.name, nodeAddressBindingName(ip));
+const recordedAny = async (ips: readonly string[]): Promise<boolean> =>
+  (await Promise.all(ips.map(recorded))).some(Boolean);
 const heldBy = (ip: string, owner: string, node: string): string =>
-  `address ${ip} belongs to another machine (EK sha256:${owner}, node "${node}"); to give it to this one, delete ConfigMap kube-system/${nodeAddressBindingName(ip)}`;
+  `address ${ip} belongs to another machine (EK sha256:${owner}, node "${node}"); to give it to this one, delete ConfigMap ${ns.name}/${nodeAddressBindingName(ip)}`;
 
 describe('NodeAddressBindings', () => {
   it('keeps one record per address, however it is spelt', () => {
@@ -43,7 +55,7 @@ describe('NodeAddressBindings', () => {
         message: heldBy('10.42.1.2', A, 'metal-1'),
       });
     }
-    expect(recorded('10.42.1.9')).toBe(false); // the refused ask claimed none of its addresses
+    expect(await recorded('10.42.1.9')).toBe(false); // the refused ask claimed none of its addresses
     await addresses.bind(['10.42.1.9'], 'metal-2', B);
   });
 
@@ -56,7 +68,7 @@ describe('NodeAddressBindings', () => {
       message: 'the kubelet serving certificate request names 9 addresses; a machine holds at most 8',
     });
     expect(await failure(addresses.bind(many(1, 9), 'metal-7', A))).toMatchObject({ reason: 'address' });
-    expect(many(1, 9).some(recorded)).toBe(false);
+    expect(await recordedAny(many(1, 9))).toBe(false);
     // Eight over several asks (a new lease, say), then no more.
     const owner = 'c'.repeat(64);
     await addresses.bind(many(1, 5), 'metal-7', owner);
@@ -66,27 +78,28 @@ describe('NodeAddressBindings', () => {
       kind: 'denied',
       reason: 'address',
       message: expect.stringMatching(
-        /^this machine already holds 8 addresses \(10\.42\.5\.1, [0-9., ]+\); to give it another, delete one of ConfigMaps kube-system\/constellation-machine-address-[0-9a-f]{32}-0 to -7 \(each names its address\) and that address's record$/,
+        new RegExp(
+          `^this machine already holds 8 addresses \\(10\\.42\\.5\\.1, [0-9., ]+\\); to give it another, delete one of ConfigMaps ${ns.name}/constellation-machine-address-[0-9a-f]{32}-0 to -7 \\(each names its address\\) and that address's record$`,
+        ),
       ) as unknown,
     });
-    expect(recorded('10.42.5.100')).toBe(false);
+    expect(await recorded('10.42.5.100')).toBe(false);
   });
 
   it('gives concurrent asks of one machine for new addresses a slot each', async () => {
     const owner = 'f'.repeat(64);
     const ips = ['10.42.6.1', '10.42.6.2', '10.42.6.3'];
     await Promise.all(ips.map((ip) => addresses.bind([ip], 'metal-8', owner)));
-    const slots = api.store
-      .list(CONFIG_MAPS, 'kube-system')
-      .items.map((c) => c as { metadata?: { name?: string }; data?: Record<string, string> })
-      .filter((c) => c.metadata?.name?.startsWith(machineAddressSlotName(owner, 0).slice(0, -2)) === true);
-    expect(slots.map((c) => c.data?.['address']).sort()).toEqual(ips);
-    expect(ips.every(recorded)).toBe(true);
+    const slots = [...(await configMapsIn(ns.admin, ns.name))].filter(([name]) =>
+      name.startsWith(machineAddressSlotName(owner, 0).slice(0, -2)),
+    );
+    expect(slots.map(([, data]) => data['address']).sort()).toEqual(ips);
+    expect((await Promise.all(ips.map(recorded))).every(Boolean)).toBe(true);
   });
 
   it('checks without writing', async () => {
     await addresses.check(['10.42.2.1'], A);
-    expect(recorded('10.42.2.1')).toBe(false);
+    expect(await recorded('10.42.2.1')).toBe(false);
     await addresses.bind(['10.42.2.1'], 'metal-3', A);
     expect(await failure(addresses.check(['10.42.2.1'], B))).toMatchObject({
       message: heldBy('10.42.2.1', A, 'metal-3'),
@@ -94,39 +107,39 @@ describe('NodeAddressBindings', () => {
   });
 
   it('refuses retryably, in one line, when the API server sheds its requests', async () => {
-    // kube-apiserver never sheds system:masters' requests: this client is a plain user.
-    api.throttle(() => true);
+    // kube-apiserver's answer beyond its in-flight limit, played by a relay in front of it.
+    const relay = await sharedApiRelay();
     try {
-      const err = await failure(bindingsAs(USER_TOKEN).bind(['10.42.3.1'], 'metal-4', A));
+      relay.throttle(() => true);
+      const shed = new NodeAddressBindings({ core: coreWithToken(relay.url, ns.token), namespace: ns.name });
+      const err = await failure(shed.bind(['10.42.3.1'], 'metal-4', A));
       expect(err).toBeInstanceOf(Refusal);
       expect(err).toMatchObject({
         kind: 'unavailable',
         message:
           'could not read or record the node-address binding: HTTP 429: Too many requests, please try again later.',
       });
+      expect(relay.requests).toHaveLength(1); // refused at the first answer, no retry storm
     } finally {
-      api.throttle(undefined);
+      await relay.close();
     }
   });
 
   it('refuses an address another machine took between the check and the record (another replica)', async () => {
-    // Played at the moment this machine's own record is written: a peer records the address first.
-    api.throttle((request) => {
-      if (request.method === 'POST' && !recorded('10.42.4.1')) {
-        api.store.create(CONFIG_MAPS, 'kube-system', {
+    // Played just before this machine's first record is written: a peer records the address first.
+    const racing = coreWithPeerBeforeFirstPost(ns.token, async () => {
+      await ns.admin.createNamespacedConfigMap({
+        namespace: ns.name,
+        body: {
           metadata: { name: nodeAddressBindingName('10.42.4.1') },
           data: { ekPublicKeyHash: B, nodeName: 'metal-6', address: '10.42.4.1' },
-        });
-      }
-      return false;
-    });
-    try {
-      expect(await failure(addresses.bind(['10.42.4.1'], 'metal-5', A))).toMatchObject({
-        kind: 'denied',
-        message: heldBy('10.42.4.1', B, 'metal-6'),
+        },
       });
-    } finally {
-      api.throttle(undefined);
-    }
+    });
+    const bindings = new NodeAddressBindings({ core: racing, namespace: ns.name });
+    expect(await failure(bindings.bind(['10.42.4.1'], 'metal-5', A))).toMatchObject({
+      kind: 'denied',
+      message: heldBy('10.42.4.1', B, 'metal-6'),
+    });
   });
 });

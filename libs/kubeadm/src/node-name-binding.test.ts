@@ -1,29 +1,35 @@
 import { Refusal } from '@constellation/errors';
-import type { KubeApiServer } from '@constellation/sandbox';
-import { ADMIN_TOKEN, USER_TOKEN, coreApiWithToken, startTokenApiServer } from '@constellation/sandbox/testing';
+import { sharedKubernetes } from '@constellation/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CONFIG_MAPS, failure, recordedIn } from './claim-records.fixture.js';
+import {
+  coreWithPeerBeforeFirstPost,
+  coreWithToken,
+  failure,
+  recordedIn,
+  recordsNamespace,
+  sharedApiRelay,
+} from './claim-records.fixture.js';
+import type { RecordsNamespace } from './claim-records.fixture.js';
 import { NodeNameBindings, machineNameBindingName, nodeNameBindingName } from './node-name-binding.js';
+
+// Against the run's real API server, in a namespace of this file's own, as a service account that
+// may get and create ConfigMaps there.
 
 const A = 'a'.repeat(64);
 const B = 'b'.repeat(64);
-let api: KubeApiServer;
+let ns: RecordsNamespace;
 let names: NodeNameBindings;
 
-function bindingsAs(token: string): NodeNameBindings {
-  return new NodeNameBindings({ core: coreApiWithToken(api, token) });
-}
-
 beforeAll(async () => {
-  api = await startTokenApiServer();
-  names = bindingsAs(ADMIN_TOKEN);
+  ns = await recordsNamespace('node-name-binding');
+  names = new NodeNameBindings({ core: coreWithToken(sharedKubernetes().apiServerUrl, ns.token), namespace: ns.name });
 });
 
 afterAll(async () => {
-  await api.close();
+  await ns.delete();
 });
 
-const recorded = (name: string): boolean => recordedIn(api, name);
+const recorded = (name: string): Promise<boolean> => recordedIn(ns.admin, ns.name, name);
 
 describe('NodeNameBindings', () => {
   it('gives a name to the first machine and keeps each machine to its one name', async () => {
@@ -32,9 +38,9 @@ describe('NodeNameBindings', () => {
     expect(await failure(names.bind('metal-1', B))).toMatchObject({
       kind: 'denied',
       reason: 'name',
-      message: `node name "metal-1" belongs to another machine (EK sha256:${A}); to give it to this one, delete ConfigMap kube-system/${nodeNameBindingName('metal-1')}`,
+      message: `node name "metal-1" belongs to another machine (EK sha256:${A}); to give it to this one, delete ConfigMap ${ns.name}/${nodeNameBindingName('metal-1')}`,
     });
-    expect(recorded(machineNameBindingName(B))).toBe(false); // the refused ask claimed nothing
+    expect(await recorded(machineNameBindingName(B))).toBe(false); // the refused ask claimed nothing
     expect(await failure(names.bind('metal-2', A))).toMatchObject({
       kind: 'denied',
       reason: 'name',
@@ -42,43 +48,43 @@ describe('NodeNameBindings', () => {
         'this machine joined the cluster as "metal-1" and asked to join as "metal-2"',
       ) as unknown,
     });
-    expect(recorded(nodeNameBindingName('metal-2'))).toBe(false);
+    expect(await recorded(nodeNameBindingName('metal-2'))).toBe(false);
   });
 
   it('refuses retryably, in one line, when the API server sheds its requests', async () => {
-    // kube-apiserver never sheds system:masters' requests: this client is a plain user.
-    api.throttle(() => true);
+    // kube-apiserver's answer beyond its in-flight limit, played by a relay in front of it.
+    const relay = await sharedApiRelay();
     try {
-      const err = await failure(bindingsAs(USER_TOKEN).bind('metal-3', 'c'.repeat(64)));
+      relay.throttle(() => true);
+      const shed = new NodeNameBindings({ core: coreWithToken(relay.url, ns.token), namespace: ns.name });
+      const err = await failure(shed.bind('metal-3', 'c'.repeat(64)));
       expect(err).toBeInstanceOf(Refusal);
       expect(err).toMatchObject({
         kind: 'unavailable',
         message: 'could not read or record the node-name binding: HTTP 429: Too many requests, please try again later.',
       });
+      expect(relay.requests).toHaveLength(1); // refused at the first answer, no retry storm
     } finally {
-      api.throttle(undefined);
+      await relay.close();
     }
   });
 
   it('refuses a name another machine took between the check and the record (another replica)', async () => {
     const d = 'd'.repeat(64);
-    // Played at the moment this machine's own record is written: a peer records the name first.
-    api.throttle((request) => {
-      if (request.method === 'POST' && !recorded(nodeNameBindingName('metal-4'))) {
-        api.store.create(CONFIG_MAPS, 'kube-system', {
+    // Played just before this machine's first record is written: a peer records the name first.
+    const racing = coreWithPeerBeforeFirstPost(ns.token, async () => {
+      await ns.admin.createNamespacedConfigMap({
+        namespace: ns.name,
+        body: {
           metadata: { name: nodeNameBindingName('metal-4') },
           data: { ekPublicKeyHash: d, nodeName: 'metal-4' },
-        });
-      }
-      return false;
-    });
-    try {
-      expect(await failure(names.bind('metal-4', 'e'.repeat(64)))).toMatchObject({
-        kind: 'denied',
-        message: expect.stringContaining(`node name "metal-4" belongs to another machine (EK sha256:${d})`) as unknown,
+        },
       });
-    } finally {
-      api.throttle(undefined);
-    }
+    });
+    const bindings = new NodeNameBindings({ core: racing, namespace: ns.name });
+    expect(await failure(bindings.bind('metal-4', 'e'.repeat(64)))).toMatchObject({
+      kind: 'denied',
+      message: expect.stringContaining(`node name "metal-4" belongs to another machine (EK sha256:${d})`) as unknown,
+    });
   });
 });
