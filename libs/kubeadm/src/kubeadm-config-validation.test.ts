@@ -1,0 +1,97 @@
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { locateKubernetesPrograms } from '@constellation/control-plane';
+import type { KubernetesPrograms } from '@constellation/control-plane';
+import { kubernetesBinDir, tempDirForTest } from '@constellation/testing';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { initConfiguration, joinConfiguration } from './kubeadm-config.js';
+import type { InitConfigInput, JoinConfigInput } from './kubeadm-config.js';
+import { KubeadmError, runKubeadm } from './kubeadm-runner.js';
+
+// The configuration the bootstrapper hands kubeadm, checked by the real kubeadm (`kubeadm config
+// validate`: strict decoding, defaulting and validation, as init and join do before anything else).
+
+let programs: KubernetesPrograms;
+beforeAll(async () => {
+  programs = await locateKubernetesPrograms(kubernetesBinDir());
+});
+
+const initYaml = (input: Partial<InitConfigInput> = {}): string =>
+  initConfiguration({
+    nodeName: 'control-plane-0',
+    nodeIp: '10.42.0.10',
+    bindPort: 6443,
+    clusterName: 'constellation',
+    kubernetesVersion: programs.release,
+    controlPlaneEndpoint: 'api.example.test:6443',
+    certSans: ['10.42.0.2', 'api.example.test', 'fd00::2'],
+    kubeProxy: false,
+    ...input,
+  });
+
+const joinYaml = (input: Partial<JoinConfigInput> = {}): string =>
+  joinConfiguration({
+    nodeName: 'worker-1',
+    nodeIp: '10.42.0.11',
+    apiServerEndpoint: '10.42.0.2:6443',
+    token: 'abcdef.0123456789abcdef',
+    caCertHashes: [`sha256:${'ab'.repeat(32)}`],
+    ...input,
+  });
+
+/** `kubeadm config validate` on `yaml`: its output, or the KubeadmError it failed with. */
+async function validate(yaml: string): Promise<string> {
+  const dir = await tempDirForTest();
+  const file = join(dir, 'kubeadm.yaml');
+  // The init configuration names a bootstrap token: 0600, as the bootstrapper writes it.
+  await writeFile(file, yaml, { mode: 0o600 });
+  return runKubeadm(['config', 'validate', '--config', file], { program: programs.path('kubeadm'), timeoutMs: 30_000 });
+}
+
+async function refusal(yaml: string): Promise<string> {
+  const err = await validate(yaml).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(KubeadmError);
+  return (err as KubeadmError).output;
+}
+
+describe('the kubeadm configuration, validated by the real kubeadm', () => {
+  it('accepts the init configuration, with and without kube-proxy and with a service subnet', async () => {
+    expect((await validate(initYaml())).trim()).toBe('ok');
+    expect((await validate(initYaml({ kubeProxy: true, serviceCidr: '172.30.0.0/16' }))).trim()).toBe('ok');
+  });
+
+  it('accepts the join configuration of a worker and of a control-plane node', async () => {
+    expect((await validate(joinYaml())).trim()).toBe('ok');
+    expect((await validate(joinYaml({ controlPlane: { bindPort: 6443 } }))).trim()).toBe('ok');
+  });
+
+  it('refuses a field kubeadm does not know, naming it (strict decoding)', async () => {
+    const broken = initYaml().replace('clusterName: constellation', 'clusterName: constellation\nsurprise: yes');
+    expect(await refusal(broken)).toContain(
+      'error: error unmarshaling configuration schema.GroupVersionKind{Group:"kubeadm.k8s.io", Version:"v1beta4", Kind:"ClusterConfiguration"}: strict decoding error: unknown field "surprise"',
+    );
+  });
+
+  it('refuses a join token that is not one, and a port that is none', async () => {
+    expect(await refusal(joinYaml({ token: 'not-a-token' }))).toContain(
+      'error: [discovery.bootstrapToken.token: Invalid value: "not-a-token": the bootstrap token is invalid, discovery.tlsBootstrapToken: Invalid value: "not-a-token": the bootstrap token is invalid]',
+    );
+    expect(await refusal(initYaml({ bindPort: 70_000 }))).toContain(
+      'error: localAPIEndpoint.bindPort: Invalid value: 70000: port number is not valid',
+    );
+  });
+
+  it('deploys only its own minor and the one before: a node installs the kubeadm of its cluster', async () => {
+    // kubeadm's MinimumControlPlaneVersion: one minor below its own.
+    const [major, minor] = programs.release.slice(1).split('.').map(Number) as [number, number];
+    const previous = `v${String(major)}.${String(minor - 1)}.0`;
+    const older = `v${String(major)}.${String(minor - 2)}.3`;
+    expect((await validate(initYaml({ kubernetesVersion: previous }))).trim()).toBe('ok');
+    expect(await refusal(initYaml({ kubernetesVersion: older }))).toContain(
+      `error: this version of kubeadm only supports deploying clusters with the control plane version >= ${String(major)}.${String(minor - 1)}.0. Current version: ${older}`,
+    );
+  });
+});
