@@ -49,7 +49,7 @@ describe('constellation-node-prep entry point', () => {
         expires: new Date(Date.now() + 3_600_000).toISOString(),
         board: 'amd64-usr',
         osVersion: '1.0',
-        kubernetesVersion: 'v1.32.9',
+        kubernetesVersion: 'v1.37.2',
         components: [
           {
             name: 'tool',
@@ -80,7 +80,7 @@ describe('constellation-node-prep entry point', () => {
         '--root',
         root,
         '--force-kube-version',
-        'v1.32.9',
+        'v1.37.2',
         '--manifest-url',
         manifest,
         '--no-verify-signatures',
@@ -88,7 +88,7 @@ describe('constellation-node-prep entry point', () => {
       expect(ok.stderr).toBe('');
       expect(ok.code).toBe(0);
       expect(ok.stdout.toString()).toContain('SIGNATURE VERIFICATION IS DISABLED');
-      expect(await readFile(join(root, 'etc/kubernetes/kubelet.env'), 'utf8')).toBe('KUBELET_IMAGE_TAG=v1.32.9\n');
+      expect(await readFile(join(root, 'etc/kubernetes/kubelet.env'), 'utf8')).toBe('KUBELET_IMAGE_TAG=v1.37.2\n');
       expect(await readFile(join(root, 'opt/bin/tool'), 'utf8')).toBe('binary');
       const none = await run('--root', root, '--manifest-url', manifest);
       expect(none.code).toBe(1);
@@ -101,7 +101,7 @@ describe('constellation-node-prep entry point', () => {
   it('exits non-zero (so the unit retries) when an OS update is staged and the reboot command fails', async () => {
     const { root, manifest, close } = await localNode();
     try {
-      const args = ['--root', root, '--force-kube-version', 'v1.32.9', '--manifest-url', manifest];
+      const args = ['--root', root, '--force-kube-version', 'v1.37.2', '--manifest-url', manifest];
       // The command is split on spaces, so the hook is a script.
       const hook = join(root, 'os-update-hook');
       await writeFile(hook, '#!/bin/sh\necho "nothing to read here"\nexit 100\n', { mode: 0o755 });
@@ -126,7 +126,7 @@ describe('constellation-node-prep entry point', () => {
         'false',
       );
       expect(nothing.code).toBe(0);
-      expect(await readFile(join(root, 'etc/kubernetes/kubelet.env'), 'utf8')).toBe('KUBELET_IMAGE_TAG=v1.32.9\n');
+      expect(await readFile(join(root, 'etc/kubernetes/kubelet.env'), 'utf8')).toBe('KUBELET_IMAGE_TAG=v1.37.2\n');
     } finally {
       await close();
     }

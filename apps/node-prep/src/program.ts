@@ -18,7 +18,10 @@ export function createProgram(): Command {
     .version(VERSION, '--version', 'print the version and exit')
     .helpOption('-h, --help', 'show this help')
     .option('--root <dir>', 'root directory every path below is inside of', DEFAULTS.root)
-    .option('--force-kube-version <version>', 'use this Kubernetes version and skip detection')
+    .option(
+      '--force-kube-version <version>',
+      'use this Kubernetes version and skip detection (with --api-server-url it must still fit the API server under the version-skew policy)',
+    )
     .option('--api-server-url <url>', 'API server (https) to ask for /version (the local seed file is the fallback)')
     .option(
       '--api-server-ca <file>',
@@ -72,7 +75,7 @@ export function createProgram(): Command {
     .addOption(logLevelOption())
     .addHelpText(
       'after',
-      '\nExamples:\n  constellation-node-prep --api-server-url https://10.42.0.10:6443\n  constellation-node-prep --force-kube-version v1.32.9 --manifest-url file:///srv/manifests/{{.KubernetesVersion}}.json\n',
+      '\nExamples:\n  constellation-node-prep --api-server-url https://10.42.0.10:6443\n  constellation-node-prep --force-kube-version v1.37.2 --manifest-url file:///srv/manifests/{{.KubernetesVersion}}.json\n',
     )
     .action(async (options) => {
       const logger = createLogger({ service: 'node-prep', level: options.logLevel });

@@ -2,3 +2,4 @@ export { DEFAULT_INSTALL_DIRS } from './install-policy.js';
 
 export { DEFAULT_SERIAL_PATH, prepareNode } from './node-preparation.js';
 export { OS_UPDATE_STAGED_EXIT_CODE } from './os-update-hook.js';
+export { KUBELET_MAX_MINORS_BEHIND, kubeletSkewProblem, kubeletWithinSkew } from './version-skew.js';

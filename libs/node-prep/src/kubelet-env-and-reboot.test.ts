@@ -20,7 +20,7 @@ describe('kubelet.env', () => {
     await prepareNode(node.options);
     expect(await readFile(victim, 'utf8')).toBe('victim\n');
     expect(await readFile(join(node.root, 'etc/kubernetes/kubelet.env'), 'utf8')).toContain(
-      'KUBELET_IMAGE_TAG=v1.32.9',
+      'KUBELET_IMAGE_TAG=v1.37.2',
     );
   });
 
@@ -37,11 +37,11 @@ describe('kubelet.env', () => {
     const node = await testNode(trusted);
     await writeFile(
       join(node.root, 'etc/kubernetes/installer/kubelet.env'),
-      'KUBELET_IMAGE_URL=registry.example/kubelet\nKUBELET_IMAGE_TAG=v1.31.0_node.1\nBOOTSTRAP_TOKEN=abcdef.0123456789abcdef\n',
+      'KUBELET_IMAGE_URL=registry.example/kubelet\nKUBELET_IMAGE_TAG=v1.36.0_node.1\nBOOTSTRAP_TOKEN=abcdef.0123456789abcdef\n',
     );
     await prepareNode(node.options);
     expect(await readFile(join(node.root, 'etc/kubernetes/kubelet.env'), 'utf8')).toBe(
-      'KUBELET_IMAGE_TAG=v1.32.9\nKUBELET_IMAGE_URL=registry.example/kubelet\n',
+      'KUBELET_IMAGE_TAG=v1.37.2\nKUBELET_IMAGE_URL=registry.example/kubelet\n',
     );
     const log = JSON.stringify(node.logger.entries);
     expect(log).toContain('BOOTSTRAP_TOKEN'); // the name of what was dropped, never its value

@@ -27,7 +27,7 @@ describe('attacks on the signed component manifest', () => {
     );
     // The same serial again is no rollback (a second run), and a newer one raises the floor.
     await node.publish();
-    await expect(prepareNode(node.options)).resolves.toMatchObject({ kubernetesVersion: 'v1.32.9' });
+    await expect(prepareNode(node.options)).resolves.toMatchObject({ kubernetesVersion: 'v1.37.2' });
     await node.publish((m) => (m['serial'] = 11));
     await prepareNode(node.options);
     expect(await readFile(join(node.root, 'var/lib/constellation/node-prep/highest-manifest-serial'), 'utf8')).toBe(
@@ -60,8 +60,8 @@ describe('attacks on the signed component manifest', () => {
     ['osVersion', '3700.0.0', /is for OS version 3700\.0\.0, this node needs 3815\.2\.0 \(mix-and-match refused\)/],
     [
       'kubernetesVersion',
-      'v1.31.0',
-      /is for Kubernetes v1\.31\.0, this node needs v1\.32\.9 \(mix-and-match refused\)/,
+      'v1.36.0',
+      /is for Kubernetes v1\.36\.0, this node needs v1\.37\.2 \(mix-and-match refused\)/,
     ],
   ])('mix-and-match: a manifest signed for another %s is refused', async (field, value, message) => {
     const node = await testNode(trusted);

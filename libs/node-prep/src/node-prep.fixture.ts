@@ -95,7 +95,7 @@ export async function artifactHost(dir: string): Promise<ArtifactHost> {
 
 export const sha256 = (b: Buffer | string): string => `sha256:${createHash('sha256').update(b).digest('hex')}`;
 
-export const MANIFEST_PATH = '/manifests/amd64-usr/3815.2.0/v1.32.9.json';
+export const MANIFEST_PATH = '/manifests/amd64-usr/3815.2.0/v1.37.2.json';
 
 export interface TestNode {
   root: string;
@@ -106,7 +106,7 @@ export interface TestNode {
   reboots: () => number;
   kubelet: Buffer;
   kubeadm: Buffer;
-  /** The manifest as JSON: for v1.32.9 on amd64-usr 3815.2.0, serial 10, kubelet and kubeadm. */
+  /** The manifest as JSON: for v1.37.2 on amd64-usr 3815.2.0, serial 10, kubelet and kubeadm. */
   manifest: Record<string, unknown>;
   /** Writes `manifest` (changed by `change`) and its signature by `key` (none: unsigned). */
   publish: (change?: (m: Record<string, unknown>) => void, key?: SigningKey | 'none') => Promise<Buffer>;
@@ -123,11 +123,11 @@ export async function testNode(trusted: SigningKey): Promise<TestNode> {
   await mkdir(join(root, 'etc/kubernetes/installer'), { recursive: true });
   await writeFile(
     join(root, 'etc/kubernetes/installer/kubelet.env'),
-    'KUBELET_IMAGE_URL=registry.example/kubelet\nKUBELET_IMAGE_TAG=v1.31.0_node.1\n',
+    'KUBELET_IMAGE_URL=registry.example/kubelet\nKUBELET_IMAGE_TAG=v1.36.0_node.1\n',
   );
   await writeFile(join(root, 'etc/pubring.asc'), trusted.publicKey, { mode: 0o644 });
-  const kubelet = Buffer.from('#!/bin/sh\necho kubelet v1.32.9\n');
-  const kubeadm = Buffer.from('#!/bin/sh\necho kubeadm v1.32.9\n');
+  const kubelet = Buffer.from('#!/bin/sh\necho kubelet v1.37.2\n');
+  const kubeadm = Buffer.from('#!/bin/sh\necho kubeadm v1.37.2\n');
   await mkdir(join(site, 'pkgs'), { recursive: true });
   await writeFile(join(site, 'pkgs/kubelet'), kubelet);
   await writeFile(join(site, 'pkgs/kubeadm'), kubeadm);
@@ -138,7 +138,7 @@ export async function testNode(trusted: SigningKey): Promise<TestNode> {
     expires: new Date(Date.now() + 86_400_000).toISOString(),
     board: 'amd64-usr',
     osVersion: '3815.2.0',
-    kubernetesVersion: 'v1.32.9',
+    kubernetesVersion: 'v1.37.2',
     components: [
       {
         name: 'kubelet',
@@ -171,7 +171,7 @@ export async function testNode(trusted: SigningKey): Promise<TestNode> {
   const options: NodePreparationOptions = {
     root,
     osReleasePath: '/usr/lib/os-release',
-    forcedVersion: 'v1.32.9',
+    forcedVersion: 'v1.37.2',
     seedFile: '/etc/kubernetes/installer/kubelet.env',
     manifestUrlTemplate: `${host.url}/manifests/{{.Board}}/{{.OSVersion}}/{{.KubernetesVersion}}.json`,
     verifySignatures: true,

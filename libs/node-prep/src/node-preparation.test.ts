@@ -17,15 +17,15 @@ describe('node preparation with a local artifact host and real OpenPGP signature
     const { root, options } = await testNode(trusted);
     const result = await prepareNode(options);
     expect(result).toEqual({
-      kubernetesVersion: 'v1.32.9',
+      kubernetesVersion: 'v1.37.2',
       versionSource: 'forced',
       installed: true,
       rebooting: false,
     });
-    expect(await readFile(join(root, 'run/state/bin/kubelet'), 'utf8')).toContain('kubelet v1.32.9');
+    expect(await readFile(join(root, 'run/state/bin/kubelet'), 'utf8')).toContain('kubelet v1.37.2');
     expect((await stat(join(root, 'run/state/bin/kubelet'))).mode & 0o777).toBe(0o755);
     expect(await readFile(join(root, 'etc/kubernetes/kubelet.env'), 'utf8')).toBe(
-      'KUBELET_IMAGE_TAG=v1.32.9\nKUBELET_IMAGE_URL=registry.example/kubelet\n',
+      'KUBELET_IMAGE_TAG=v1.37.2\nKUBELET_IMAGE_URL=registry.example/kubelet\n',
     );
     expect(await readFile(join(root, 'var/lib/constellation/node-prep/highest-manifest-serial'), 'utf8')).toBe('10\n');
   });
@@ -66,7 +66,7 @@ describe('node preparation with a local artifact host and real OpenPGP signature
 
   it.each([
     ['a signature from another key', 'stranger', /not signed by the pinned keyring: signature check failed/],
-    ['a missing .asc', 'none', /v1\.32\.9\.json\.asc failed after 3 tries: HTTP 404/],
+    ['a missing .asc', 'none', /v1\.37\.2\.json\.asc failed after 3 tries: HTTP 404/],
     [
       'a tampered artifact',
       'tamper',
@@ -144,15 +144,15 @@ describe('Kubernetes version discovery (plain sources)', () => {
   it('prefers the forced value, then the request, then the seed file', async () => {
     const { options, logger } = await testNode(trusted);
     const { forcedVersion: _forced, ...base } = options;
-    expect((await prepareNode({ ...base, requestVersion: 'v1.32.9' })).versionSource).toBe('request');
-    // No API server: the seed file (v1.31.0_node.1 means v1.31.0+node.1), which has no manifest here.
-    await expect(prepareNode(base)).rejects.toThrow(/v1\.31\.0%2Bnode\.1\.json failed/);
+    expect((await prepareNode({ ...base, requestVersion: 'v1.37.2' })).versionSource).toBe('request');
+    // No API server: the seed file (v1.36.0_node.1 means v1.36.0+node.1), which has no manifest here.
+    await expect(prepareNode(base)).rejects.toThrow(/v1\.36\.0%2Bnode\.1\.json failed/);
     expect(
       logger.entries.some(
         (e) =>
           e.message === 'kubernetes version determined' &&
           e.fields['source'] === 'seed-file' &&
-          e.fields['version'] === 'v1.31.0+node.1',
+          e.fields['version'] === 'v1.36.0+node.1',
       ),
     ).toBe(true);
   });

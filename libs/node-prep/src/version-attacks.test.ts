@@ -2,7 +2,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
-import { runChecked, tempDirForTest, withTimeout } from '@constellation/testing';
+import { freePort, runChecked, sharedKubernetes, tempDirForTest, withTimeout } from '@constellation/testing';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { signingKey, testNode } from './node-prep.fixture.js';
 import type { SigningKey } from './node-prep.fixture.js';
@@ -101,24 +101,64 @@ const gitVersion = (version: string) => (_req: IncomingMessage, res: ServerRespo
   res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ gitVersion: version }));
 
 describe('version discovery from the API server', () => {
-  it('asks /version over HTTPS pinned to the cluster CA, and refuses a server certified by another CA', async () => {
+  it("asks the real API server's /version over HTTPS pinned to the cluster CA, and refuses it certified by another CA", async () => {
+    // The run's control plane: kubeadm's RBAC lets anyone read /version (system:public-info-viewer).
+    const k = sharedKubernetes();
     const pki = await clusterPki();
     const node = await testNode(trusted);
     const { forcedVersion: _forced, ...base } = node.options;
-    await writeFile(join(node.root, 'etc/kubernetes/ca.crt'), pki.caPem);
+    await writeFile(join(node.root, 'etc/kubernetes/ca.crt'), k.caCertificatePem);
     await writeFile(join(node.root, 'etc/kubernetes/other-ca.crt'), pki.otherCaPem);
-    const url = await apiServer(pki, gitVersion('v1.32.9'));
-    const pinned = { ...base, apiServerUrl: url, apiServerCaPath: '/etc/kubernetes/ca.crt' };
-    expect((await prepareNode(pinned)).versionSource).toBe('api-server');
-    // Another CA: the API server is not trusted, and the seed file (v1.31.0+node.1) is the fallback.
+    const pinned = { ...base, apiServerUrl: k.apiServerUrl, apiServerCaPath: '/etc/kubernetes/ca.crt' };
+    // The fixture's manifest is for the release the programs are built at, which the API server runs.
+    expect(k.release).toBe('v1.37.2');
+    expect(await prepareNode(pinned)).toMatchObject({ versionSource: 'api-server', kubernetesVersion: k.release });
+    // Another CA: the API server is not trusted, and the seed file (v1.36.0+node.1) is the fallback.
     await expect(prepareNode({ ...pinned, apiServerCaPath: '/etc/kubernetes/other-ca.crt' })).rejects.toThrow(
-      /v1\.31\.0%2Bnode\.1\.json failed/,
+      /v1\.36\.0%2Bnode\.1\.json failed/,
     );
     expect(
       node.logger.entries.some(
         (e) =>
           e.message.startsWith('API server version unavailable') &&
           /self[- ]signed|unable to verify|certificate/i.test(String(e.fields['error'])),
+      ),
+    ).toBe(true);
+  });
+
+  it('refuses a forced or requested kubelet version outside the version-skew policy of the real API server', async () => {
+    const k = sharedKubernetes();
+    const node = await testNode(trusted);
+    const { forcedVersion: _forced, ...base } = node.options;
+    await writeFile(join(node.root, 'etc/kubernetes/ca.crt'), k.caCertificatePem);
+    const pinned = { ...base, apiServerUrl: k.apiServerUrl, apiServerCaPath: '/etc/kubernetes/ca.crt' };
+    await expect(prepareNode({ ...pinned, forcedVersion: 'v1.38.0' })).rejects.toThrow(
+      "Kubernetes version v1.38.0 from forced does not fit the API server's v1.37.2: a v1.38 kubelet must not be newer than the v1.37 API server (Kubernetes' version-skew policy)",
+    );
+    await expect(prepareNode({ ...pinned, requestVersion: 'v1.33.9' })).rejects.toThrow(
+      "Kubernetes version v1.33.9 from request does not fit the API server's v1.37.2: a v1.33 kubelet is 4 minor versions older than the v1.37 API server (at most 3) (Kubernetes' version-skew policy)",
+    );
+    // Three minors older, and a newer patch of the same minor, are within the policy: preparation
+    // goes on to fetch their manifests (the fixture publishes only v1.37.2's).
+    await expect(prepareNode({ ...pinned, requestVersion: 'v1.34.0' })).rejects.toThrow(/v1\.34\.0\.json failed/);
+    await expect(prepareNode({ ...pinned, forcedVersion: 'v1.37.9' })).rejects.toThrow(/v1\.37\.9\.json failed/);
+    expect(await prepareNode({ ...pinned, requestVersion: 'v1.37.2' })).toMatchObject({ versionSource: 'request' });
+  });
+
+  it('keeps a forced version when the API server does not answer, saying it was not checked', async () => {
+    const node = await testNode(trusted);
+    const k = sharedKubernetes();
+    await writeFile(join(node.root, 'etc/kubernetes/ca.crt'), k.caCertificatePem);
+    const closed = `https://127.0.0.1:${String(await freePort())}`;
+    const result = await prepareNode({
+      ...node.options,
+      apiServerUrl: closed,
+      apiServerCaPath: '/etc/kubernetes/ca.crt',
+    });
+    expect(result).toMatchObject({ versionSource: 'forced', kubernetesVersion: 'v1.37.2' });
+    expect(
+      node.logger.entries.some(
+        (e) => e.message === 'API server version unavailable; the kubelet version is not checked against it',
       ),
     ).toBe(true);
   });
@@ -154,7 +194,7 @@ describe('version discovery from the API server', () => {
       withTimeout(prepareNode({ ...options, apiServerUrl: endless }), 20_000, 'an endless /version'),
     ).rejects.toThrow(/API server: fetching https:.*\/version: https:.*\/version is larger than 65536 bytes/);
     expect(sent).toBeLessThan(32 * 1024 * 1024);
-    const long = await apiServer(pki, gitVersion(`v1.32.9-${'a'.repeat(10_000)}`));
+    const long = await apiServer(pki, gitVersion(`v1.37.2-${'a'.repeat(10_000)}`));
     await expect(prepareNode({ ...options, apiServerUrl: long })).rejects.toThrow(
       /^Kubernetes version from api-server is 10008 characters long \(at most 64\)$/,
     );
@@ -165,16 +205,16 @@ describe('version discovery from the API server', () => {
     const node = await testNode(trusted);
     const { forcedVersion: _forced, ...base } = node.options;
     await writeFile(join(node.root, 'etc/kubernetes/ca.crt'), pki.caPem);
-    const url = await apiServer(pki, gitVersion('v1.29.0'));
-    const options = { ...base, apiServerCaPath: '/etc/kubernetes/ca.crt', minimumVersion: 'v1.32.0' };
+    const url = await apiServer(pki, gitVersion('v1.34.0'));
+    const options = { ...base, apiServerCaPath: '/etc/kubernetes/ca.crt', minimumVersion: 'v1.37.0' };
     await expect(prepareNode({ ...options, apiServerUrl: url })).rejects.toThrow(
-      'Kubernetes version v1.29.0 from api-server is older than the minimum v1.32.0 (downgrade refused)',
+      'Kubernetes version v1.34.0 from api-server is older than the minimum v1.37.0 (downgrade refused)',
     );
     await expect(prepareNode(options)).rejects.toThrow(
-      'Kubernetes version v1.31.0+node.1 from seed-file is older than the minimum v1.32.0 (downgrade refused)',
+      'Kubernetes version v1.36.0+node.1 from seed-file is older than the minimum v1.37.0 (downgrade refused)',
     );
-    await expect(prepareNode({ ...options, requestVersion: 'v1.32.0-rc.1' })).rejects.toThrow(/downgrade refused/);
-    expect((await prepareNode({ ...options, requestVersion: 'v1.32.9' })).kubernetesVersion).toBe('v1.32.9');
+    await expect(prepareNode({ ...options, requestVersion: 'v1.37.0-rc.1' })).rejects.toThrow(/downgrade refused/);
+    expect((await prepareNode({ ...options, requestVersion: 'v1.37.2' })).kubernetesVersion).toBe('v1.37.2');
   });
 });
 

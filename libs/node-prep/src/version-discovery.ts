@@ -5,6 +5,7 @@ import { parseEnvFile, tagToVersion } from './env-file.js';
 import { fetchBytes } from './fetch-with-retry.js';
 import type { RetryPolicy } from './fetch-with-retry.js';
 import { compareKubernetesVersions, parseKubernetesVersion } from './kubernetes-version.js';
+import { kubeletSkewProblem } from './version-skew.js';
 
 export type VersionSource = 'forced' | 'request' | 'api-server' | 'seed-file';
 
@@ -44,9 +45,13 @@ export async function discoverKubernetesVersion(
     options.logger.info('kubernetes version determined', { version, source });
     return { version, source };
   };
-  if (options.forced !== undefined && options.forced !== '') return pick(options.forced, 'forced');
+  if (options.forced !== undefined && options.forced !== '') {
+    return checkedAgainstApiServer(pick(options.forced, 'forced'), options);
+  }
   reasons.push('no forced version');
-  if (options.fromRequest !== undefined && options.fromRequest !== '') return pick(options.fromRequest, 'request');
+  if (options.fromRequest !== undefined && options.fromRequest !== '') {
+    return checkedAgainstApiServer(pick(options.fromRequest, 'request'), options);
+  }
   reasons.push('none in the request');
   if (options.apiServerUrl !== undefined) {
     let version: string | undefined;
@@ -71,6 +76,39 @@ export async function discoverKubernetesVersion(
   if (typeof seed === 'string' && seed !== '') return pick(tagToVersion(seed), 'seed-file');
   reasons.push(seed instanceof Error ? seed.message : `${options.seedFile} has no KUBELET_IMAGE_TAG`);
   throw new Error(`unable to determine the Kubernetes version: ${reasons.join('; ')}`);
+}
+
+/**
+ * A version named outright (forced, or by the request) is the kubelet's: where an API server is
+ * configured, it must fit the API server's version under Kubernetes' version-skew policy (not
+ * newer, at most three minors older), or the kubelet would be prepared for a cluster it may not
+ * join. When the API server does not answer, the version stands, with a warning, as before.
+ */
+async function checkedAgainstApiServer(
+  chosen: { version: string; source: VersionSource },
+  options: VersionDiscoveryOptions,
+): Promise<{ version: string; source: VersionSource }> {
+  if (options.apiServerUrl === undefined) return chosen;
+  let answer: string | undefined;
+  try {
+    answer = await askApiServer(options.apiServerUrl, options.apiServerCa, options.apiRetry);
+  } catch (err) {
+    options.logger.warn('API server version unavailable; the kubelet version is not checked against it', {
+      error: errorMessage(err),
+    });
+    return chosen;
+  }
+  if (answer === undefined) return chosen;
+  const problem = kubeletSkewProblem(
+    parseKubernetesVersion(chosen.version, chosen.source),
+    parseKubernetesVersion(answer, 'api-server'),
+  );
+  if (problem !== undefined) {
+    throw new Error(
+      `Kubernetes version ${chosen.version} from ${chosen.source} does not fit the API server's ${answer}: ${problem} (Kubernetes' version-skew policy)`,
+    );
+  }
+  return chosen;
 }
 
 /** `gitVersion` from `/version`, over https pinned to the cluster CA, with a bounded body. */
