@@ -24,7 +24,7 @@ export async function attestedWorkspace(options: {
     workspaceFiles(workspace).config,
     configYaml({
       name: 'c',
-      kubernetesVersion: 'v1.32.9',
+      kubernetesVersion: 'v1.37.2',
       initEndpoint: `127.0.0.1:${String(port)}`,
       apiServerCertSans: [],
       serviceCidr: '10.96.0.0/12',

@@ -6,6 +6,7 @@ import { UsageError } from '@constellation/command-line';
 import { parseMeasurements, pemCertificatesToDer } from '@constellation/attestation';
 import type { AttestationPolicy, Measurements } from '@constellation/attestation';
 import { errorMessage } from '@constellation/errors';
+import { SUPPORTED_KUBERNETES_MINORS, unsupportedKubernetesVersion } from '@constellation/kubeadm';
 
 /** `constellation-conf.yaml`: what cluster to create and what its nodes must measure. */
 export interface ClusterConfig {
@@ -56,7 +57,11 @@ const schema = z.strictObject({
       /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/,
       'must be a lowercase DNS label (a-z, 0-9, -), at most 63 characters',
     ),
-  kubernetesVersion: z.string().regex(/^v\d+\.\d+\.\d+$/, 'must look like v1.32.9'),
+  // A new cluster runs one of the maintained releases (SUPPORTED_KUBERNETES_MINORS).
+  kubernetesVersion: z.string().superRefine((version, context) => {
+    const problem = unsupportedKubernetesVersion(version);
+    if (problem !== undefined) context.addIssue({ code: 'custom', message: problem });
+  }),
   initEndpoint: z.string().regex(/^[^:\s]+:\d{1,5}$/, 'must be host:port of the first control-plane node'),
   apiServerCertSans: z
     .array(z.string().refine((s) => isIP(s) !== 0 || /^[a-zA-Z0-9.-]+$/.test(s), 'must be an IP address or DNS name'))
@@ -179,7 +184,7 @@ export function configYaml(config: ClusterConfig): string {
     '',
     '# Name of the cluster (a lowercase DNS label).',
     `name: ${config.name}`,
-    '# Kubernetes version the nodes install.',
+    `# Kubernetes version the nodes install: a release of ${SUPPORTED_KUBERNETES_MINORS.map((m) => `v${m}`).join(', ')}.`,
     `kubernetesVersion: ${config.kubernetesVersion}`,
     "# host:port of the first control-plane node's InitServer (port 9000 on real nodes).",
     `initEndpoint: ${config.initEndpoint}`,

@@ -63,7 +63,7 @@ describe('constellation init', () => {
         workspaceFiles(workspace).config,
         configYaml({
           name: 'c',
-          kubernetesVersion: 'v1.32.9',
+          kubernetesVersion: 'v1.37.2',
           initEndpoint: `127.0.0.1:${listening}`,
           apiServerCertSans: [],
           serviceCidr: '10.96.0.0/12',
@@ -106,37 +106,37 @@ describe('constellation init', () => {
       'name: c\nkubernetesVersion: latest\ninitEndpoint: a:1\nattestation: {variant: qemu-vtpm, measurements: {}}\n',
     );
     await expect(runInit({ workspace, print: () => undefined })).rejects.toThrow(
-      /constellation-conf\.yaml: kubernetesVersion: must look like v1\.32\.9/,
+      /constellation-conf\.yaml: kubernetesVersion: must be a release like v1\.37\.2, got "latest"; supported are v1\.35, v1\.36, v1\.37/,
     );
     await writeFile(
       files.config,
-      'name: c\nkubernetesVersion: v1.32.9\ninitEndpoint: a:1\nattestation: {variant: qemu-vtpm, measurements: {"9": {expected: "zz"}}}\n',
+      'name: c\nkubernetesVersion: v1.37.2\ninitEndpoint: a:1\nattestation: {variant: qemu-vtpm, measurements: {"9": {expected: "zz"}}}\n',
     );
     await expect(runInit({ workspace, print: () => undefined })).rejects.toThrow(
       /attestation: measurements\.9\.expected: expected 64 hex characters/,
     );
     await writeFile(
       files.config,
-      'name: c\nkubernetesVersion: v1.32.9\ninitEndpoint: a:1\nextra: 1\nattestation: {variant: qemu-vtpm, measurements: {}}\n',
+      'name: c\nkubernetesVersion: v1.37.2\ninitEndpoint: a:1\nextra: 1\nattestation: {variant: qemu-vtpm, measurements: {}}\n',
     );
     await expect(runInit({ workspace, print: () => undefined })).rejects.toThrow(/unknown field "extra"/);
     await writeFile(
       files.config,
-      'name: c\nkubernetesVersion: v1.32.9\ninitEndpoint: a:1\nattestation: {variant: qemu-vtpm, measurements: {}}\n',
+      'name: c\nkubernetesVersion: v1.37.2\ninitEndpoint: a:1\nattestation: {variant: qemu-vtpm, measurements: {}}\n',
     );
     await expect(runInit({ workspace, print: () => undefined })).rejects.toThrow(
       /attestation: the measurements must not be empty: an empty set would accept any machine/,
     );
     await writeFile(
       files.config,
-      `name: c\nkubernetesVersion: v1.32.9\ninitEndpoint: a:1\nattestation: {variant: qemu-vtpm, measurements: {"15": {expected: "${'0'.repeat(64)}"}}}\n`,
+      `name: c\nkubernetesVersion: v1.37.2\ninitEndpoint: a:1\nattestation: {variant: qemu-vtpm, measurements: {"15": {expected: "${'0'.repeat(64)}"}}}\n`,
     );
     await expect(runInit({ workspace, print: () => undefined })).rejects.toThrow(
       /attestation\.measurements enforces no boot measurement \(only PCR 15\): any software on a genuine TPM would pass/,
     );
     await writeFile(
       files.config,
-      `name: c\nkubernetesVersion: v1.32.9\ninitEndpoint: a:1\nattestation: {variant: qemu-vtpm, measurements: {"9": {expected: "${'1'.repeat(64)}"}, "15": {expected: "${'0'.repeat(64)}"}}}\n`,
+      `name: c\nkubernetesVersion: v1.37.2\ninitEndpoint: a:1\nattestation: {variant: qemu-vtpm, measurements: {"9": {expected: "${'1'.repeat(64)}"}, "15": {expected: "${'0'.repeat(64)}"}}}\n`,
     );
     await expect(runInit({ workspace, print: () => undefined })).rejects.toThrow(/no init secret at/);
   });

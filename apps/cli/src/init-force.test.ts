@@ -37,7 +37,7 @@ async function workspaceFor(port: number): Promise<string> {
     files.config,
     configYaml({
       name: 'c',
-      kubernetesVersion: 'v1.32.9',
+      kubernetesVersion: 'v1.37.2',
       initEndpoint: `127.0.0.1:${port}`,
       apiServerCertSans: [],
       serviceCidr: '10.96.0.0/12',

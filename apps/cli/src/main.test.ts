@@ -68,6 +68,8 @@ describe('constellation config generate', () => {
     const filled = text.replace(/^( +)"?15"?:/m, `$1"9": { expected: "${'1'.repeat(64)}", warnOnly: false }\n$1"15":`);
     await writeFile(`${workspace}/constellation-conf.yaml`, filled);
     const config = await loadClusterConfig(`${workspace}/constellation-conf.yaml`);
+    // The release the programs are built and tested at (tools/kubernetes/k8s/go.mod).
+    expect(config.kubernetesVersion).toBe((await import('@constellation/kubeadm')).DEFAULT_KUBERNETES_VERSION);
     expect(config.attestation.variant).toBe('tpm2-ek');
     expect(config.attestation.measurements.get(15)?.expected).toEqual(Buffer.alloc(32));
     expect(config.attestation.measurements.get(9)?.warnOnly).toBe(false);

@@ -94,7 +94,7 @@ describe("the owner of one genuine worker answers the operator's recover (attack
         clusterId: clusterId.toString('hex'),
         measurementSalt: measurementSalt.toString('base64'),
         initEndpoint: '127.0.0.1:9000',
-        kubernetesVersion: 'v1.32.9',
+        kubernetesVersion: 'v1.37.2',
       });
       const outcome = await recoverNode(dir, `127.0.0.1:${owner.port}`).then(
         (answer) => `recovered: ${JSON.stringify(answer)}`,
@@ -144,7 +144,7 @@ describe("the owner of one genuine worker answers the operator's recover (attack
         clusterId: 'ab'.repeat(32),
         measurementSalt: randomBytes(32).toString('base64'),
         initEndpoint: '127.0.0.1:9000',
-        kubernetesVersion: 'v1.32.9',
+        kubernetesVersion: 'v1.37.2',
       });
       await expect(recoverNode(dir, `127.0.0.1:${owner.port}`)).rejects.toThrow(
         `recovery of 127.0.0.1:${String(owner.port)} failed: the node belongs to cluster ${'cd'.repeat(32)}, not to this workspace's cluster ${'ab'.repeat(32)}; nothing was sent to it`,

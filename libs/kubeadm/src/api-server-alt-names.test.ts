@@ -9,13 +9,14 @@ import { parse } from 'yaml';
 import { canonicalAddressOrUndefined } from './canonical-address.js';
 import { initConfiguration } from './kubeadm-config.js';
 import type { InitConfigInput } from './kubeadm-config.js';
+import { DEFAULT_KUBERNETES_VERSION } from './kubernetes-version.js';
 
 const INPUT: InitConfigInput = {
   nodeName: 'control-plane-0',
   nodeIp: '10.42.0.10',
   bindPort: 6443,
   clusterName: 'constellation',
-  kubernetesVersion: 'v1.32.9',
+  kubernetesVersion: DEFAULT_KUBERNETES_VERSION,
   controlPlaneEndpoint: 'api.example.test:6443',
   certSans: ['10.42.0.2', 'API.example.test', 'FD00::0002', ''],
   kubeProxy: false,

@@ -1,6 +1,7 @@
 import type { CoreV1Api, V1ConfigMap } from '@kubernetes/client-node';
 import type { ApiServerAltNames } from './api-server-alt-names.js';
 import { canonicalAddress } from './canonical-address.js';
+import { DEFAULT_KUBERNETES_VERSION } from './kubernetes-version.js';
 
 /** A component every node installs before kubeadm runs (mirrors constellation.components.v1). */
 export interface ClusterComponent {
@@ -37,12 +38,16 @@ export function clusterConfigMap(config: ClusterConfig): V1ConfigMap {
   };
 }
 
-/** Parses the ConfigMap's data, naming the field that is wrong. */
+/**
+ * Parses the ConfigMap's data, naming the field that is wrong. The version is the one the cluster
+ * was initialised with (the CLI and the init request checked it was supported then): any
+ * well-formed one is read, so that nodes keep joining a cluster whose release has since aged out.
+ */
 export function parseClusterConfig(data: Record<string, string> | undefined): ClusterConfig {
   const version = data?.['kubernetesVersion'];
   if (version === undefined || !/^v\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]+)?$/.test(version)) {
     throw new Error(
-      `ConfigMap ${CLUSTER_CONFIG_MAP}: kubernetesVersion must look like v1.32.9, got ${JSON.stringify(version)}`,
+      `ConfigMap ${CLUSTER_CONFIG_MAP}: kubernetesVersion must look like ${DEFAULT_KUBERNETES_VERSION}, got ${JSON.stringify(version)}`,
     );
   }
   let components: unknown;

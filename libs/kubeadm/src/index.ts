@@ -16,7 +16,11 @@ export { CRI_SOCKET, initConfiguration, joinConfiguration } from './kubeadm-conf
 export { KUBELET_CERT_DIR, KUBELET_SERVING_CERT_FILE, KUBELET_SERVING_KEY_FILE } from './kubelet-paths.js';
 
 export { runKubeadm } from './kubeadm-runner.js';
-export { DEFAULT_KUBERNETES_VERSION } from './kubernetes-version.js';
+export {
+  DEFAULT_KUBERNETES_VERSION,
+  SUPPORTED_KUBERNETES_MINORS,
+  unsupportedKubernetesVersion,
+} from './kubernetes-version.js';
 
 export { apiStatusCode } from './api-status-code.js';
 export { apiErrorMessage } from './api-error-message.js';

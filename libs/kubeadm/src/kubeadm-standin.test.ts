@@ -13,6 +13,7 @@ import { initConfiguration, joinConfiguration } from './kubeadm-config.js';
 import { KubeadmError, runKubeadm } from './kubeadm-runner.js';
 import { KUBELET_SERVING_CERT_FILE } from './kubelet-paths.js';
 import { KUBEADM_STANDIN_ENTRY } from '@constellation/sandbox/testing';
+import { DEFAULT_KUBERNETES_VERSION } from './kubernetes-version.js';
 
 // The configuration libs/kubeadm generates, run through the kubeadm stand-in, which follows
 // kubeadm's decoding, defaulting and token discovery (cmd/kubeadm/app/discovery/token/token.go)
@@ -71,7 +72,7 @@ async function initControlPlane(): Promise<InitialisedControlPlane> {
     nodeIp: '127.0.0.1',
     bindPort: port,
     clusterName: 'mini',
-    kubernetesVersion: 'v1.32.9',
+    kubernetesVersion: DEFAULT_KUBERNETES_VERSION,
     controlPlaneEndpoint: `127.0.0.1:${port}`,
     certSans: [],
     kubeProxy: false,
@@ -245,7 +246,7 @@ describe('kubeadm init and join through the stand-in', () => {
       nodeIp: '127.0.0.1',
       bindPort: port,
       clusterName: 'c',
-      kubernetesVersion: 'v1.32.9',
+      kubernetesVersion: DEFAULT_KUBERNETES_VERSION,
       controlPlaneEndpoint: `127.0.0.1:${port}`,
       certSans: [],
       kubeProxy: true,
