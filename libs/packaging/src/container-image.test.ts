@@ -2,8 +2,7 @@ import { mkdir, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { credentials } from '@grpc/grpc-js';
 import { HealthCheckResponse_ServingStatus, HealthClient } from '@constellation/proto';
-import { KubeApiServer } from '@constellation/sandbox';
-import { createTempDir, runChecked, waitFor } from '@constellation/testing';
+import { createTempDir, runChecked, sharedKubernetes, waitFor } from '@constellation/testing';
 import type { TempDir } from '@constellation/testing';
 import { errorMessage } from '@constellation/errors';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -108,14 +107,31 @@ describe('the JoinService container image', () => {
     expect(JSON.parse(result.stdout.toString())).toEqual({ uid: IMAGE_USER_ID, gid: IMAGE_USER_ID, write: 'EROFS' });
   });
 
-  it('serves the gRPC health check from inside the container, given the mounted files and an API server', async () => {
-    const api = await KubeApiServer.start();
+  it('serves the gRPC health check from inside the container, given the mounted files and the real API server', async () => {
+    // The run's control plane: the JoinService's kubeconfig names it, with the cluster CA and a
+    // service account's token, and the host PKI mounted is the one kubeadm made for it.
+    const k = sharedKubernetes();
+    const kubectl = (...args: string[]) =>
+      runChecked(join(k.binDir, 'kubectl'), ['--kubeconfig', k.superAdminKubeconfig, ...args], { timeoutMs: 30_000 });
+    const namespace = `container-image-${Date.now().toString(36)}`;
+    await kubectl('create', 'namespace', namespace);
     const mounts = join(dir.path, 'mounts');
     const name = `joinservice-test-${String(process.pid)}`;
     try {
-      await writeJoinServiceMounts(mounts, api.url, IMAGE_USER_ID);
-      // Host networking: the container reaches the stand-in on the host's 127.0.0.1, and this
-      // test probes the health port the way the kubelet probes a pod.
+      await kubectl('-n', namespace, 'create', 'serviceaccount', 'join-service');
+      const token = (await kubectl('-n', namespace, 'create', 'token', 'join-service')).stdout.toString().trim();
+      await writeJoinServiceMounts(
+        mounts,
+        {
+          apiServerUrl: k.apiServerUrl,
+          caCertificatePem: k.caCertificatePem,
+          pkiDir: join(k.root, 'etc', 'kubernetes', 'pki'),
+          token,
+        },
+        IMAGE_USER_ID,
+      );
+      // Host networking: the container reaches the API server through the host's route to its
+      // network namespace, and this test probes the health port the way the kubelet probes a pod.
       const started = await podman.run([
         'run',
         '--detach',
@@ -136,7 +152,7 @@ describe('the JoinService container image', () => {
         '--master-secret-file=/var/secrets/mastersecret.json',
         '--pki-dir=/etc/kubernetes/pki',
         '--kubeconfig=/var/kubeconfig',
-        '--api-server-endpoint=10.42.0.2:6443',
+        `--api-server-endpoint=${new URL(k.apiServerUrl).host}`,
         '--instance-registry-url=http://127.0.0.1:9/',
       ]);
       expect(started.stderr).toBe('');
@@ -174,7 +190,7 @@ describe('the JoinService container image', () => {
       expect(exit.stdout.toString().trim()).toBe('0');
     } finally {
       await podman.run(['rm', '--force', name]);
-      await api.close();
+      await kubectl('delete', 'namespace', namespace, '--wait=false');
     }
   });
 });

@@ -1,7 +1,8 @@
-// Test fixture: the files the JoinService DaemonSet mounts (join-config, master secret, host PKI)
-// and a kubeconfig for the API server stand-in, readable by the image's non-root user.
+// Test fixture: the files the JoinService DaemonSet mounts (join-config, master secret, the host's
+// shared control-plane PKI) and a kubeconfig for a real API server, readable by the image's
+// non-root user.
 import { randomBytes } from 'node:crypto';
-import { chown, mkdir, readdir, writeFile } from 'node:fs/promises';
+import { chown, copyFile, mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { measurementsToFile } from '@constellation/attestation';
 import {
@@ -11,7 +12,17 @@ import {
   masterSecretToJson,
 } from '@constellation/keys';
 
-export async function writeJoinServiceMounts(root: string, apiUrl: string, owner: number): Promise<void> {
+/** The cluster the JoinService is mounted for: its API server, and a service account's token. */
+export interface MountedCluster {
+  apiServerUrl: string;
+  caCertificatePem: string;
+  /** kubeadm's PKI directory (`etc/kubernetes/pki`): the shared control-plane PKI is copied from it. */
+  pkiDir: string;
+  /** A credential: written into the kubeconfig (0600), never logged. */
+  token: string;
+}
+
+export async function writeJoinServiceMounts(root: string, cluster: MountedCluster, owner: number): Promise<void> {
   const config = join(root, 'config');
   const pki = join(root, 'pki');
   await mkdir(config, { recursive: true });
@@ -26,29 +37,29 @@ export async function writeJoinServiceMounts(root: string, apiUrl: string, owner
   await writeFile(join(config, 'measurementSalt'), randomBytes(32));
   await writeFile(join(config, 'ekRoots'), (await CertificateAuthority.generate('EK root')).certificatePem);
   await writeFile(join(root, 'mastersecret.json'), masterSecretToJson(generateMasterSecret()), { mode: 0o600 });
-  const kubernetesCa = await CertificateAuthority.generate('kubernetes');
-  await writeFile(join(pki, 'ca.crt'), kubernetesCa.certificatePem);
-  await writeFile(join(pki, 'ca.key'), kubernetesCa.keyPem, { mode: 0o600 });
-  for (const name of SHARED_CONTROL_PLANE_PKI_FILES.filter((n) => n !== 'ca.crt' && n !== 'ca.key')) {
-    await writeFile(join(pki, name), `test content of ${name}\n`, { mode: 0o600 });
+  // The files a control-plane host holds under /etc/kubernetes/pki, as kubeadm wrote them.
+  for (const name of SHARED_CONTROL_PLANE_PKI_FILES) {
+    await copyFile(join(cluster.pkiDir, name), join(pki, name));
   }
   await writeFile(
     join(root, 'kubeconfig'),
-    [
-      'apiVersion: v1',
-      'kind: Config',
-      'clusters:',
-      '- name: stand-in',
-      `  cluster: { server: "${apiUrl}" }`,
-      'users:',
-      '- name: joinservice',
-      '  user: { token: stand-in }',
-      'contexts:',
-      '- name: stand-in',
-      '  context: { cluster: stand-in, user: joinservice }',
-      'current-context: stand-in',
-      '',
-    ].join('\n'),
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [
+        {
+          name: 'cluster',
+          cluster: {
+            server: cluster.apiServerUrl,
+            'certificate-authority-data': Buffer.from(cluster.caCertificatePem).toString('base64'),
+          },
+        },
+      ],
+      users: [{ name: 'joinservice', user: { token: cluster.token } }],
+      contexts: [{ name: 'cluster', context: { cluster: 'cluster', user: 'joinservice' } }],
+      'current-context': 'cluster',
+    }),
+    { mode: 0o600 },
   );
   // The secrets stay 0600, owned by the user the container runs as.
   for (const entry of await readdir(root, { recursive: true })) await chown(join(root, entry), owner, owner);
