@@ -1,9 +1,12 @@
 import { X509Certificate } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { apiServerAltNames } from '@constellation/kubeadm';
 import { createKubeletCsr } from '@constellation/keys';
 import { MemoryLogger } from '@constellation/logger/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLUSTER_START_TIMEOUT_MS } from './join-service-cluster.fixture.js';
 import { CLUSTER, startJoinFixture } from './join-service.fixture.js';
 import type { JoinFixture, SimulatedNode } from './join-service.fixture.js';
 
@@ -16,10 +19,9 @@ import type { JoinFixture, SimulatedNode } from './join-service.fixture.js';
  * red-team pass: on bare metal every unclaimed address and any valid node name were granted.
  */
 
-const SECRETS = { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true } as const;
-const tokenCount = (fixture: JoinFixture): number =>
-  fixture.api.store.list(SECRETS, 'kube-system').items.filter((s) => s['type'] === 'bootstrap.kubernetes.io/token')
-    .length;
+/** Bootstrap-token Secrets in kube-system, read from the real API server. */
+const tokenCount = async (fixture: JoinFixture): Promise<number> =>
+  (await fixture.cluster.bootstrapTokenSecrets()).length;
 
 /** What the ask got: the refusal, or the serving certificate's SANs when one was issued. */
 async function outcome(
@@ -67,7 +69,7 @@ describe('bare metal, a cluster configuration without the published names (attac
     // CLUSTER publishes no names, as in a cluster initialised before init published them: the
     // control-plane endpoint (the service's own setting) and the Service's names still count.
     bare = await startJoinFixture(new MemoryLogger(), {}, { registry: false, cluster: CLUSTER });
-  }, 60_000);
+  }, CLUSTER_START_TIMEOUT_MS);
 
   afterAll(async () => {
     await Promise.all(nodes.map((n) => n.stop()));
@@ -75,17 +77,19 @@ describe('bare metal, a cluster configuration without the published names (attac
   });
 
   it("refuses an IP SAN for the control-plane endpoint's address (a load balancer's, no node's)", async () => {
-    expect(bare.settings.apiServerEndpoint).toBe('10.42.0.2:6443');
-    const before = tokenCount(bare);
-    const got = await ask(bare, await machine(140), 'metal-140', ['10.42.0.140', '10.42.0.2']);
+    // The real API server's address: the endpoint the service hands to nodes.
+    const [endpointIp = ''] = bare.settings.apiServerEndpoint.split(':');
+    expect(bare.settings.apiServerEndpoint).toBe(`${bare.cluster.controlPlane.namespace.ip}:6443`);
+    const before = await tokenCount(bare);
+    const got = await ask(bare, await machine(140), 'metal-140', ['10.42.0.140', endpointIp]);
     expect(got, `issued a serving certificate with ${String(got.issuedSans)}`).toEqual({
       code: grpc.status.PERMISSION_DENIED,
-      details: addressRefusal('10.42.0.2'),
+      details: addressRefusal(endpointIp),
     });
     // Also as an IPv4-mapped IPv6 address, which Go's verifier takes for the IPv4 one.
-    const mapped = await ask(bare, await machine(141), 'metal-141', ['::ffff:10.42.0.2']);
-    expect(mapped.details).toBe(addressRefusal('10.42.0.2'));
-    expect(tokenCount(bare)).toBe(before);
+    const mapped = await ask(bare, await machine(141), 'metal-141', [`::ffff:${endpointIp}`]);
+    expect(mapped.details).toBe(addressRefusal(endpointIp));
+    expect(await tokenCount(bare)).toBe(before);
   });
 
   it.each([
@@ -94,13 +98,13 @@ describe('bare metal, a cluster configuration without the published names (attac
     'kubernetes.default.svc.cluster.local',
     'kubernetes.default.svc.corp',
   ])('refuses the node name %s (a serving certificate carries its node name as a DNS SAN)', async (name) => {
-    const before = tokenCount(bare);
+    const before = await tokenCount(bare);
     const got = await ask(bare, await machine(150 + name.length), name, [`10.42.0.${String(150 + name.length)}`]);
     expect(got, `issued a serving certificate with ${String(got.issuedSans)}`).toEqual({
       code: grpc.status.PERMISSION_DENIED,
       details: nameRefusal(name),
     });
-    expect(tokenCount(bare)).toBe(before);
+    expect(await tokenCount(bare)).toBe(before);
   });
 
   it('still gives a worker with its own name and address its ticket', async () => {
@@ -112,16 +116,18 @@ describe('bare metal, a cluster configuration without the published names (attac
 describe('the names init published (registered machines)', () => {
   let fixture: JoinFixture;
   const nodes: SimulatedNode[] = [];
-  const published = apiServerAltNames({
-    nodeName: 'control-plane-0',
-    nodeIp: '10.42.0.10',
-    controlPlaneEndpoint: '10.42.0.2:6443',
-    certSans: ['api.constellation.test', '10.42.0.3'],
-  });
+  const certSans = ['api.constellation.test', '10.42.0.3'];
+  /** What init publishes for the real control plane at `ip`, with the certSANs it was started with. */
+  const published = (ip: string): ReturnType<typeof apiServerAltNames> =>
+    apiServerAltNames({ nodeName: 'control-plane-0', nodeIp: ip, controlPlaneEndpoint: `${ip}:6443`, certSans });
 
   beforeAll(async () => {
-    fixture = await startJoinFixture(new MemoryLogger(), {}, { cluster: { ...CLUSTER, apiServer: published } });
-  }, 60_000);
+    fixture = await startJoinFixture(
+      new MemoryLogger(),
+      {},
+      { cluster: (ip) => ({ ...CLUSTER, apiServer: published(ip) }), certSans },
+    );
+  }, CLUSTER_START_TIMEOUT_MS);
 
   afterAll(async () => {
     await Promise.all(nodes.map((n) => n.stop()));
@@ -139,7 +145,11 @@ describe('the names init published (registered machines)', () => {
   };
 
   it("refuses a worker whose address is the kubernetes Service's ClusterIP or a certSAN, even where the registry lists it", async () => {
-    expect(published.ips).toContain('10.96.0.1');
+    // The published names are the real API server's: its certificate carries each address.
+    const apiServerCertificate = new X509Certificate(await readFile(join(fixture.cluster.pkiDir, 'apiserver.crt')));
+    const names = published(fixture.cluster.controlPlane.namespace.ip);
+    for (const ip of names.ips) expect(apiServerCertificate.subjectAltName).toContain(`IP Address:${ip}`);
+    expect(names.ips).toContain('10.96.0.1');
     for (const ip of ['10.96.0.1', '10.42.0.3']) {
       const worker = await registered(`worker-${ip.replaceAll('.', '-')}`, ip);
       const got = await outcome(worker.requestJoin(fixture.client));

@@ -1,47 +1,59 @@
+import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import { KubeApiServer } from '@constellation/sandbox';
+import { createTempDir } from '@constellation/testing';
+import type { TempDir } from '@constellation/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiServerClock } from './api-server-clock.js';
 import { ControlPlaneLease } from './control-plane-lease.js';
+import { startJoinServiceCluster } from './join-service-cluster.fixture.js';
+import type { JoinServiceCluster } from './join-service-cluster.fixture.js';
+import { CLUSTER } from './join-service.fixture.js';
 import { refusalOf } from './refusal.fixture.js';
 
 // The Lease's acquireTime/renewTime are metav1.MicroTime (k8s.io/apimachinery/pkg/apis/meta/v1/
-// micro_time.go): kube-apiserver only decodes RFC3339Micro, six fractional digits. The API
-// stand-in refuses anything else with the real server's 400, so these writes must carry six.
+// micro_time.go): kube-apiserver stores them as RFC3339Micro, six fractional digits. The lease is
+// written by the JoinService's ServiceAccount with its production RBAC, on a control plane of this
+// file's own (the lease lives in kube-system under a fixed name).
 
-let api: KubeApiServer;
+let dir: TempDir;
+let cluster: JoinServiceCluster;
 let lease: ControlPlaneLease;
-let coordination: k8s.CoordinationV1Api;
-let core: k8s.CoreV1Api;
 
-/** This machine's clock, `offsetMs` off the API server's (the stand-in runs on the real clock). */
+/** This machine's clock, `offsetMs` off the API server's (it runs on this machine's clock). */
 function clockOff(offsetMs: number): ApiServerClock {
   return new ApiServerClock({ maxSkewMs: 5_000, retryAfterMs: 1_000, now: () => Date.now() + offsetMs });
 }
 
 beforeAll(async () => {
-  api = await KubeApiServer.start();
+  dir = await createTempDir('constellation-control-plane-lease-');
+  cluster = await startJoinServiceCluster(join(dir.path, 'control-plane'), { cluster: CLUSTER });
+  const kubeconfig = join(dir.path, 'kubeconfig');
+  await cluster.writeJoinServiceKubeconfig(kubeconfig);
   const kc = new k8s.KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'c', server: api.url, skipTLSVerify: true }],
-    users: [{ name: 'u', token: 't' }],
-    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-    currentContext: 'x',
+  kc.loadFromFile(kubeconfig);
+  lease = new ControlPlaneLease({
+    coordination: kc.makeApiClient(k8s.CoordinationV1Api),
+    core: kc.makeApiClient(k8s.CoreV1Api),
+    holdMs: 60_000,
+    clock: clockOff(0),
   });
-  coordination = kc.makeApiClient(k8s.CoordinationV1Api);
-  core = kc.makeApiClient(k8s.CoreV1Api);
-  lease = new ControlPlaneLease({ coordination, core, holdMs: 60_000, clock: clockOff(0) });
 });
 
 afterAll(async () => {
-  await api.close();
+  await cluster.stop();
+  await dir.remove();
 });
 
+/** The Lease's times as kube-apiserver serves them (kubectl's JSON, not a client's parsed dates). */
 async function storedTimes(): Promise<{ acquireTime?: string; renewTime?: string }> {
-  const res = await fetch(
-    `${api.url}/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/constellation-control-plane-join`,
-  );
-  return ((await res.json()) as { spec: { acquireTime?: string; renewTime?: string } }).spec;
+  const stored = await cluster.admin.json<{ spec: { acquireTime?: string; renewTime?: string } }>([
+    '-n',
+    'kube-system',
+    'get',
+    'lease',
+    'constellation-control-plane-join',
+  ]);
+  return stored.spec;
 }
 
 describe('control-plane join lease', () => {
@@ -57,7 +69,7 @@ describe('control-plane join lease', () => {
   it('is taken over after expiry with a replace that also carries MicroTime', async () => {
     const later = new Date('2030-05-06T08:00:00.456Z');
     await lease.acquire('cp-2', later);
-    const read = await coordination.readNamespacedLease({
+    const read = await cluster.coordination.readNamespacedLease({
       namespace: 'kube-system',
       name: 'constellation-control-plane-join',
     });
@@ -68,15 +80,22 @@ describe('control-plane join lease', () => {
 
 // Replicas judge the lease's expiry with their own clocks: one whose clock leads takes over a lease
 // a peer's control plane still holds (two control planes join etcd at once); one whose clock lags
-// writes a renewTime its peers read as long past. Each lease here has a name of its own.
+// writes a renewTime its peers read as long past. Each lease here has a name of its own, which the
+// service's Role does not cover: these replicas write as system:masters.
 describe('control-plane join lease on a replica whose clock disagrees with the API server', () => {
   function leaseNamed(name: string, offsetMs: number): ControlPlaneLease {
-    return new ControlPlaneLease({ coordination, core, holdMs: 60_000, name, clock: clockOff(offsetMs) });
+    return new ControlPlaneLease({
+      coordination: cluster.coordination,
+      core: cluster.core,
+      holdMs: 60_000,
+      name,
+      clock: clockOff(offsetMs),
+    });
   }
 
   async function holder(name: string): Promise<string | undefined> {
     try {
-      return (await coordination.readNamespacedLease({ namespace: 'kube-system', name })).spec?.holderIdentity;
+      return (await cluster.coordination.readNamespacedLease({ namespace: 'kube-system', name })).spec?.holderIdentity;
     } catch (err) {
       if (err instanceof k8s.ApiException && err.code === 404) return undefined;
       throw err;

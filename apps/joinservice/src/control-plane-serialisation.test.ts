@@ -1,6 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { MemoryLogger } from '@constellation/logger/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { kubeletKubectl, nodeObject } from './kubelet-credentials.fixture.js';
 import { rpcFailure, startJoinFixture } from './join-service.fixture.js';
 import type { JoinFixture, SimulatedNode } from './join-service.fixture.js';
 
@@ -21,8 +22,6 @@ afterAll(async () => {
   await fixture.close();
 });
 
-const NODES = { group: '', version: 'v1', resource: 'nodes', kind: 'Node', namespaced: false } as const;
-
 describe('control-plane joins', () => {
   it('serialises two control planes joining at once: one proceeds, one retries, both succeed in the end', async () => {
     const results = await Promise.allSettled([
@@ -38,13 +37,18 @@ describe('control-plane joins', () => {
     expect(Number(losers[0]?.metadata.get('retry-after-ms')[0] ?? 0)).toBeGreaterThan(0);
 
     const winner = results[0].status === 'fulfilled' ? a : b;
+    const won = winners[0];
+    if (won?.status !== 'fulfilled') throw new Error('no winner');
+    const winnerTicket = won.value;
     const loser = winner === a ? b : a;
     // Still blocked while the winner has not registered...
     expect((await rpcFailure(loser.requestJoin(fixture.client, { controlPlane: true }))).code).toBe(
       grpc.status.UNAVAILABLE,
     );
-    // ...and free once its kubeadm join registered the Node.
-    fixture.api.store.create(NODES, undefined, { metadata: { name: winner.name } });
+    // ...and free once its kubeadm join registered the Node: its kubelet registers it with the
+    // client certificate of its ticket (the Node authorizer lets a kubelet create its own Node).
+    const kubelet = await kubeletKubectl(fixture, winnerTicket);
+    await kubelet.run(['create', '-f', '-'], JSON.stringify(nodeObject(winner.name)));
     const { ticket } = await loser.requestJoin(fixture.client, { controlPlane: true });
     expect(ticket.controlPlaneFiles.length).toBeGreaterThan(0);
   });

@@ -23,10 +23,8 @@ afterAll(async () => {
   await fixture.close();
 });
 
-const SECRETS = { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true } as const;
-const tokens = (): number =>
-  fixture.api.store.list(SECRETS, 'kube-system').items.filter((s) => s['type'] === 'bootstrap.kubernetes.io/token')
-    .length;
+/** Bootstrap-token Secrets in kube-system, read from the real API server. */
+const tokens = async (): Promise<number> => (await fixture.cluster.bootstrapTokenSecrets()).length;
 
 type Stream = grpc.ClientDuplexStream<IssueJoinTicketRequest, IssueJoinTicketResponse>;
 
@@ -106,20 +104,20 @@ describe('JoinService against replayed and relayed attestations', () => {
     const first = await exchange(async (nonce, proof) => (recorded = await honestAnswer(nonce, proof, request)));
     expect(first.error).toBeUndefined();
     expect(first.sealed).toBe(true);
-    const before = tokens();
+    const before = await tokens();
     const replay = await exchange(() => Promise.resolve(recorded!));
     expect(replay.error?.code).toBe(grpc.status.PERMISSION_DENIED);
     expect(replay.error?.details).toMatch(
       /^attestation rejected: quote 0: quote is not bound to this nonce and user data \(replayed, relayed, or user data altered\)$/,
     );
     expect(replay.sealed).toBe(false);
-    expect(tokens()).toBe(before);
+    expect(await tokens()).toBe(before);
   });
 
   it('gives a relayed attestation with a substituted key or request nothing, and mints no token', async () => {
     const request = await ticketRequest(node.name, node.ip, false);
     const attackerRequest = await ticketRequest('attacker', '10.66.0.1', true);
-    const before = tokens();
+    const before = await tokens();
     const swappedKey = await exchange(async (nonce, proof) => ({
       ...(await honestAnswer(nonce, proof, request)),
       ephemeralPublicKey: ephemeralKey().publicKey,
@@ -133,6 +131,6 @@ describe('JoinService against replayed and relayed attestations', () => {
       request: attackerRequest,
     }));
     expect(swappedRequest.error?.code).toBe(grpc.status.PERMISSION_DENIED);
-    expect(tokens()).toBe(before);
+    expect(await tokens()).toBe(before);
   });
 });

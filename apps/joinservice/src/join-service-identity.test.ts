@@ -14,6 +14,7 @@ import { createTempDir } from '@constellation/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BOOT, MEASURED_PCRS, SimulatedNode, rpcFailure, startJoinFixture } from './join-service.fixture.js';
 import type { JoinFixture } from './join-service.fixture.js';
+import { CLUSTER_START_TIMEOUT_MS, CLUSTER_STOP_TIMEOUT_MS } from './join-service-cluster.fixture.js';
 import { startJoinService } from './join-service.js';
 
 // Attackers 1 and 2 of the threat model against the JoinService, over real gRPC, with swtpm TPMs
@@ -24,33 +25,30 @@ let other: SimulatedNode;
 let attacker: SimulatedNode | undefined;
 const nodes: SimulatedNode[] = [];
 
-const SECRETS = { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true } as const;
-const tokenCountIn = (f: JoinFixture): number =>
-  f.api.store.list(SECRETS, 'kube-system').items.filter((s) => s['type'] === 'bootstrap.kubernetes.io/token').length;
-const tokenCount = (): number => tokenCountIn(fixture);
+/** Bootstrap-token Secrets in kube-system, read from the real API server. */
+const tokenCountIn = async (f: JoinFixture): Promise<number> => (await f.cluster.bootstrapTokenSecrets()).length;
+const tokenCount = (): Promise<number> => tokenCountIn(fixture);
 /** The two kubelet certificate requests of a node asking as `name` with serving addresses `ips`. */
 const asking = async (name: string, ips: string[]): Promise<{ clientCsrDer: Buffer; servingCsrDer: Buffer }> => ({
   clientCsrDer: (await createKubeletCsr(name, [])).csrDer,
   servingCsrDer: (await createKubeletCsr(name, ips, [name])).csrDer,
 });
-const CONFIG_MAPS = { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true } as const;
-const configMapsIn = (f: JoinFixture): (string | undefined)[] =>
-  f.api.store.list(CONFIG_MAPS, 'kube-system').items.map((c) => (c as { metadata?: { name?: string } }).metadata?.name);
+const configMapsIn = (f: JoinFixture): Promise<string[]> => f.cluster.configMapNames();
 
 beforeAll(async () => {
   fixture = await startJoinFixture(new MemoryLogger());
   [worker, other] = await Promise.all([fixture.node('worker-1', '10.42.0.11'), fixture.node('worker-2', '10.42.0.12')]);
   nodes.push(worker, other);
-}, 60_000);
+}, CLUSTER_START_TIMEOUT_MS);
 
 afterAll(async () => {
   await Promise.all(nodes.map((n) => n.stop()));
   await fixture.close();
-});
+}, CLUSTER_STOP_TIMEOUT_MS);
 
 describe('attacker without a TPM', () => {
   it('a software attester with the right PCR values gets nothing: the unrooted variant is not accepted', async () => {
-    const before = tokenCount();
+    const before = await tokenCount();
     const attacker = Object.assign(Object.create(worker) as SimulatedNode, {
       issuer: new SoftwareAttester({ claims: expectedMeasurements(BOOT, MEASURED_PCRS) }),
     });
@@ -59,11 +57,11 @@ describe('attacker without a TPM', () => {
       code: grpc.status.PERMISSION_DENIED,
       details: 'attestation variant "qemu-vtpm" is not accepted; this service accepts: tpm2-ek',
     });
-    expect(tokenCount()).toBe(before);
+    expect(await tokenCount()).toBe(before);
   });
 
   it("a software attester posing with a genuine node's EK certificate fails credential activation", async () => {
-    const before = tokenCount();
+    const before = await tokenCount();
     const attacker = Object.assign(Object.create(worker) as SimulatedNode, {
       issuer: new SoftwareAttester({
         claims: expectedMeasurements(BOOT, MEASURED_PCRS),
@@ -76,7 +74,7 @@ describe('attacker without a TPM', () => {
       details:
         'attestation rejected: credential activation failed: the attestation key does not live in the TPM that holds the certified endorsement key',
     });
-    expect(tokenCount()).toBe(before);
+    expect(await tokenCount()).toBe(before);
   });
 });
 
@@ -93,13 +91,13 @@ describe('machines the cluster does not know', () => {
   it('refuses a genuine, certified TPM that the instance registry does not know', async () => {
     const unregistered = await fixture.node('worker-8', '10.42.0.18', { registered: false });
     nodes.push(unregistered);
-    const before = tokenCount();
+    const before = await tokenCount();
     const failure = await rpcFailure(unregistered.requestJoin(fixture.client));
     expect(failure).toMatchObject({
       code: grpc.status.PERMISSION_DENIED,
       details: `endorsement key sha256:${unregistered.ekPublicKeyHash} is not registered: the platform knows no machine with this TPM`,
     });
-    expect(tokenCount()).toBe(before);
+    expect(await tokenCount()).toBe(before);
   });
 
   it('refuses the AK of one TPM presented with the EK certificate of another', async () => {
@@ -144,19 +142,16 @@ describe('a genuine, attested worker asking for more than it is (attacker 2)', (
   });
 
   it('is refused the control-plane role, and nothing is handed out', async () => {
-    const before = tokenCount();
+    const before = await tokenCount();
     const failure = await rpcFailure(worker.requestJoin(fixture.client, { controlPlane: true }));
     expect(failure).toMatchObject({
       code: grpc.status.PERMISSION_DENIED,
       details: 'machine "worker-1" is registered as a worker but asked to join as a control-plane node',
     });
-    expect(tokenCount()).toBe(before);
-    expect(
-      fixture.api.store.list(
-        { group: 'coordination.k8s.io', version: 'v1', resource: 'leases', kind: 'Lease', namespaced: true },
-        'kube-system',
-      ).items,
-    ).toEqual([]);
+    expect(await tokenCount()).toBe(before);
+    // No control-plane join Lease was taken (kube-system's other Leases are the control plane's own).
+    const leases = await fixture.cluster.coordination.listNamespacedLease({ namespace: 'kube-system' });
+    expect(leases.items.map((l) => l.metadata?.name)).not.toContain('constellation-control-plane-join');
   });
 
   // What a kubelet CSR may ask for: ValidateKubeletClientCSR / ValidateKubeletServingCSR in
@@ -193,14 +188,14 @@ describe('a genuine, attested worker asking for more than it is (attacker 2)', (
     async (which, [name, ips, dnsNames], details) => {
       attacker ??= await fixture.node('worker-3', '10.42.0.13');
       if (!nodes.includes(attacker)) nodes.push(attacker);
-      const before = tokenCount();
+      const before = await tokenCount();
       const csrDer = (await createKubeletCsr(name, ips, dnsNames)).csrDer;
       const options = which === 'client' ? { clientCsrDer: csrDer } : { servingCsrDer: csrDer };
       expect(await rpcFailure(attacker.requestJoin(fixture.client, options))).toMatchObject({
         code: grpc.status.INVALID_ARGUMENT,
         details,
       });
-      expect(tokenCount()).toBe(before);
+      expect(await tokenCount()).toBe(before);
     },
   );
 
@@ -248,125 +243,141 @@ describe('a genuine, attested worker asking for more than it is (attacker 2)', (
 });
 
 describe('bare metal: no instance registry, the explicit switch', () => {
-  it('admits any node whose EK chains to the roots, with the name and IPs it asks for, disk keys still per machine', async () => {
-    const bare = await startJoinFixture(new MemoryLogger(), {}, { registry: false });
-    const node = await bare.node('metal-7', '10.42.0.77', { registered: false });
-    const stranger = await SimulatedNode.boot(
-      'metal-8',
-      '10.42.0.78',
-      await createEkCa(join(bare.dir.path, 'other-vendor'), { name: 'Other vendor' }),
-    );
-    try {
-      const { ticket } = await node.requestJoin(bare.client);
-      expect(new X509Certificate(ticket.kubeletClientCert).subject).toBe('O=system:nodes\nCN=system:node:metal-7');
-      expect(new X509Certificate(ticket.kubeletServingCert).subjectAltName).toBe('DNS:metal-7, IP Address:10.42.0.77');
-      // Both requests must still name one node.
-      const mixed = (await createKubeletCsr('metal-8', [])).csrDer;
-      expect(await rpcFailure(node.requestJoin(bare.client, { clientCsrDer: mixed }))).toMatchObject({
-        code: grpc.status.INVALID_ARGUMENT,
-        details: 'kubelet certificate requests name two nodes: client "metal-8", serving "metal-7"',
-      });
-      // The roots still decide who is a machine at all.
-      const failure = await rpcFailure(stranger.requestJoin(bare.client));
-      expect(failure.details).toMatch(/does not chain to a pinned root/);
-      // And disk keys stay bound to the machine: another one naming the same UUID gets another key.
-      const other = await bare.node('metal-9', '10.42.0.79', { registered: false });
-      other.diskUuid = node.diskUuid;
-      nodes.push(other);
-      expect((await other.requestJoin(bare.client)).ticket.stateDiskKey).not.toEqual(ticket.stateDiskKey);
-    } finally {
-      await node.stop();
-      await stranger.stop();
-      await bare.close();
-    }
-  });
+  it(
+    'admits any node whose EK chains to the roots, with the name and IPs it asks for, disk keys still per machine',
+    async () => {
+      const bare = await startJoinFixture(new MemoryLogger(), {}, { registry: false });
+      const node = await bare.node('metal-7', '10.42.0.77', { registered: false });
+      const stranger = await SimulatedNode.boot(
+        'metal-8',
+        '10.42.0.78',
+        await createEkCa(join(bare.dir.path, 'other-vendor'), { name: 'Other vendor' }),
+      );
+      try {
+        const { ticket } = await node.requestJoin(bare.client);
+        expect(new X509Certificate(ticket.kubeletClientCert).subject).toBe('O=system:nodes\nCN=system:node:metal-7');
+        expect(new X509Certificate(ticket.kubeletServingCert).subjectAltName).toBe(
+          'DNS:metal-7, IP Address:10.42.0.77',
+        );
+        // Both requests must still name one node.
+        const mixed = (await createKubeletCsr('metal-8', [])).csrDer;
+        expect(await rpcFailure(node.requestJoin(bare.client, { clientCsrDer: mixed }))).toMatchObject({
+          code: grpc.status.INVALID_ARGUMENT,
+          details: 'kubelet certificate requests name two nodes: client "metal-8", serving "metal-7"',
+        });
+        // The roots still decide who is a machine at all.
+        const failure = await rpcFailure(stranger.requestJoin(bare.client));
+        expect(failure.details).toMatch(/does not chain to a pinned root/);
+        // And disk keys stay bound to the machine: another one naming the same UUID gets another key.
+        const other = await bare.node('metal-9', '10.42.0.79', { registered: false });
+        other.diskUuid = node.diskUuid;
+        nodes.push(other);
+        expect((await other.requestJoin(bare.client)).ticket.stateDiskKey).not.toEqual(ticket.stateDiskKey);
+      } finally {
+        await node.stop();
+        await stranger.stop();
+        await bare.close();
+      }
+    },
+    CLUSTER_START_TIMEOUT_MS + CLUSTER_STOP_TIMEOUT_MS,
+  );
 });
 
 describe('bare metal: who may join as a control plane (attacker 2 asking for the CA keys)', () => {
-  it('admits a control-plane join only for a machine listed in --control-plane-eks, and none without the list', async () => {
-    const bare = await startJoinFixture(new MemoryLogger(), {}, { registry: false });
-    const [worker, listed] = await Promise.all([
-      bare.node('metal-10', '10.42.0.80', { registered: false }),
-      bare.node('metal-11', '10.42.0.81', { registered: false }),
-    ]);
-    const lists = await createTempDir('constellation-control-plane-eks-');
-    const listPath = join(lists.path, 'control-plane-eks');
-    await writeFile(listPath, `# bare-metal control planes\n\nsha256:${listed.ekPublicKeyHash}  # rack 3\n`);
-    const service = await startJoinService(
-      { ...bare.settings, port: 0, controlPlaneEksPath: listPath },
-      new MemoryLogger(),
-    );
-    const client = new JoinServiceClient(
-      `127.0.0.1:${service.port}`,
-      serviceChannelCredentials(),
-      SERVICE_CHANNEL_OPTIONS,
-    );
-    const refusal = (node: SimulatedNode, listedCount: number): object => ({
-      code: grpc.status.PERMISSION_DENIED,
-      details: `machine sha256:${node.ekPublicKeyHash} asked to join as a control-plane node, which receives the cluster CA keys; without an instance registry only machines listed in --control-plane-eks may (${listedCount === 0 ? 'no list given' : `${listedCount} listed`})`,
-    });
-    try {
-      // A genuine worker asks for the control-plane role: without a list, no machine gets it.
-      expect(await rpcFailure(worker.requestJoin(bare.client, { controlPlane: true }))).toMatchObject(
-        refusal(worker, 0),
+  it(
+    'admits a control-plane join only for a machine listed in --control-plane-eks, and none without the list',
+    async () => {
+      const bare = await startJoinFixture(new MemoryLogger(), {}, { registry: false });
+      const [worker, listed] = await Promise.all([
+        bare.node('metal-10', '10.42.0.80', { registered: false }),
+        bare.node('metal-11', '10.42.0.81', { registered: false }),
+      ]);
+      const lists = await createTempDir('constellation-control-plane-eks-');
+      const listPath = join(lists.path, 'control-plane-eks');
+      await writeFile(listPath, `# bare-metal control planes\n\nsha256:${listed.ekPublicKeyHash}  # rack 3\n`);
+      const service = await startJoinService(
+        { ...bare.settings, port: 0, controlPlaneEksPath: listPath },
+        new MemoryLogger(),
       );
-      expect(await rpcFailure(listed.requestJoin(bare.client, { controlPlane: true }))).toMatchObject(
-        refusal(listed, 0),
+      const client = new JoinServiceClient(
+        `127.0.0.1:${service.port}`,
+        serviceChannelCredentials(),
+        SERVICE_CHANNEL_OPTIONS,
       );
-      // With the list, the unlisted machine is still refused; the listed one gets the CA keys.
-      expect(await rpcFailure(worker.requestJoin(client, { controlPlane: true }))).toMatchObject(refusal(worker, 1));
-      const { ticket } = await listed.requestJoin(client, { controlPlane: true });
-      expect(ticket.controlPlaneFiles.map((f) => f.name)).toContain('ca.key');
-      // The unlisted machine joins as what it is.
-      expect((await worker.requestJoin(client)).ticket.controlPlaneFiles).toEqual([]);
-    } finally {
-      client.close();
-      await service.close();
-      await lists.remove();
-      await Promise.all([worker.stop(), listed.stop()]);
-      await bare.close();
-    }
-  });
+      const refusal = (node: SimulatedNode, listedCount: number): object => ({
+        code: grpc.status.PERMISSION_DENIED,
+        details: `machine sha256:${node.ekPublicKeyHash} asked to join as a control-plane node, which receives the cluster CA keys; without an instance registry only machines listed in --control-plane-eks may (${listedCount === 0 ? 'no list given' : `${listedCount} listed`})`,
+      });
+      try {
+        // A genuine worker asks for the control-plane role: without a list, no machine gets it.
+        expect(await rpcFailure(worker.requestJoin(bare.client, { controlPlane: true }))).toMatchObject(
+          refusal(worker, 0),
+        );
+        expect(await rpcFailure(listed.requestJoin(bare.client, { controlPlane: true }))).toMatchObject(
+          refusal(listed, 0),
+        );
+        // With the list, the unlisted machine is still refused; the listed one gets the CA keys.
+        expect(await rpcFailure(worker.requestJoin(client, { controlPlane: true }))).toMatchObject(refusal(worker, 1));
+        const { ticket } = await listed.requestJoin(client, { controlPlane: true });
+        expect(ticket.controlPlaneFiles.map((f) => f.name)).toContain('ca.key');
+        // The unlisted machine joins as what it is.
+        expect((await worker.requestJoin(client)).ticket.controlPlaneFiles).toEqual([]);
+      } finally {
+        client.close();
+        await service.close();
+        await lists.remove();
+        await Promise.all([worker.stop(), listed.stop()]);
+        await bare.close();
+      }
+    },
+    CLUSTER_START_TIMEOUT_MS + CLUSTER_STOP_TIMEOUT_MS,
+  );
 });
 
 describe("bare metal: node names (attacker 2 taking another node's name)", () => {
-  it('gives a name to the first machine that joins with it, and each machine keeps its one name', async () => {
-    const bare = await startJoinFixture(new MemoryLogger(), {}, { registry: false });
-    const [first, second] = await Promise.all([
-      bare.node('metal-20', '10.42.0.90', { registered: false }),
-      bare.node('metal-22', '10.42.0.92', { registered: false }),
-    ]);
-    const record = (name: string): string => `kube-system/${nodeNameBindingName(name)}`;
-    try {
-      await first.requestJoin(bare.client);
-      // Another genuine machine asks for the first one's name: a kubelet certificate for it would
-      // act as that Node.
-      const before = tokenCountIn(bare);
-      expect(await rpcFailure(second.requestJoin(bare.client, await asking('metal-20', ['10.42.0.92'])))).toMatchObject(
-        {
+  it(
+    'gives a name to the first machine that joins with it, and each machine keeps its one name',
+    async () => {
+      const bare = await startJoinFixture(new MemoryLogger(), {}, { registry: false });
+      const [first, second] = await Promise.all([
+        bare.node('metal-20', '10.42.0.90', { registered: false }),
+        bare.node('metal-22', '10.42.0.92', { registered: false }),
+      ]);
+      const record = (name: string): string => `kube-system/${nodeNameBindingName(name)}`;
+      try {
+        await first.requestJoin(bare.client);
+        // Another genuine machine asks for the first one's name: a kubelet certificate for it would
+        // act as that Node.
+        const before = await tokenCountIn(bare);
+        expect(
+          await rpcFailure(second.requestJoin(bare.client, await asking('metal-20', ['10.42.0.92']))),
+        ).toMatchObject({
           code: grpc.status.PERMISSION_DENIED,
           details: `node name "metal-20" belongs to another machine (EK sha256:${first.ekPublicKeyHash}); to give it to this one, delete ConfigMap ${record('metal-20')}`,
-        },
-      );
-      expect(tokenCountIn(bare)).toBe(before);
-      // The first machine cannot collect more names either (names it never joined with stay free).
-      expect(await rpcFailure(first.requestJoin(bare.client, await asking('metal-21', ['10.42.0.90'])))).toMatchObject({
-        code: grpc.status.PERMISSION_DENIED,
-        details: expect.stringContaining(
-          'this machine joined the cluster as "metal-20" and asked to join as "metal-21"; a machine keeps its node name',
-        ) as unknown,
-      });
-      expect(configMapsIn(bare)).not.toContain(nodeNameBindingName('metal-21')); // refused asks claim nothing
-      // The second machine, refused its first ask, still joins under its own name; the first rejoins as itself.
-      expect(new X509Certificate((await second.requestJoin(bare.client)).ticket.kubeletClientCert).subject).toBe(
-        'O=system:nodes\nCN=system:node:metal-22',
-      );
-      await first.requestJoin(bare.client);
-    } finally {
-      await Promise.all([first.stop(), second.stop()]);
-      await bare.close();
-    }
-  });
+        });
+        expect(await tokenCountIn(bare)).toBe(before);
+        // The first machine cannot collect more names either (names it never joined with stay free).
+        expect(
+          await rpcFailure(first.requestJoin(bare.client, await asking('metal-21', ['10.42.0.90']))),
+        ).toMatchObject({
+          code: grpc.status.PERMISSION_DENIED,
+          details: expect.stringContaining(
+            'this machine joined the cluster as "metal-20" and asked to join as "metal-21"; a machine keeps its node name',
+          ) as unknown,
+        });
+        expect(await configMapsIn(bare)).not.toContain(nodeNameBindingName('metal-21')); // refused asks claim nothing
+        // The second machine, refused its first ask, still joins under its own name; the first rejoins as itself.
+        expect(new X509Certificate((await second.requestJoin(bare.client)).ticket.kubeletClientCert).subject).toBe(
+          'O=system:nodes\nCN=system:node:metal-22',
+        );
+        await first.requestJoin(bare.client);
+      } finally {
+        await Promise.all([first.stop(), second.stop()]);
+        await bare.close();
+      }
+    },
+    CLUSTER_START_TIMEOUT_MS + CLUSTER_STOP_TIMEOUT_MS,
+  );
 });
 
 describe('a genuine node joining again and again with made-up disks (attacker 2)', () => {
@@ -375,14 +386,14 @@ describe('a genuine node joining again and again with made-up disks (attacker 2)
     // nothing removed them (about 1,440 a day per replica at one ticket a minute).
     const flapping = await fixture.node('worker-flapping', '10.42.0.32');
     nodes.push(flapping);
-    const before = configMapsIn(fixture).length;
+    const before = (await configMapsIn(fixture)).length;
     const receipts = new Map<string, Buffer>();
     for (let i = 0; i < 4; i++) {
       flapping.diskUuid = randomUUID();
       await flapping.requestJoin(fixture.client);
       receipts.set(flapping.diskUuid, flapping.diskReceipt);
     }
-    expect(configMapsIn(fixture).length).toBe(before);
+    expect((await configMapsIn(fixture)).length).toBe(before);
     // Each disk's receipt still gets that disk's key on a rejoin, and only that disk's.
     for (const [diskUuid, diskReceipt] of receipts) {
       expect((await flapping.requestRejoin(fixture.client, { diskUuid, diskReceipt })).stateDiskKey).toEqual(
@@ -396,7 +407,7 @@ describe('a genuine node asking for tickets over and over (attacker 2)', () => {
   it('gets its one still-valid token back instead of new Secrets, then is told when to come back', async () => {
     const greedy = await fixture.node('worker-greedy', '10.42.0.31');
     nodes.push(greedy);
-    const before = tokenCount();
+    const before = await tokenCount();
     const tokens = new Set<string>();
     let refusal: Awaited<ReturnType<typeof rpcFailure>> | undefined;
     // Found on main: 200 requests left 200 live token Secrets. Now: one token, and a budget.
@@ -412,7 +423,7 @@ describe('a genuine node asking for tickets over and over (attacker 2)', () => {
       }
     }
     expect(tokens.size, `tokens handed out before the refusal (${String(refusal?.details)})`).toBe(1);
-    expect(tokenCount()).toBe(before + 1);
+    expect(await tokenCount()).toBe(before + 1);
     expect(refusal?.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
     expect(refusal?.details).toMatch(/^machine worker-greedy asked for more than 5 tickets in a row; retry in \d+ s$/);
     expect(Number(refusal?.metadata?.get('retry-after-ms')[0])).toBeGreaterThan(0);
@@ -422,46 +433,50 @@ describe('a genuine node asking for tickets over and over (attacker 2)', () => {
 });
 
 describe("bare metal: node addresses (attacker 2 taking another node's address)", () => {
-  it('gives an address to the first machine that joins with it, in every spelling of it; a machine may add addresses', async () => {
-    const bare = await startJoinFixture(new MemoryLogger(), {}, { registry: false });
-    const [first, second] = await Promise.all([
-      bare.node('metal-30', '10.42.0.100', { registered: false }),
-      bare.node('metal-31', '10.42.0.101', { registered: false }),
-    ]);
-    try {
-      await first.requestJoin(bare.client);
-      const before = tokenCountIn(bare);
-      // A serving certificate for the first node's address lets whoever can take that address on
-      // the network (ARP, a stale DHCP lease) answer the API server in its place. Go's verifier
-      // takes an IPv4-mapped IPv6 SAN for the IPv4 address, so that spelling is the same address.
-      for (const ip of ['10.42.0.100', '::ffff:10.42.0.100']) {
-        expect(
-          await rpcFailure(second.requestJoin(bare.client, await asking('metal-31', ['10.42.0.101', ip]))),
-          ip,
-        ).toMatchObject({
+  it(
+    'gives an address to the first machine that joins with it, in every spelling of it; a machine may add addresses',
+    async () => {
+      const bare = await startJoinFixture(new MemoryLogger(), {}, { registry: false });
+      const [first, second] = await Promise.all([
+        bare.node('metal-30', '10.42.0.100', { registered: false }),
+        bare.node('metal-31', '10.42.0.101', { registered: false }),
+      ]);
+      try {
+        await first.requestJoin(bare.client);
+        const before = await tokenCountIn(bare);
+        // A serving certificate for the first node's address lets whoever can take that address on
+        // the network (ARP, a stale DHCP lease) answer the API server in its place. Go's verifier
+        // takes an IPv4-mapped IPv6 SAN for the IPv4 address, so that spelling is the same address.
+        for (const ip of ['10.42.0.100', '::ffff:10.42.0.100']) {
+          expect(
+            await rpcFailure(second.requestJoin(bare.client, await asking('metal-31', ['10.42.0.101', ip]))),
+            ip,
+          ).toMatchObject({
+            code: grpc.status.PERMISSION_DENIED,
+            details: `address 10.42.0.100 belongs to another machine (EK sha256:${first.ekPublicKeyHash}, node "metal-30"); to give it to this one, delete ConfigMap kube-system/${nodeAddressBindingName('10.42.0.100')}`,
+          });
+        }
+        expect(await tokenCountIn(bare)).toBe(before);
+        // The refused asks claimed nothing: neither the name nor the address that was free.
+        expect(await configMapsIn(bare)).not.toContain(nodeAddressBindingName('10.42.0.101'));
+        expect(await configMapsIn(bare)).not.toContain(nodeNameBindingName('metal-31'));
+        // The second machine joins with its own address; the first keeps its own and may add one.
+        await second.requestJoin(bare.client);
+        await first.requestJoin(bare.client, await asking('metal-30', ['10.42.0.100', '10.42.0.102']));
+        expect(await configMapsIn(bare)).toContain(nodeAddressBindingName('10.42.0.102'));
+        // Reserving addresses locks every later machine out of them: a whole subnet in one ask is
+        // refused before anything is recorded, and a machine holds at most 8 addresses.
+        const subnet = Array.from({ length: 254 }, (_, i) => `10.42.7.${String(i + 1)}`);
+        expect(await rpcFailure(second.requestJoin(bare.client, await asking('metal-31', subnet)))).toMatchObject({
           code: grpc.status.PERMISSION_DENIED,
-          details: `address 10.42.0.100 belongs to another machine (EK sha256:${first.ekPublicKeyHash}, node "metal-30"); to give it to this one, delete ConfigMap kube-system/${nodeAddressBindingName('10.42.0.100')}`,
+          details: 'the kubelet serving certificate request names 254 addresses; a machine holds at most 8',
         });
+        expect(await configMapsIn(bare)).not.toContain(nodeAddressBindingName('10.42.7.1'));
+      } finally {
+        await Promise.all([first.stop(), second.stop()]);
+        await bare.close();
       }
-      expect(tokenCountIn(bare)).toBe(before);
-      // The refused asks claimed nothing: neither the name nor the address that was free.
-      expect(configMapsIn(bare)).not.toContain(nodeAddressBindingName('10.42.0.101'));
-      expect(configMapsIn(bare)).not.toContain(nodeNameBindingName('metal-31'));
-      // The second machine joins with its own address; the first keeps its own and may add one.
-      await second.requestJoin(bare.client);
-      await first.requestJoin(bare.client, await asking('metal-30', ['10.42.0.100', '10.42.0.102']));
-      expect(configMapsIn(bare)).toContain(nodeAddressBindingName('10.42.0.102'));
-      // Reserving addresses locks every later machine out of them: a whole subnet in one ask is
-      // refused before anything is recorded, and a machine holds at most 8 addresses.
-      const subnet = Array.from({ length: 254 }, (_, i) => `10.42.7.${String(i + 1)}`);
-      expect(await rpcFailure(second.requestJoin(bare.client, await asking('metal-31', subnet)))).toMatchObject({
-        code: grpc.status.PERMISSION_DENIED,
-        details: 'the kubelet serving certificate request names 254 addresses; a machine holds at most 8',
-      });
-      expect(configMapsIn(bare)).not.toContain(nodeAddressBindingName('10.42.7.1'));
-    } finally {
-      await Promise.all([first.stop(), second.stop()]);
-      await bare.close();
-    }
-  });
+    },
+    CLUSTER_START_TIMEOUT_MS + CLUSTER_STOP_TIMEOUT_MS,
+  );
 });

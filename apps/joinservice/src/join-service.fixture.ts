@@ -1,5 +1,6 @@
-// Test fixture: a JoinService with its mounted files, an API server stand-in, and simulated
-// nodes that each have a real swtpm. Used by the JoinService tests and benchmarks.
+// Test fixture: a JoinService with its mounted files, the real control plane (its own, with the
+// service's production RBAC), and simulated nodes that each have a real swtpm. Used by the
+// JoinService tests and benchmarks.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -14,15 +15,8 @@ import {
   measurementsToFile,
 } from '@constellation/attestation';
 import type { BootComponent, Measurements } from '@constellation/attestation';
-import {
-  CertificateAuthority,
-  SHARED_CONTROL_PLANE_PKI_FILES,
-  createKubeletCsr,
-  generateMasterSecret,
-  masterSecretToJson,
-} from '@constellation/keys';
+import { createKubeletCsr, generateMasterSecret, masterSecretToJson } from '@constellation/keys';
 import type { MasterSecret } from '@constellation/keys';
-import { clusterConfigMap } from '@constellation/kubeadm';
 import type { ClusterConfig } from '@constellation/kubeadm';
 import type { Logger } from '@constellation/logger';
 import {
@@ -33,13 +27,15 @@ import {
   RejoinTicketRequest,
 } from '@constellation/proto';
 import type { IssueJoinTicketRequest } from '@constellation/proto';
-import { KubeApiServer, MetadataServer } from '@constellation/sandbox';
+import { MetadataServer } from '@constellation/sandbox';
 import type { InstanceInfo } from '@constellation/sandbox';
 import { createEkCa } from '@constellation/swtpm';
 import type { EkCa } from '@constellation/swtpm';
 import { createTempDir, startSwtpm } from '@constellation/testing';
 import type { Swtpm, TempDir } from '@constellation/testing';
 import { SocketTransport, Tpm } from '@constellation/tpm';
+import { startJoinServiceCluster } from './join-service-cluster.fixture.js';
+import type { JoinServiceCluster } from './join-service-cluster.fixture.js';
 import { startJoinService } from './join-service.js';
 import type { JoinServiceSettings } from './config.js';
 import type { RunningJoinService } from './join-service.js';
@@ -63,7 +59,8 @@ export const CLUSTER: ClusterConfig = {
 
 export interface JoinFixture {
   dir: TempDir;
-  api: KubeApiServer;
+  /** The real control plane the service works against, set up as init sets it up. */
+  cluster: JoinServiceCluster;
   /** The per-cluster EK CA that manufactures every simulated node's TPM. */
   ekCa: EkCa;
   /** The platform's instance registry (mini's metadata service). */
@@ -87,33 +84,15 @@ export interface JoinFixture {
   close(): Promise<void>;
 }
 
-export function kubeconfigFor(url: string): string {
-  return [
-    'apiVersion: v1',
-    'kind: Config',
-    'clusters:',
-    '- name: sandbox',
-    '  cluster:',
-    `    server: ${url}`,
-    '    insecure-skip-tls-verify: true',
-    'users:',
-    '- name: joinservice',
-    '  user:',
-    '    token: sandbox',
-    'contexts:',
-    '- name: sandbox',
-    '  context:',
-    '    cluster: sandbox',
-    '    user: joinservice',
-    'current-context: sandbox',
-    '',
-  ].join('\n');
-}
-
-/** Writes the files the DaemonSet mounts into `root` and returns their settings. */
+/**
+ * Writes the files the DaemonSet mounts into `root` and returns their settings: the host's pki
+ * is the control plane's own (`cluster.pkiDir`), the kubeconfig holds the join-service
+ * ServiceAccount's token for `server` (the API server unless a relay or proxy stands in front).
+ */
 export async function writeMountedFiles(
   root: string,
-  apiUrl: string,
+  cluster: Pick<JoinServiceCluster, 'pkiDir' | 'apiServerEndpoint' | 'caCertificatePem' | 'writeJoinServiceKubeconfig'>,
+  server?: string,
 ): Promise<{
   settings: Omit<JoinServiceSettings, 'host' | 'port' | 'metricsHost' | 'metricsPort' | 'healthPort'>;
   masterSecret: MasterSecret;
@@ -125,24 +104,15 @@ export async function writeMountedFiles(
   await mkdir(configDir, { recursive: true });
   const ekCa = await createEkCa(join(root, 'ek-ca'), { name: 'JoinService test' });
   await copyFile(ekCa.rootCertPath, join(configDir, 'ekRoots'));
-  const pkiDir = join(root, 'pki');
-  await mkdir(join(pkiDir, 'etcd'), { recursive: true });
-  await mkdir(configDir, { recursive: true });
   const masterSecret = generateMasterSecret();
   const measurementSalt = randomBytes(32);
-  const { certificatePem, keyPem } = await CertificateAuthority.generate('kubernetes');
-  await writeFile(join(pkiDir, 'ca.crt'), certificatePem);
-  await writeFile(join(pkiDir, 'ca.key'), keyPem, { mode: 0o600 });
-  for (const name of SHARED_CONTROL_PLANE_PKI_FILES.filter((n) => n !== 'ca.crt' && n !== 'ca.key')) {
-    await writeFile(join(pkiDir, name), `test content of ${name}\n`, { mode: 0o600 });
-  }
   await writeFile(
     join(configDir, 'attestationConfig'),
     JSON.stringify(measurementsToFile(expectedMeasurements(BOOT, MEASURED_PCRS))),
   );
   await writeFile(join(configDir, 'measurementSalt'), measurementSalt);
   await writeFile(join(root, 'mastersecret.json'), masterSecretToJson(masterSecret), { mode: 0o600 });
-  await writeFile(join(root, 'kubeconfig'), kubeconfigFor(apiUrl));
+  await cluster.writeJoinServiceKubeconfig(join(root, 'kubeconfig'), server);
   return {
     settings: {
       attestationConfigPath: join(configDir, 'attestationConfig'),
@@ -151,9 +121,9 @@ export async function writeMountedFiles(
       acceptUnregisteredEks: false,
       measurementSaltPath: join(configDir, 'measurementSalt'),
       masterSecretPath: join(root, 'mastersecret.json'),
-      pkiDir,
+      pkiDir: cluster.pkiDir,
       kubeconfigPath: join(root, 'kubeconfig'),
-      apiServerEndpoint: '10.42.0.2:6443',
+      apiServerEndpoint: cluster.apiServerEndpoint,
       tokenTtlMs: 15 * 60_000,
       controlPlaneHoldMs: 600_000,
       challengeTtlMs: 10_000,
@@ -162,87 +132,104 @@ export async function writeMountedFiles(
     },
     masterSecret,
     measurementSalt,
-    caCertificatePem: certificatePem,
+    caCertificatePem: cluster.caCertificatePem,
     ekCa,
   };
 }
 
+/**
+ * A JoinService against a real control plane of its own (start and stop bounded by
+ * CLUSTER_START_TIMEOUT_MS and CLUSTER_STOP_TIMEOUT_MS: give the hooks that call these as much).
+ */
 export async function startJoinFixture(
   logger: Logger,
   overrides: Partial<JoinServiceSettings> = {},
-  options: { registry?: boolean; cluster?: ClusterConfig } = {},
+  options: {
+    registry?: boolean;
+    cluster?: ClusterConfig | ((apiServerIp: string) => ClusterConfig);
+    certSans?: readonly string[];
+  } = {},
 ): Promise<JoinFixture> {
   const dir = await createTempDir('constellation-joinservice-');
-  const api = await KubeApiServer.start();
-  api.store.create(
-    { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true },
-    'kube-system',
-    {
-      metadata: { name: 'constellation-cluster' },
-      data: clusterConfigMap(options.cluster ?? CLUSTER).data,
-    },
-  );
-  const files = await writeMountedFiles(dir.path, api.url);
-  const registry = await MetadataServer.start({
-    instances: [],
-    endpoint: { host: '10.42.0.2', apiServerPort: 6443, joinServicePort: 30090, initPort: 9000 },
-    initSecretHash: '',
-  });
-  const settings: JoinServiceSettings = {
-    host: '127.0.0.1',
-    port: 0,
-    metricsHost: '127.0.0.1',
-    healthPort: 0,
-    metricsPort: 0,
-    ...files.settings,
-    // Bare metal: no registry, the explicit switch instead.
-    ...(options.registry === false ? { acceptUnregisteredEks: true } : { instanceRegistryUrl: registry.url }),
-    ...overrides,
-  };
-  const service = await startJoinService(settings, logger);
-  const client = new JoinServiceClient(
-    `127.0.0.1:${service.port}`,
-    serviceChannelCredentials(),
-    SERVICE_CHANNEL_OPTIONS,
-  );
-  return {
-    dir,
-    api,
-    service,
-    settings,
-    masterSecret: files.masterSecret,
-    measurementSalt: files.measurementSalt,
-    caCertificatePem: files.caCertificatePem,
-    ekCa: files.ekCa,
-    registry,
-    client,
-    node: async (name, ip, options = {}) => {
-      const node = await SimulatedNode.boot(name, ip, files.ekCa, options.boot ?? BOOT);
-      if (options.registered !== false) {
-        const instance: InstanceInfo = {
-          name,
-          ip,
-          role: options.role ?? (name.startsWith('control-plane') ? 'control-plane' : 'worker'),
-          ekPublicKeyHash: node.ekPublicKeyHash,
-        };
-        registry.update((doc) => ({ ...doc, instances: [...doc.instances, instance] }));
-      }
-      return node;
-    },
-    writeMeasurements: async (m) => {
-      await writeFile(
-        settings.attestationConfigPath,
-        typeof m === 'string' ? m : JSON.stringify(measurementsToFile(m)),
-      );
-    },
-    close: async () => {
-      client.close();
-      await service.close();
-      await api.close();
-      await registry.close();
-      await dir.remove();
-    },
-  };
+  let cluster: JoinServiceCluster | undefined;
+  let registry: MetadataServer | undefined;
+  try {
+    cluster = await startJoinServiceCluster(join(dir.path, 'control-plane'), {
+      cluster: options.cluster ?? CLUSTER,
+      ...(options.certSans === undefined ? {} : { certSans: options.certSans }),
+    });
+    const files = await writeMountedFiles(dir.path, cluster);
+    const [host = '', port = ''] = cluster.apiServerEndpoint.split(':');
+    registry = await MetadataServer.start({
+      instances: [],
+      endpoint: { host, apiServerPort: Number(port), joinServicePort: 30090, initPort: 9000 },
+      initSecretHash: '',
+    });
+    const settings: JoinServiceSettings = {
+      host: '127.0.0.1',
+      port: 0,
+      metricsHost: '127.0.0.1',
+      healthPort: 0,
+      metricsPort: 0,
+      ...files.settings,
+      // Bare metal: no registry, the explicit switch instead.
+      ...(options.registry === false ? { acceptUnregisteredEks: true } : { instanceRegistryUrl: registry.url }),
+      ...overrides,
+    };
+    const service = await startJoinService(settings, logger);
+    const client = new JoinServiceClient(
+      `127.0.0.1:${service.port}`,
+      serviceChannelCredentials(),
+      SERVICE_CHANNEL_OPTIONS,
+    );
+    const running = { cluster, registry };
+    return {
+      dir,
+      cluster,
+      service,
+      settings,
+      masterSecret: files.masterSecret,
+      measurementSalt: files.measurementSalt,
+      caCertificatePem: files.caCertificatePem,
+      ekCa: files.ekCa,
+      registry,
+      client,
+      node: async (name, ip, options = {}) => {
+        const node = await SimulatedNode.boot(name, ip, files.ekCa, options.boot ?? BOOT);
+        if (options.registered !== false) {
+          const instance: InstanceInfo = {
+            name,
+            ip,
+            role: options.role ?? (name.startsWith('control-plane') ? 'control-plane' : 'worker'),
+            ekPublicKeyHash: node.ekPublicKeyHash,
+          };
+          running.registry.update((doc) => ({ ...doc, instances: [...doc.instances, instance] }));
+        }
+        return node;
+      },
+      writeMeasurements: async (m) => {
+        await writeFile(
+          settings.attestationConfigPath,
+          typeof m === 'string' ? m : JSON.stringify(measurementsToFile(m)),
+        );
+      },
+      close: async () => {
+        client.close();
+        try {
+          await service.close();
+        } finally {
+          await running.registry.close();
+          await running.cluster.stop();
+          await dir.remove();
+        }
+      },
+    };
+  } catch (error) {
+    await registry?.close();
+    await cluster?.stop();
+    await dir.remove();
+    throw error;
+  }
 }
 
 /** A simulated node: its own swtpm manufactured with an EK certificate, measured with `boot`. */

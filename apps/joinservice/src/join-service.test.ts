@@ -1,5 +1,5 @@
 import { X509Certificate, createPrivateKey } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { serviceChannelCredentials } from '@constellation/atls';
@@ -10,6 +10,7 @@ import { MemoryLogger } from '@constellation/logger/testing';
 import { HealthCheckResponse_ServingStatus, HealthClient } from '@constellation/proto';
 import { runChecked, waitFor } from '@constellation/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLUSTER_START_TIMEOUT_MS, CLUSTER_STOP_TIMEOUT_MS, secretField } from './join-service-cluster.fixture.js';
 import { BOOT, CLUSTER, MEASURED_PCRS, rpcFailure, startJoinFixture } from './join-service.fixture.js';
 import type { JoinFixture, SimulatedNode } from './join-service.fixture.js';
 
@@ -22,19 +23,16 @@ beforeAll(async () => {
   fixture = await startJoinFixture(logger);
   worker = await fixture.node('worker-1', '10.42.0.3');
   nodes.push(worker);
-});
+}, CLUSTER_START_TIMEOUT_MS);
 
 afterAll(async () => {
   await Promise.all(nodes.map((n) => n.stop()));
   await fixture.close();
-});
+}, CLUSTER_STOP_TIMEOUT_MS);
 
-const SECRETS = { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true } as const;
-const tokenSecrets = (): string[] =>
-  fixture.api.store
-    .list(SECRETS, 'kube-system')
-    .items.filter((s) => s['type'] === 'bootstrap.kubernetes.io/token')
-    .map((s) => s.metadata.name);
+/** The bootstrap-token Secrets in kube-system, read from the real API server. */
+const tokenSecrets = async (): Promise<string[]> =>
+  (await fixture.cluster.bootstrapTokenSecrets()).map((s) => s.metadata?.name ?? '').sort();
 
 async function metric(name: string): Promise<string> {
   const text = await (await fetch(`http://127.0.0.1:${fixture.service.metricsPort}/metrics`)).text();
@@ -44,20 +42,18 @@ async function metric(name: string): Promise<string> {
     .join('\n');
 }
 
-describe('JoinService with real swtpm nodes and the API stand-in', () => {
+describe('JoinService with real swtpm nodes and the real control plane', () => {
   it('gives an attested worker a complete ticket backed by a real bootstrap-token Secret', async () => {
     const before = Date.now();
     const { ticket } = await worker.requestJoin(fixture.client);
     expect(ticket.token).toMatch(BOOTSTRAP_TOKEN_PATTERN);
     const [id] = ticket.token.split('.');
-    const secret = fixture.api.store.get(SECRETS, 'kube-system', `bootstrap-token-${id ?? ''}`);
-    expect(secret['type']).toBe('bootstrap.kubernetes.io/token');
-    const data = Object.fromEntries(
-      Object.entries(secret['data'] as Record<string, string>).map(([k, v]) => [
-        k,
-        Buffer.from(v, 'base64').toString(),
-      ]),
-    );
+    const secret = await fixture.cluster.core.readNamespacedSecret({
+      namespace: 'kube-system',
+      name: `bootstrap-token-${id ?? ''}`,
+    });
+    expect(secret.type).toBe('bootstrap.kubernetes.io/token');
+    const data = Object.fromEntries(Object.keys(secret.data ?? {}).map((k) => [k, secretField(secret, k)]));
     expect(data['token-secret']).toBe(ticket.token.split('.')[1]);
     expect(data['usage-bootstrap-authentication']).toBe('true');
     expect(data['auth-extra-groups']).toBe('system:bootstrappers:kubeadm:default-node-token');
@@ -78,7 +74,7 @@ describe('JoinService with real swtpm nodes and the API stand-in', () => {
       deriveClusterId(measurementSecret, fixture.measurementSalt),
     );
     expect(ticket).toMatchObject({
-      apiServerEndpoint: '10.42.0.2:6443',
+      apiServerEndpoint: fixture.cluster.apiServerEndpoint,
       kubernetesVersion: CLUSTER.kubernetesVersion,
       kubernetesComponents: CLUSTER.components,
       controlPlaneFiles: [],
@@ -105,7 +101,8 @@ describe('JoinService with real swtpm nodes and the API stand-in', () => {
     expect(serving.keyUsage).toEqual(['1.3.6.1.5.5.7.3.1']);
     expect(serving.subjectAltName).toBe('DNS:worker-1, IP Address:10.42.0.3');
     expect(serving.checkPrivateKey(createPrivateKey(servingKeyPem))).toBe(true);
-    const caFile = join(fixture.dir.path, 'pki', 'ca.crt');
+    // The real control plane's CA: kube-apiserver trusts client certificates it signed.
+    const caFile = join(fixture.cluster.pkiDir, 'ca.crt');
     const openssl = await runChecked(
       'bash',
       ['-c', `openssl x509 -in ${caFile} -pubkey -noout | openssl pkey -pubin -outform der | sha256sum`],
@@ -119,13 +116,13 @@ describe('JoinService with real swtpm nodes and the API stand-in', () => {
       boot: [BOOT[0]!, { ...BOOT[1]!, digest: componentDigest('bootstrapper bundle v1 + backdoor') }],
     });
     nodes.push(tampered);
-    const tokens = tokenSecrets();
+    const tokens = await tokenSecrets();
     const failure = await rpcFailure(tampered.requestJoin(fixture.client));
     expect(failure.code).toBe(grpc.status.PERMISSION_DENIED);
     expect(failure.details).toMatch(
       /^attestation rejected: measurements do not match: PCR 9: expected [0-9a-f]{64}, actual [0-9a-f]{64}; node measured: bootstrapper bundle/,
     );
-    expect(tokenSecrets()).toEqual(tokens);
+    expect(await tokenSecrets()).toEqual(tokens);
     expect(await metric('constellation_joinservice_attestation_failures_total')).toContain(
       'reason="attestation:measurements"',
     );
@@ -137,7 +134,7 @@ describe('JoinService with real swtpm nodes and the API stand-in', () => {
   });
 
   it('refuses a forged CSR before creating any token', async () => {
-    const tokens = tokenSecrets();
+    const tokens = await tokenSecrets();
     const { createKubeletCsr } = await import('@constellation/keys');
     const forged = (await createKubeletCsr('worker-1', [])).csrDer;
     forged[forged.length - 3]! ^= 0xff;
@@ -146,7 +143,7 @@ describe('JoinService with real swtpm nodes and the API stand-in', () => {
       code: grpc.status.INVALID_ARGUMENT,
       details: 'kubelet client certificate request refused: certificate request signature does not verify',
     });
-    expect(tokenSecrets()).toEqual(tokens);
+    expect(await tokenSecrets()).toEqual(tokens);
   });
 
   it('sends the shared PKI to control-plane nodes only', async () => {
@@ -164,6 +161,12 @@ describe('JoinService with real swtpm nodes and the API stand-in', () => {
       'sa.pub',
     ]);
     expect(ticket.controlPlaneFiles.find((f) => f.name === 'ca.crt')?.data.toString()).toBe(fixture.caCertificatePem);
+    // Each file is the running control plane's own, as kubeadm generated it.
+    for (const file of ticket.controlPlaneFiles) {
+      expect(Buffer.from(file.data).equals(await readFile(join(fixture.cluster.pkiDir, file.name))), file.name).toBe(
+        true,
+      );
+    }
   });
 
   it("issues rejoin tickets with the disk key for the node's disk", async () => {

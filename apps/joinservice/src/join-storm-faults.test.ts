@@ -1,10 +1,13 @@
 // Faults under load, bounded for the suite (the bench runs them with 200 nodes): the JoinService
 // process killed mid-storm and started again, and the API server going silent for 10 s. The
 // service is its own process (TypeScript source through tsx), the nodes run in two more, each
-// node with its own software TPM identity (real credential activation and quotes).
+// node with its own software TPM identity (real credential activation and quotes). Each storm has
+// a real control plane of its own: every token is a Secret written through kube-apiserver to etcd,
+// by the service's ServiceAccount with its production RBAC.
 import { createTempDir, tempDirForTest } from '@constellation/testing';
 import type { TempDir } from '@constellation/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLUSTER_START_TIMEOUT_MS, CLUSTER_STOP_TIMEOUT_MS } from './join-service-cluster.fixture.js';
 import { StormCluster, stormIdentities } from './join-storm.fixture.js';
 import type { SoftwareTpmIdentity } from './software-tpm.fixture.js';
 import type { EkCa } from '@constellation/swtpm';
@@ -29,73 +32,81 @@ describe('a join storm with faults', () => {
     await cluster?.close();
   });
 
-  it('every node joins when the JoinService is killed mid-storm and restarted, none holds two live tokens, none outlives its TTL', async () => {
-    cluster = await StormCluster.start({ dir: await tempDirForTest(), ekCa, identities, program: 'source' });
-    await cluster.startService();
-    const running = cluster;
-    let killedWithTokens = -1;
-    const result = await running.storm({
-      giveUpAfterMs: 40_000,
-      during: async () => {
-        // Kill once the first token Secrets exist: tokens the new process must honour, for nodes
-        // that may or may not have received their ticket.
-        const started = Date.now();
-        while (running.mintedTokens().length < 1 && Date.now() - started < 15_000)
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        await running.killService();
-        killedWithTokens = running.mintedTokens().length;
-        await new Promise((resolve) => setTimeout(resolve, 500));
-        await running.startService();
-      },
-    });
-    expect(killedWithTokens).toBeGreaterThanOrEqual(1);
-    // The kill was felt: nodes whose calls it cut asked the restarted service again.
-    expect(result.joined.filter((o) => o.attempts > 1).length).toBeGreaterThan(0);
-    expect(result.failed.map((o) => `${o.name}: ${o.lastError ?? ''}`)).toEqual([]);
-    expect(result.joined).toHaveLength(NODES);
-    const audit = running.auditTokens(result.outcomes);
-    expect(audit.nodesWithTwoLiveTokens).toEqual([]);
-    expect(audit.outlivingTtl).toEqual([]);
-    expect(audit.ticketsWithoutSecret).toEqual([]);
-    expect(audit.minted).toBe(NODES);
-    await running.close();
-    cluster = undefined;
-  }, 55_000);
+  it(
+    'every node joins when the JoinService is killed mid-storm and restarted, none holds two live tokens, none outlives its TTL',
+    async () => {
+      cluster = await StormCluster.start({ dir: await tempDirForTest(), ekCa, identities, program: 'source' });
+      await cluster.startService();
+      const running = cluster;
+      let killedWithTokens = -1;
+      const result = await running.storm({
+        giveUpAfterMs: 40_000,
+        during: async () => {
+          // Kill once the first token Secrets exist: tokens the new process must honour, for nodes
+          // that may or may not have received their ticket.
+          const started = Date.now();
+          while ((await running.mintedTokens()).length < 1 && Date.now() - started < 15_000)
+            await new Promise((resolve) => setTimeout(resolve, 20));
+          await running.killService();
+          killedWithTokens = (await running.mintedTokens()).length;
+          await new Promise((resolve) => setTimeout(resolve, 500));
+          await running.startService();
+        },
+      });
+      expect(killedWithTokens).toBeGreaterThanOrEqual(1);
+      // The kill was felt: nodes whose calls it cut asked the restarted service again.
+      expect(result.joined.filter((o) => o.attempts > 1).length).toBeGreaterThan(0);
+      expect(result.failed.map((o) => `${o.name}: ${o.lastError ?? ''}`)).toEqual([]);
+      expect(result.joined).toHaveLength(NODES);
+      const audit = await running.auditTokens(result.outcomes);
+      expect(audit.nodesWithTwoLiveTokens).toEqual([]);
+      expect(audit.outlivingTtl).toEqual([]);
+      expect(audit.ticketsWithoutSecret).toEqual([]);
+      expect(audit.minted).toBe(NODES);
+      await running.close();
+      cluster = undefined;
+    },
+    55_000 + CLUSTER_START_TIMEOUT_MS + CLUSTER_STOP_TIMEOUT_MS,
+  );
 
-  it('refuses with UNAVAILABLE and retry-after while the API server is silent for 10 s, and recovers by itself', async () => {
-    cluster = await StormCluster.start({
-      dir: await tempDirForTest(),
-      ekCa,
-      identities,
-      program: 'source',
-      silenceableApi: true,
-    });
-    await cluster.startService();
-    const running = cluster;
-    const half = NODES / 2;
-    // Half the nodes join first, then the API goes silent and the other half storms into it.
-    const before = await running.storm({ first: 0, end: half, giveUpAfterMs: 30_000 });
-    expect(before.failed).toEqual([]);
-    running.silenceApi();
-    let resumedAfterMs = 0;
-    const result = await running.storm({
-      first: half,
-      end: NODES,
-      giveUpAfterMs: 40_000,
-      during: async (startedAtMs) => {
-        await new Promise((resolve) => setTimeout(resolve, 10_000 - (Date.now() - startedAtMs)));
-        running.resumeApi();
-        resumedAfterMs = Date.now() - startedAtMs;
-      },
-    });
-    expect(result.failed.map((o) => `${o.name}: ${o.lastError ?? ''}`)).toEqual([]);
-    // While the API was silent the service refused (retryably), it did not hang: each refusal came
-    // within the API timeout (3 s) plus the attestation, far below the nodes' 30 s call deadline.
-    expect(result.retries['UNAVAILABLE'] ?? 0).toBeGreaterThanOrEqual(half);
-    expect(result.retries['DEADLINE_EXCEEDED'] ?? 0).toBe(0);
-    expect(Math.min(...result.joined.map((o) => o.joinedAfterMs ?? 0))).toBeGreaterThanOrEqual(resumedAfterMs - 100);
-    const audit = running.auditTokens([...before.outcomes, ...result.outcomes]);
-    expect(audit.nodesWithTwoLiveTokens).toEqual([]);
-    expect(audit.ticketsWithoutSecret).toEqual([]);
-  }, 55_000);
+  it(
+    'refuses with UNAVAILABLE and retry-after while the API server is silent for 10 s, and recovers by itself',
+    async () => {
+      cluster = await StormCluster.start({
+        dir: await tempDirForTest(),
+        ekCa,
+        identities,
+        program: 'source',
+        silenceableApi: true,
+      });
+      await cluster.startService();
+      const running = cluster;
+      const half = NODES / 2;
+      // Half the nodes join first, then the API goes silent and the other half storms into it.
+      const before = await running.storm({ first: 0, end: half, giveUpAfterMs: 30_000 });
+      expect(before.failed).toEqual([]);
+      running.silenceApi();
+      let resumedAfterMs = 0;
+      const result = await running.storm({
+        first: half,
+        end: NODES,
+        giveUpAfterMs: 40_000,
+        during: async (startedAtMs) => {
+          await new Promise((resolve) => setTimeout(resolve, 10_000 - (Date.now() - startedAtMs)));
+          running.resumeApi();
+          resumedAfterMs = Date.now() - startedAtMs;
+        },
+      });
+      expect(result.failed.map((o) => `${o.name}: ${o.lastError ?? ''}`)).toEqual([]);
+      // While the API was silent the service refused (retryably), it did not hang: each refusal came
+      // within the API timeout (3 s) plus the attestation, far below the nodes' 30 s call deadline.
+      expect(result.retries['UNAVAILABLE'] ?? 0).toBeGreaterThanOrEqual(half);
+      expect(result.retries['DEADLINE_EXCEEDED'] ?? 0).toBe(0);
+      expect(Math.min(...result.joined.map((o) => o.joinedAfterMs ?? 0))).toBeGreaterThanOrEqual(resumedAfterMs - 100);
+      const audit = await running.auditTokens([...before.outcomes, ...result.outcomes]);
+      expect(audit.nodesWithTwoLiveTokens).toEqual([]);
+      expect(audit.ticketsWithoutSecret).toEqual([]);
+    },
+    55_000 + CLUSTER_START_TIMEOUT_MS + CLUSTER_STOP_TIMEOUT_MS,
+  );
 });

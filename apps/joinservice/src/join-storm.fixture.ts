@@ -1,7 +1,8 @@
 // Bench and test fixture: a join storm as production has it. The JoinService runs as its own
 // program in its own process; the simulated nodes run in other processes (storm-nodes.ts), each
-// with its own software TPM identity registered in the instance registry; the API stand-in and
-// the registry run here, the API behind a proxy that can stop answering when a run asks for one.
+// with its own software TPM identity registered in the instance registry; the registry runs here;
+// the API server is the real one (a control plane of the storm's own, each join's token Secret
+// written through it to etcd), behind a proxy that can stop answering when a run asks for one.
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { copyFile, mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
@@ -11,14 +12,16 @@ import { threadId } from 'node:worker_threads';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { errorMessage } from '@constellation/errors';
-import { clusterConfigMap } from '@constellation/kubeadm';
-import { KubeApiServer, MetadataServer } from '@constellation/sandbox';
+import { MetadataServer } from '@constellation/sandbox';
 import type { InstanceInfo } from '@constellation/sandbox';
 import { createEkCa, freePort, openEkCa } from '@constellation/swtpm';
 import { repoRoot, runChecked, withTimeout } from '@constellation/testing';
 import type { EkCa } from '@constellation/swtpm';
+import { startJoinServiceCluster } from './join-service-cluster.fixture.js';
+import type { JoinServiceCluster } from './join-service-cluster.fixture.js';
 import { CLUSTER, writeMountedFiles } from './join-service.fixture.js';
 import { PausableProxy } from './pausable-proxy.fixture.js';
+import { histogramCount, histogramQuantile } from './prometheus-histogram.fixture.js';
 import { loadSoftwareTpms, manufactureSoftwareTpms, saveSoftwareTpms } from './software-tpm.fixture.js';
 import type { SoftwareTpmIdentity } from './software-tpm.fixture.js';
 import { stormNodeIp } from './storm-orders.js';
@@ -67,14 +70,14 @@ export interface StormClusterOptions {
   cpuProfileDir?: string;
   tokenTtlSeconds?: number;
   /**
-   * Put the API stand-in behind a proxy that `silenceApi` can stop. Only runs that silence the API
+   * Put the API server behind a proxy that `silenceApi` can stop. Only runs that silence the API
    * need it: every request through it costs this process two more sockets' work, on the cores the
    * service and the nodes share (about 0.4 ms of a join, measured).
    */
   silenceableApi?: boolean;
 }
 
-/** A bootstrap-token Secret the service minted, as the API stand-in holds it. */
+/** A bootstrap-token Secret the service minted, as the API server holds it. */
 export interface MintedToken {
   id: string;
   node: string;
@@ -96,7 +99,8 @@ export function percentile(values: readonly number[], q: number): number {
 }
 
 export class StormCluster {
-  readonly api: KubeApiServer;
+  /** The real control plane, with the service's production RBAC. */
+  readonly cluster: JoinServiceCluster;
   private readonly proxy: PausableProxy | undefined;
   readonly registry: MetadataServer;
   readonly port: number;
@@ -112,7 +116,7 @@ export class StormCluster {
   private constructor(
     options: StormClusterOptions,
     parts: {
-      api: KubeApiServer;
+      cluster: JoinServiceCluster;
       proxy: PausableProxy | undefined;
       registry: MetadataServer;
       port: number;
@@ -120,7 +124,7 @@ export class StormCluster {
     },
   ) {
     this.options = options;
-    this.api = parts.api;
+    this.cluster = parts.cluster;
     this.proxy = parts.proxy;
     this.registry = parts.registry;
     this.port = parts.port;
@@ -130,13 +134,19 @@ export class StormCluster {
 
   static async start(options: StormClusterOptions): Promise<StormCluster> {
     await mkdir(options.dir, { recursive: true });
-    const api = await KubeApiServer.start();
-    api.store.create(
-      { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true },
-      'kube-system',
-      { metadata: { name: 'constellation-cluster' }, data: clusterConfigMap(CLUSTER).data },
-    );
-    const proxy = options.silenceableApi === true ? await PausableProxy.start(api.url) : undefined;
+    const cluster = await startJoinServiceCluster(join(options.dir, 'control-plane'), { cluster: CLUSTER });
+    try {
+      return await StormCluster.prepare(options, cluster);
+    } catch (error) {
+      await cluster.stop();
+      throw error;
+    }
+  }
+
+  private static async prepare(options: StormClusterOptions, cluster: JoinServiceCluster): Promise<StormCluster> {
+    // A TCP proxy: TLS passes through, so the service keeps its token and the API server's certificate
+    // (which names 127.0.0.1).
+    const proxy = options.silenceableApi === true ? await PausableProxy.start(cluster.apiServerUrl) : undefined;
     const instances: InstanceInfo[] = options.identities.map((identity, i) => ({
       name: identity.name,
       ip: stormNodeIp(i),
@@ -145,10 +155,10 @@ export class StormCluster {
     }));
     const registry = await MetadataServer.start({
       instances,
-      endpoint: { host: '127.0.0.1', apiServerPort: 6443, joinServicePort: 0, initPort: 9000 },
+      endpoint: { host: cluster.controlPlane.namespace.ip, apiServerPort: 6443, joinServicePort: 0, initPort: 9000 },
       initSecretHash: '',
     });
-    const { settings } = await writeMountedFiles(options.dir, proxy?.url ?? api.url);
+    const { settings } = await writeMountedFiles(options.dir, cluster, proxy?.url);
     await copyFile(options.ekCa.rootCertPath, join(options.dir, 'config', 'ekRoots'));
     const port = await freePort();
     const args = [
@@ -161,13 +171,13 @@ export class StormCluster {
       `--master-secret-file=${settings.masterSecretPath}`,
       `--pki-dir=${settings.pkiDir}`,
       `--kubeconfig=${settings.kubeconfigPath ?? ''}`,
-      '--api-server-endpoint=10.42.0.2:6443',
+      `--api-server-endpoint=${cluster.apiServerEndpoint}`,
       `--instance-registry-url=${registry.url}`,
       `--token-ttl-seconds=${options.tokenTtlSeconds ?? 900}`,
       // Every simulated machine connects from 127.0.0.1: the per-address bound is for one machine.
       '--max-connections-per-address=100000',
     ];
-    return new StormCluster(options, { api, proxy, registry, port, args });
+    return new StormCluster(options, { cluster, proxy, registry, port, args });
   }
 
   get address(): string {
@@ -234,7 +244,7 @@ export class StormCluster {
     clearTimeout(timer);
   }
 
-  /** The API stand-in stops answering (requests and connections are held) until `resumeApi`. */
+  /** The API server stops answering (requests and connections are held, by the proxy) until `resumeApi`. */
   silenceApi(): void {
     this.silenceable().pause();
   }
@@ -248,32 +258,46 @@ export class StormCluster {
     return this.proxy;
   }
 
-  /** Every bootstrap-token Secret the service minted, by node. */
-  mintedTokens(): MintedToken[] {
-    const { items } = this.api.store.list(
-      { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true },
-      'kube-system',
-      'constellation.dev/minted-by=joinservice',
-    );
+  /** Every bootstrap-token Secret the service minted, by node, read through the API server (as system:masters). */
+  async mintedTokens(): Promise<MintedToken[]> {
+    const { items } = await this.cluster.core.listNamespacedSecret({
+      namespace: 'kube-system',
+      labelSelector: 'constellation.dev/minted-by=joinservice',
+    });
     return items.map((secret) => {
-      const data = (secret as { data?: Record<string, string> }).data ?? {};
+      const data = secret.data ?? {};
       const field = (key: string): string => Buffer.from(data[key] ?? '', 'base64').toString();
       const node = /^Bootstrap token for (\S+),/.exec(field('description'))?.[1] ?? '';
       return {
         id: field('token-id'),
         node,
-        createdMs: new Date(secret.metadata.creationTimestamp ?? 0).getTime(),
+        createdMs: new Date(secret.metadata?.creationTimestamp ?? 0).getTime(),
         expiresMs: new Date(field('expiration')).getTime(),
       };
     });
   }
 
   /**
+   * The API server's own time for the token writes (`apiserver_request_duration_seconds` of
+   * POST secrets, from its /metrics as system:masters): every such request since it started,
+   * which in a storm cluster are the joins' (and kubeadm's one token).
+   */
+  async apiServerSecretWrites(): Promise<{ count: number; p50: number | undefined; p99: number | undefined }> {
+    const metrics = await this.cluster.admin.run(['get', '--raw', '/metrics']);
+    const labels = { verb: 'POST', resource: 'secrets' };
+    return {
+      count: histogramCount(metrics, 'apiserver_request_duration_seconds', labels),
+      p50: histogramQuantile(metrics, 'apiserver_request_duration_seconds', 0.5, labels),
+      p99: histogramQuantile(metrics, 'apiserver_request_duration_seconds', 0.99, labels),
+    };
+  }
+
+  /**
    * The token invariants after a storm: nodes holding two live tokens, tokens that outlive their
    * TTL (expiry more than the TTL after the Secret was created), and tickets whose token has no Secret.
    */
-  auditTokens(outcomes: readonly NodeOutcome[], now = Date.now()): TokenAudit {
-    const minted = this.mintedTokens();
+  async auditTokens(outcomes: readonly NodeOutcome[], now = Date.now()): Promise<TokenAudit> {
+    const minted = await this.mintedTokens();
     const liveByNode = new Map<string, number>();
     for (const t of minted) if (t.expiresMs > now) liveByNode.set(t.node, (liveByNode.get(t.node) ?? 0) + 1);
     const ids = new Set(minted.map((t) => t.id));
@@ -324,6 +348,7 @@ export class StormCluster {
       }),
     );
     const serviceCpuAtGo = this.serviceCpuMs();
+    const controlPlaneCpuAtGo = this.controlPlaneCpuMs();
     const driverCpuAtGo = process.cpuUsage();
     const startedAtMs = Date.now();
     for (const child of children) child.go(startedAtMs);
@@ -341,6 +366,7 @@ export class StormCluster {
     });
     await fault;
     const serviceCpuAtEnd = this.serviceCpuMs();
+    const controlPlaneCpuAtEnd = this.controlPlaneCpuMs();
     const driver = process.cpuUsage(driverCpuAtGo);
     return new StormResult(reports.map((r) => r.outcomes).flat(), Date.now() - startedAtMs, {
       // Across a restart the process is another: its CPU is not comparable, so none is reported.
@@ -349,6 +375,10 @@ export class StormCluster {
           ? undefined
           : serviceCpuAtEnd.ms - serviceCpuAtGo.ms,
       nodes: reports.reduce((sum, r) => sum + r.cpuMs, 0),
+      controlPlane:
+        controlPlaneCpuAtGo === undefined || controlPlaneCpuAtEnd === undefined
+          ? undefined
+          : controlPlaneCpuAtEnd - controlPlaneCpuAtGo,
       driver: (driver.user + driver.system) / 1000,
     });
   }
@@ -357,22 +387,42 @@ export class StormCluster {
   private serviceCpuMs(): { pid: number; ms: number } | undefined {
     const pid = this.service?.pid;
     if (pid === undefined) return undefined;
-    try {
-      // Fields after the command name: state is 3rd, utime 14th and stime 15th of the whole line.
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const ticks = Number(fields[11]) + Number(fields[12]);
-      return Number.isFinite(ticks) ? { pid, ms: ticks * CLOCK_TICK_MS } : undefined;
-    } catch {
-      return undefined;
+    const ms = processCpuMs(pid);
+    return ms === undefined ? undefined : { pid, ms };
+  }
+
+  /** CPU etcd, kube-apiserver, kube-controller-manager and kube-scheduler have used so far. */
+  private controlPlaneCpuMs(): number | undefined {
+    let total = 0;
+    for (const { pid } of this.cluster.controlPlane.processes) {
+      const ms = processCpuMs(pid);
+      if (ms === undefined) return undefined;
+      total += ms;
     }
+    return total;
   }
 
   async close(): Promise<void> {
-    await this.stopService();
-    await this.proxy?.close();
-    await this.api.close();
-    await this.registry.close();
+    try {
+      await this.stopService();
+      await this.proxy?.close();
+      await this.registry.close();
+    } finally {
+      await this.cluster.stop();
+    }
+  }
+}
+
+/** CPU a process has used so far (Linux /proc), ms; undefined when it cannot be read. */
+function processCpuMs(pid: number): number | undefined {
+  try {
+    // Fields after the command name: state is 3rd, utime 14th and stime 15th of the whole line.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return Number.isFinite(ticks) ? ticks * CLOCK_TICK_MS : undefined;
+  } catch {
+    return undefined;
   }
 }
 
@@ -537,7 +587,9 @@ async function startNodeProcess(ordersPath: string): Promise<{
 export interface StormCpu {
   service: number | undefined;
   nodes: number;
-  /** The API stand-in, the registry and the bench's own bookkeeping (they share this process). */
+  /** The real control plane's processes (etcd, kube-apiserver, the controllers); undefined off Linux. */
+  controlPlane: number | undefined;
+  /** The registry and the bench's own bookkeeping (they share this process); the API server is apart. */
   driver: number;
 }
 

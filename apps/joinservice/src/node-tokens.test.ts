@@ -1,38 +1,39 @@
-// A machine's bootstrap tokens across the period boundary, against the API stand-in with the
-// JoinService's own RBAC (deploy/joinservice/rbac.yaml): a machine that asks in two consecutive
-// periods must not end with two live tokens, whichever process minted them.
+// A machine's bootstrap tokens across the period boundary, against the real API server with the
+// JoinService's own ServiceAccount and RBAC (deploy/joinservice/rbac.yaml): a machine that asks in
+// two consecutive periods must not end with two live tokens, whichever process minted them. The
+// service's client goes through a relay that counts its requests and can throttle them as
+// kube-apiserver does; what is stored is read from the API server as system:masters.
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { generateMasterSecret } from '@constellation/keys';
 import type { MasterSecret } from '@constellation/keys';
 import { bootstrapTokenSecret } from '@constellation/kubeadm';
-import { mintServiceAccountCredential } from '@constellation/sandbox';
-import type { KubeApiServer } from '@constellation/sandbox';
 import { createTempDir } from '@constellation/testing';
-import type { TempDir } from '@constellation/testing';
+import type { ApiRelay, TempDir } from '@constellation/testing';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ApiServerClock } from './api-server-clock.js';
 import { NodeTokens } from './node-tokens.js';
 import { refusalOf } from './refusal.fixture.js';
-import { startTlsApiServer } from './tls-api-server.fixture.js';
+import { secretField, startJoinServiceCluster } from './join-service-cluster.fixture.js';
+import type { JoinServiceCluster } from './join-service-cluster.fixture.js';
+import { CLUSTER } from './join-service.fixture.js';
 
 const TTL_MS = 15 * 60_000;
 const MIN_REMAINING_MS = 5 * 60_000;
 const PERIOD_MS = TTL_MS - MIN_REMAINING_MS;
-const SECRETS = { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true } as const;
 
 let dir: TempDir;
-let api: KubeApiServer;
+let cluster: JoinServiceCluster;
+let relay: ApiRelay;
 let core: k8s.CoreV1Api;
 let masterSecret: MasterSecret;
 
 beforeAll(async () => {
   dir = await createTempDir('constellation-node-tokens-');
-  const tokenAuthFile = join(dir.path, 'tokens.csv');
-  let caPem: string;
-  ({ api, caPem } = await startTlsApiServer({ authentication: { tokenAuthFile } }));
+  cluster = await startJoinServiceCluster(join(dir.path, 'control-plane'), { cluster: CLUSTER });
+  relay = await cluster.startRelay();
   const kubeconfigPath = join(dir.path, 'kubeconfig');
-  await mintServiceAccountCredential({ tokenAuthFile, kubeconfigPath, server: api.url, caPem });
+  await cluster.writeJoinServiceKubeconfig(kubeconfigPath, relay.url);
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(kubeconfigPath);
   core = kc.makeApiClient(k8s.CoreV1Api);
@@ -40,7 +41,8 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await api.close();
+  await relay.close();
+  await cluster.stop();
   await dir.remove();
 });
 
@@ -55,27 +57,29 @@ function tokens(): NodeTokens {
   });
 }
 
-/** The bootstrap token Secrets in the stand-in's store: token id and expiry. */
-function storedTokens(): { id: string; expires: number }[] {
-  const field = (data: Record<string, string>, key: string): string =>
-    Buffer.from(data[key] ?? '', 'base64').toString();
-  return api.store
-    .list(SECRETS, 'kube-system')
-    .items.map((secret) => (secret as { data?: Record<string, string> }).data ?? {})
-    .map((data) => ({ id: field(data, 'token-id'), expires: new Date(field(data, 'expiration')).getTime() }));
+/** The JoinService's bootstrap token Secrets as the API server holds them: token id and expiry. */
+async function storedTokens(): Promise<{ id: string; expires: number }[]> {
+  const { items } = await cluster.core.listNamespacedSecret({
+    namespace: 'kube-system',
+    labelSelector: 'constellation.dev/minted-by=joinservice',
+  });
+  return items.map((secret) => ({
+    id: secretField(secret, 'token-id'),
+    expires: new Date(secretField(secret, 'expiration')).getTime(),
+  }));
 }
 
 /** Token ids whose Secret exists and has not expired at `now`. */
-function liveTokenIds(now: number): string[] {
-  return storedTokens()
+async function liveTokenIds(now: number): Promise<string[]> {
+  return (await storedTokens())
     .filter((token) => token.expires > now)
     .map((token) => token.id)
     .sort();
 }
 
 /** Whether a Secret holds token `id`, expired or not. */
-function hasSecret(id: string): boolean {
-  return storedTokens().some((token) => token.id === id);
+async function hasSecret(id: string): Promise<boolean> {
+  return (await storedTokens()).some((token) => token.id === id);
 }
 
 /** A moment `offsetMs` into a period far in the future, so no Secret of another test is live then. */
@@ -87,7 +91,7 @@ function periodStart(): number {
 
 describe('NodeTokens across a period boundary', () => {
   beforeEach(() => {
-    api.requests.length = 0;
+    relay.requests.length = 0;
   });
 
   it('revokes the previous period’s token when a machine asks again while it still lives: one live token', async () => {
@@ -98,7 +102,7 @@ describe('NodeTokens across a period boundary', () => {
     expect(first.token.expires.getTime()).toBeGreaterThan(askedAgainAt);
     const second = await service.tokenFor('machine-a', 'node-a', askedAgainAt);
     expect(second.token.id).not.toBe(first.token.id);
-    expect(liveTokenIds(askedAgainAt)).toEqual([second.token.id]);
+    expect(await liveTokenIds(askedAgainAt)).toEqual([second.token.id]);
   });
 
   it('revokes it also when another process minted the new token and died before revoking the old one', async () => {
@@ -108,19 +112,19 @@ describe('NodeTokens across a period boundary', () => {
     // The killed process created the new period's Secret, then died: both tokens live.
     const minted = tokens().derive('machine-b', askedAgainAt);
     await core.createNamespacedSecret({ namespace: 'kube-system', body: bootstrapTokenSecret(minted, 'node-b') });
-    expect(liveTokenIds(askedAgainAt)).toEqual([first.token.id, minted.id].sort());
+    expect(await liveTokenIds(askedAgainAt)).toEqual([first.token.id, minted.id].sort());
 
     const restarted = await tokens().tokenFor('machine-b', 'node-b', askedAgainAt);
     expect(restarted).toMatchObject({ reused: true, token: { id: minted.id } });
-    expect(liveTokenIds(askedAgainAt)).toEqual([minted.id]);
+    expect(await liveTokenIds(askedAgainAt)).toEqual([minted.id]);
   });
 
   it('sends no delete once the previous period’s token has expired by itself', async () => {
     const start = periodStart();
     const askedAt = start + MIN_REMAINING_MS + 1_000;
     const { token } = await tokens().tokenFor('machine-c', 'node-c', askedAt);
-    expect(liveTokenIds(askedAt)).toEqual([token.id]);
-    expect(api.requests.filter((r) => r.method === 'DELETE')).toEqual([]);
+    expect(await liveTokenIds(askedAt)).toEqual([token.id]);
+    expect(relay.requests.filter((r) => r.method === 'DELETE')).toEqual([]);
   });
 
   it('hands nothing out while the old token cannot be revoked, and revokes it on the next ask', async () => {
@@ -129,9 +133,9 @@ describe('NodeTokens across a period boundary', () => {
     const first = await service.tokenFor('machine-e', 'node-e', start + PERIOD_MS - 1_000);
     const askedAgainAt = start + PERIOD_MS + 1_000;
     // The API server sheds the delete (over its in-flight limit) and serves the create.
-    api.throttle((request) => request.method === 'DELETE');
+    relay.throttle((request) => request.method === 'DELETE');
     const refused = await refusalOf(service.tokenFor('machine-e', 'node-e', askedAgainAt)).finally(() => {
-      api.throttle(undefined);
+      relay.throttle(undefined);
     });
     expect(refused).toMatchObject({ kind: 'unavailable', reason: 'api-unavailable', retryAfterMs: 1_000 });
     // One line naming the status and the API server's words, not the client's header dump.
@@ -139,21 +143,21 @@ describe('NodeTokens across a period boundary', () => {
       "could not revoke the node's token of the previous period in the cluster: HTTP 429: Too many requests, please try again later.",
     );
     const next = tokens().derive('machine-e', askedAgainAt);
-    expect(liveTokenIds(askedAgainAt)).toEqual([first.token.id, next.id].sort()); // created, not handed out
+    expect(await liveTokenIds(askedAgainAt)).toEqual([first.token.id, next.id].sort()); // created, not handed out
 
     const retried = await service.tokenFor('machine-e', 'node-e', askedAgainAt + 1_000);
     expect(retried).toMatchObject({ reused: true, token: { id: next.id } });
-    expect(liveTokenIds(askedAgainAt)).toEqual([next.id]);
+    expect(await liveTokenIds(askedAgainAt)).toEqual([next.id]);
   });
 
   it('hands the same token to a repeat ask within a period without a second write', async () => {
     const start = periodStart();
     const service = tokens();
     const first = await service.tokenFor('machine-d', 'node-d', start + 1_000);
-    const writes = api.requests.length;
+    const writes = relay.requests.length;
     const again = await service.tokenFor('machine-d', 'node-d', start + 2_000);
     expect(again).toEqual({ token: first.token, reused: true });
-    expect(api.requests.length).toBe(writes);
+    expect(relay.requests.length).toBe(writes);
   });
 });
 
@@ -195,8 +199,8 @@ describe('NodeTokens on a replica whose clock disagrees with the API server', ()
     expect(refused.message).toMatch(
       /^this JoinService's clock is at least \d+ s behind the Kubernetes API server's \(allowed: 5 s\): it would disagree with its peers about when tokens and the control-plane join lease expire; fix the machine's time synchronisation$/,
     );
-    expect(hasSecret(stale.id)).toBe(false);
-    expect(hasSecret(current.token.id)).toBe(true);
+    expect(await hasSecret(stale.id)).toBe(false);
+    expect(await hasSecret(current.token.id)).toBe(true);
   });
 
   it('refuses on a leading replica before revoking the token a peer handed out', async () => {
@@ -208,12 +212,12 @@ describe('NodeTokens on a replica whose clock disagrees with the API server', ()
     const refused = await refusalOf(leading.tokenFor('machine-lead', 'node-lead'));
     expect(refused).toMatchObject({ kind: 'unavailable', reason: 'clock-skew' });
     expect(refused.message).toMatch(/^this JoinService's clock is at least \d+ s ahead of the Kubernetes API server's/);
-    expect(hasSecret(current.token.id)).toBe(true);
-    expect(hasSecret(early.id)).toBe(false);
+    expect(await hasSecret(current.token.id)).toBe(true);
+    expect(await hasSecret(early.id)).toBe(false);
   });
 
   it('hands out tokens when the clocks differ by less than the allowance', async () => {
     const { token } = await replica(-3_000).tokenFor('machine-close', 'node-close');
-    expect(hasSecret(token.id)).toBe(true);
+    expect(await hasSecret(token.id)).toBe(true);
   });
 });

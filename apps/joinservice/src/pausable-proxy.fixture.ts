@@ -1,5 +1,7 @@
 // Test fixture: a TCP proxy that can stop answering, to play an API server that hangs (accepts
-// connections, reads requests, says nothing) without touching the server behind it.
+// connections, reads requests, says nothing) without touching the server behind it. TLS passes
+// through it: clients keep the API server's certificate (kube-apiserver's names 127.0.0.1) and
+// their own credentials, client certificates included.
 import { connect, createServer } from 'node:net';
 import type { Server, Socket } from 'node:net';
 
@@ -8,10 +10,12 @@ export class PausableProxy {
   private readonly pairs = new Set<{ client: Socket; upstream: Socket }>();
   private paused = false;
   port = 0;
+  private readonly protocol: string;
   /** Connections accepted so far (what a client's connection reuse shows in). */
   connections = 0;
 
-  private constructor(upstreamHost: string, upstreamPort: number) {
+  private constructor(upstreamHost: string, upstreamPort: number, protocol: string) {
+    this.protocol = protocol;
     this.server = createServer((client) => {
       this.connections++;
       const upstream = connect(upstreamPort, upstreamHost);
@@ -32,15 +36,16 @@ export class PausableProxy {
 
   static async start(upstreamUrl: string): Promise<PausableProxy> {
     const url = new URL(upstreamUrl);
-    const proxy = new PausableProxy(url.hostname, Number(url.port));
+    const proxy = new PausableProxy(url.hostname, Number(url.port), url.protocol);
     await new Promise<void>((resolve) => proxy.server.listen(0, '127.0.0.1', resolve));
     const address = proxy.server.address();
     proxy.port = typeof address === 'object' && address !== null ? address.port : 0;
     return proxy;
   }
 
+  /** The upstream's scheme at the proxy's address. */
   get url(): string {
-    return `http://127.0.0.1:${this.port}`;
+    return `${this.protocol}//127.0.0.1:${this.port}`;
   }
 
   /** Stops forwarding in both directions: callers see an API server that accepts and never answers. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { histogramQuantile } from './prometheus-histogram.fixture.js';
+import { histogramCount, histogramQuantile } from './prometheus-histogram.fixture.js';
 
 // As prom-client writes a histogram (cumulative buckets, then +Inf, sum and count).
 const EXPOSITION = `# HELP h_seconds a histogram
@@ -26,5 +26,28 @@ describe('histogramQuantile (the storm bench reads the service’s histograms wi
     expect(histogramQuantile(labelled, 'h_seconds', 0.5)).toBe(0.01);
     expect(histogramQuantile(EXPOSITION, 'missing_seconds', 0.5)).toBeUndefined();
     expect(() => histogramQuantile(EXPOSITION, 'h_seconds', 0)).toThrow(RangeError);
+  });
+});
+
+describe('histogramQuantile over some of the series (the storm bench reads kube-apiserver’s with it)', () => {
+  // As kube-apiserver writes apiserver_request_duration_seconds: one series per verb, resource, scope...
+  const APISERVER = `apiserver_request_duration_seconds_bucket{component="apiserver",resource="secrets",scope="resource",verb="POST",le="0.005"} 2
+apiserver_request_duration_seconds_bucket{component="apiserver",resource="secrets",scope="resource",verb="POST",le="0.05"} 8
+apiserver_request_duration_seconds_bucket{component="apiserver",resource="secrets",scope="resource",verb="POST",le="+Inf"} 10
+apiserver_request_duration_seconds_bucket{component="apiserver",resource="secrets",scope="namespace",verb="POST",le="0.005"} 0
+apiserver_request_duration_seconds_bucket{component="apiserver",resource="secrets",scope="namespace",verb="POST",le="0.05"} 0
+apiserver_request_duration_seconds_bucket{component="apiserver",resource="secrets",scope="namespace",verb="POST",le="+Inf"} 10
+apiserver_request_duration_seconds_bucket{component="apiserver",resource="secrets",scope="resource",verb="DELETE",le="0.005"} 100
+apiserver_request_duration_seconds_bucket{component="apiserver",resource="secrets",scope="resource",verb="DELETE",le="0.05"} 100
+apiserver_request_duration_seconds_bucket{component="apiserver",resource="secrets",scope="resource",verb="DELETE",le="+Inf"} 100
+`;
+
+  it('sums the buckets of the series that carry the labels, and counts their observations', () => {
+    const posts = { verb: 'POST', resource: 'secrets' };
+    expect(histogramCount(APISERVER, 'apiserver_request_duration_seconds', posts)).toBe(20);
+    expect(histogramQuantile(APISERVER, 'apiserver_request_duration_seconds', 0.4, posts)).toBe(0.05);
+    expect(histogramQuantile(APISERVER, 'apiserver_request_duration_seconds', 0.5, posts)).toBe(Infinity);
+    expect(histogramQuantile(APISERVER, 'apiserver_request_duration_seconds', 0.5, { verb: 'DELETE' })).toBe(0.005);
+    expect(histogramCount(APISERVER, 'apiserver_request_duration_seconds', { verb: 'PATCH' })).toBe(0);
   });
 });

@@ -7,7 +7,6 @@ import { machineIdOf } from '@constellation/attestation';
 import { deriveDiskReceipt, deriveStateDiskKey } from '@constellation/keys';
 import { diskBindingName } from '@constellation/kubeadm';
 import { MemoryLogger } from '@constellation/logger/testing';
-import { coreApiWithToken } from '@constellation/sandbox/testing';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rpcFailure, startJoinFixture } from './join-service.fixture.js';
@@ -52,7 +51,7 @@ describe('an unrooted init node rebooted', () => {
   it('still rejoins without a receipt where an earlier version recorded its disk in the API', async () => {
     // Earlier versions wrote this record at every join (and init) instead of handing out receipts.
     const machine = await machineIdOf(node.issuer);
-    await coreApiWithToken(fixture.api, 'admin').createNamespacedConfigMap({
+    await fixture.cluster.core.createNamespacedConfigMap({
       namespace: 'kube-system',
       body: {
         metadata: { name: diskBindingName(node.diskUuid, machine) },
