@@ -2,6 +2,7 @@
 // init sets it up: the constellation-cluster ConfigMap, the service's ServiceAccount and its RBAC
 // from deploy/joinservice, and a kubeconfig with that account's token. Each fixture owns its
 // control plane (and so kube-system: bootstrap tokens, the join Lease, the binding ConfigMaps).
+import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
@@ -52,6 +53,20 @@ export interface JoinServiceCluster {
 }
 
 /**
+ * The built programs' directory: the test run's, or outside vitest (the storm bench) the one
+ * tools/kubernetes/build.mjs prints (it builds nothing when the build is there).
+ */
+function programsDir(): string {
+  if (process.env['VITEST'] !== undefined) return kubernetesBinDir();
+  const build = join(repoRoot(import.meta.dirname), 'tools', 'kubernetes', 'build.mjs');
+  return execFileSync(process.execPath, [build], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+    timeout: 3_600_000,
+  }).trim();
+}
+
+/**
  * Starts a control plane of its own in `dir` and sets it up for the JoinService. `cluster` is
  * the configuration published in constellation-cluster; a function gets the API server's address
  * (to publish its real names). `certSans` go into the API server's certificate.
@@ -60,7 +75,7 @@ export async function startJoinServiceCluster(
   dir: string,
   options: { cluster: ClusterConfig | ((apiServerIp: string) => ClusterConfig); certSans?: readonly string[] },
 ): Promise<JoinServiceCluster> {
-  const programs = await locateKubernetesPrograms(kubernetesBinDir());
+  const programs = await locateKubernetesPrograms(programsDir());
   const controlPlane = await startIsolatedControlPlane({
     programs,
     dir,
