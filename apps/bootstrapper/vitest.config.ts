@@ -1,3 +1,5 @@
 import { packageProject } from '../../vitest.shared.ts';
 
-export default packageProject('bootstrapper');
+// A test that initialises a node starts a real control plane (kubeadm's phases, etcd,
+// kube-apiserver, ...): 10 to 25 s alone on the 2-core machine, more while other files run.
+export default packageProject('bootstrapper', { timeoutMs: 180_000 });

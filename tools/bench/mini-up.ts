@@ -1,6 +1,7 @@
 // `npm run bench`: wall time of `constellation mini up` until every node joined (EK provisioning
 // included), for the sizes the project's goals name, using the built CLI exactly as a user runs
 // it, each followed by `mini down`. Prints figures next to their goals; asserts nothing.
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { buildBundles, createTempDir, repoRoot, runCommand } from '@constellation/testing';
@@ -17,6 +18,13 @@ await buildBundles(
   300_000,
 );
 const cli = join(root, 'apps/cli/dist/constellation.mjs');
+// The control plane's programs: built (or found built) by tools/kubernetes/build.mjs, which prints their directory.
+const build = spawnSync(process.execPath, [join(root, 'tools/kubernetes/build.mjs')], {
+  stdio: ['ignore', 'pipe', 'inherit'],
+  encoding: 'utf8',
+});
+if (build.status !== 0) throw new Error('building the Kubernetes programs failed (see above)');
+const kubernetesBinDir = build.stdout.trim();
 console.log('\nconstellation mini up, wall time until every node joined');
 for (const { controlPlanes, workers, goalSeconds } of SIZES) {
   const workspace = await createTempDir('constellation-bench-mini-');
@@ -30,6 +38,8 @@ for (const { controlPlanes, workers, goalSeconds } of SIZES) {
         workspace.path,
         'mini',
         'up',
+        '--kubernetes-bin-dir',
+        kubernetesBinDir,
         '--control-planes',
         String(controlPlanes),
         '--workers',

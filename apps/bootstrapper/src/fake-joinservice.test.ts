@@ -22,6 +22,7 @@ let attackersWorker: TestNode;
 
 beforeAll(async () => {
   cluster = await startCluster([
+    // No control plane runs: the fake JoinService listens on this address, on the host.
     { name: 'control-plane-0', role: 'control-plane', ip: '127.0.0.1' },
     { name: 'worker-1', role: 'worker', ip: '127.0.0.2' },
     { name: 'worker-2', role: 'worker', ip: '127.0.0.3' },

@@ -12,7 +12,7 @@ let cluster: Cluster;
 let node: TestNode;
 
 beforeAll(async () => {
-  cluster = await startCluster([{ name: 'control-plane-0', role: 'control-plane', ip: '127.0.0.1' }]);
+  cluster = await startCluster([{ name: 'control-plane-0', role: 'control-plane' }]);
   node = await TestNode.create(cluster, 'control-plane-0');
 });
 

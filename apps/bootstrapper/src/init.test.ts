@@ -38,6 +38,7 @@ import {
   TestNode,
   callInit,
   initRequest,
+  kubernetesRelease,
   startCluster,
   startJoinServiceProcess,
 } from './node.fixture.js';
@@ -72,13 +73,11 @@ exec ${standin} "$@"
 `;
 }
 
-/** The metadata service's address of the one node: its serving certificate's IP. */
-const INSTANCE_IP = '127.0.0.1';
-
 async function freshNode(
   options: { kubeadm?: string; unrooted?: boolean; minimumKubernetesVersion?: string } = {},
 ): Promise<{ cluster: Cluster; node: TestNode; outcome: Promise<BootstrapOutcome> }> {
-  const cluster = await startCluster([{ name: 'control-plane-0', role: 'control-plane', ip: INSTANCE_IP }]);
+  // The node's address is the cluster's network namespace's, where its control plane runs.
+  const cluster = await startCluster([{ name: 'control-plane-0', role: 'control-plane' }]);
   cleanups.push(() => cluster.close());
   const node = await TestNode.create(cluster, 'control-plane-0', options);
   cleanups.push(() => node.stop());
@@ -90,7 +89,8 @@ async function freshNode(
 
 describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
   it('initialises the cluster: progress for every step, PCR 15 marked, disk re-keyed, working kubeconfig', async () => {
-    const { node, outcome } = await freshNode();
+    const { cluster, node, outcome } = await freshNode();
+    const instanceIp = cluster.network.ip;
     const request = initRequest();
     const { messages, error } = await callInit(node, request);
     expect(error).toBeUndefined();
@@ -137,15 +137,15 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
     const published = await kc
       .makeApiClient(k8s.CoreV1Api)
       .readNamespacedConfigMap({ namespace: 'kube-system', name: 'constellation-cluster' });
-    expect(published.data?.['kubernetesVersion']).toBe('v1.32.9');
+    expect(published.data?.['kubernetesVersion']).toBe(kubernetesRelease());
     // With the names and addresses the API server's certificate carries, which the JoinService
     // puts in no worker's kubelet serving certificate.
     const { apiServer } = parseClusterConfig(published.data);
     expect(apiServer?.dnsNames).toEqual(
       expect.arrayContaining(['control-plane-0', 'kubernetes.default.svc.cluster.local']),
     );
-    expect(apiServer?.ips).toEqual(expect.arrayContaining(['10.96.0.1', INSTANCE_IP, '127.0.0.1']));
-    // Exactly what the API server's certificate carries (the kubeadm stand-in builds it as kubeadm does).
+    expect(apiServer?.ips).toEqual(expect.arrayContaining(['10.96.0.1', instanceIp, '127.0.0.1']));
+    // Exactly what the API server's certificate carries (real kubeadm's certs phase made it).
     const apiServerCertificate = new X509Certificate(
       await readFile(join(node.context.paths.kubernetesPki, 'apiserver.crt')),
     );
@@ -166,9 +166,9 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
     expect(nameBinding.data).toEqual({ nodeName: 'control-plane-0', ekPublicKeyHash });
     const addressBinding = await core.readNamespacedConfigMap({
       namespace: 'kube-system',
-      name: nodeAddressBindingName(INSTANCE_IP),
+      name: nodeAddressBindingName(instanceIp),
     });
-    expect(addressBinding.data).toEqual({ nodeName: 'control-plane-0', ekPublicKeyHash, address: INSTANCE_IP });
+    expect(addressBinding.data).toEqual({ nodeName: 'control-plane-0', ekPublicKeyHash, address: instanceIp });
     expect(node.kubeletStarts).toBe(1);
   });
 
@@ -201,7 +201,7 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
     const rejoinKey = deriveStateDiskKey(request.masterSecret, request.masterSalt, uuid, undefined);
     expect(await node.context.disk.testPassphrase(rejoinKey)).toBe(true);
     // It proves no identity, so it claims nothing a bare-metal join by a proven machine would be refused for.
-    for (const name of [nodeNameBindingName('control-plane-0'), nodeAddressBindingName(INSTANCE_IP)]) {
+    for (const name of [nodeNameBindingName('control-plane-0'), nodeAddressBindingName(cluster.network.ip)]) {
       const failure = await apiFailure(core.readNamespacedConfigMap({ namespace: 'kube-system', name }));
       expect(failure.code, name).toBe(404);
     }
@@ -237,7 +237,7 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain('kubelet: open ');
 
-    const { node, outcome } = await freshNode({ kubeadm });
+    const { cluster, node, outcome } = await freshNode({ kubeadm });
     const { error } = await callInit(node, initRequest());
     expect(error).toBeUndefined();
     expect(await withTimeout(outcome, 10_000, 'outcome')).toBe('initialized');
@@ -248,7 +248,7 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
     expect(serving.checkIssued(ca) && serving.verify(ca.publicKey)).toBe(true);
     expect(serving.subject).toBe('O=system:nodes\nCN=system:node:control-plane-0');
     expect(serving.keyUsage).toEqual(['1.3.6.1.5.5.7.3.1']);
-    expect(serving.subjectAltName).toBe('DNS:control-plane-0, IP Address:127.0.0.1');
+    expect(serving.subjectAltName).toBe(`DNS:control-plane-0, IP Address:${cluster.network.ip}`);
     expect(serving.checkPrivateKey(createPrivateKey(await readFile(node.context.paths.kubeletServingKey)))).toBe(true);
     expect((await stat(node.context.paths.kubeletServingKey)).mode & 0o777).toBe(0o600);
     const admin = new k8s.KubeConfig();
@@ -352,12 +352,13 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
   });
 
   it("refuses a Kubernetes version older than the node image's minimum, named or defaulted, changing nothing", async () => {
-    const { node } = await freshNode({ minimumKubernetesVersion: 'v1.32.10' });
+    // Above the built release, which is what the node defaults to.
+    const { node } = await freshNode({ minimumKubernetesVersion: 'v1.99.0' });
     for (const kubernetesVersion of ['v1.31.4', '']) {
       const result = await callInit(node, initRequest({ kubernetesVersion }));
       expect(result.error?.code).toBe(grpc.status.INVALID_ARGUMENT);
       expect(result.error?.details).toBe(
-        `init request field kubernetes_version: Kubernetes ${kubernetesVersion || 'v1.32.9'} is older than this node image's minimum v1.32.10 (downgrade refused)`,
+        `init request field kubernetes_version: Kubernetes ${kubernetesVersion || kubernetesRelease()} is older than this node image's minimum v1.99.0 (downgrade refused)`,
       );
     }
     expect(node.context.lock.heldBy).toBeUndefined();
@@ -421,7 +422,7 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
   });
 
   it("stops when its signal aborts before the point of no return: the InitServer closes, the join client records nothing more, run resolves 'stopped'", async () => {
-    const cluster = await startCluster([{ name: 'control-plane-0', role: 'control-plane', ip: '127.0.0.1' }]);
+    const cluster = await startCluster([{ name: 'control-plane-0', role: 'control-plane' }]);
     cleanups.push(() => cluster.close());
     const node = await TestNode.create(cluster, 'control-plane-0');
     cleanups.push(() => node.stop());
@@ -502,7 +503,7 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
       ],
       [
         () => {
-          withIp(INSTANCE_IP);
+          withIp(cluster.network.ip);
           cluster.metadata.update((doc) => ({ ...doc, endpoint: { ...doc.endpoint, apiServerPort: 0 } }));
         },
         'instance metadata /endpoint: unexpected answer: apiServerPort: expected an integer from 1 to 65535, got 0',

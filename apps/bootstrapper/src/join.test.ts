@@ -10,7 +10,14 @@ import { deriveClusterId, deriveMeasurementSecret, deriveStateDiskKey, markedPcr
 import type { RecoverResponse } from '@constellation/proto';
 import { waitFor, withTimeout } from '@constellation/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TestNode, callInit, initRequest, startCluster, startJoinServiceProcess } from './node.fixture.js';
+import {
+  TestNode,
+  callInit,
+  initRequest,
+  kubernetesRelease,
+  startCluster,
+  startJoinServiceProcess,
+} from './node.fixture.js';
 import { JoinClient } from './join-client.js';
 import { MetadataClient } from './metadata-client.js';
 import { writeFileAtomic } from './secure-files.js';
@@ -38,7 +45,7 @@ async function stopJoinService(): Promise<void> {
 
 beforeAll(async () => {
   cluster = await startCluster([
-    { name: 'control-plane-0', role: 'control-plane', ip: '127.0.0.1' },
+    { name: 'control-plane-0', role: 'control-plane' },
     { name: 'worker-1', role: 'worker', ip: '127.0.0.2' },
     { name: 'worker-2', role: 'worker', ip: '127.0.0.3' },
     { name: 'worker-3', role: 'worker', ip: '127.0.0.4' },
@@ -197,7 +204,8 @@ describe('join, rejoin and recovery with the real JoinService', () => {
   });
 
   it("a worker refuses a ticket for a Kubernetes older than its image's minimum before the point of no return, saying so in its join status", async () => {
-    const picky = await TestNode.create(cluster, 'worker-3', { minimumKubernetesVersion: 'v1.33.0' });
+    // Above the cluster's release (the built programs').
+    const picky = await TestNode.create(cluster, 'worker-3', { minimumKubernetesVersion: 'v1.99.0' });
     try {
       const passphrase = randomBytes(32);
       await picky.context.disk.format(passphrase);
@@ -224,8 +232,7 @@ describe('join, rejoin and recovery with the real JoinService', () => {
       expect(status).toMatchObject({
         state: 'refused',
         code: 'FAILED_PRECONDITION',
-        message:
-          "this node refuses the join ticket: Kubernetes v1.32.9 is older than this node image's minimum v1.33.0 (downgrade refused)",
+        message: `this node refuses the join ticket: Kubernetes ${kubernetesRelease()} is older than this node image's minimum v1.99.0 (downgrade refused)`,
       });
       expect(committed).toBe(0);
       expect(picky.context.lock.heldBy).toBeUndefined();

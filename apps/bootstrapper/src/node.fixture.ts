@@ -1,6 +1,9 @@
 // Test fixture: simulated machines for the bootstrapper. Each has a real swtpm (measured boot),
 // a LUKS2 image file, its own root directory and the kubeadm stand-in on PATH; all share an
-// instance metadata server. The bootstrapper code under test is exactly the product code.
+// instance metadata server. The bootstrapper code under test is exactly the product code. The
+// stand-in's init runs the real control plane (the run's built programs) in the cluster's own
+// network namespace: kubeadm advertises no loopback address, so the control plane's machine has
+// that namespace's address, reachable from the host where the bootstrappers and tests run.
 import { randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { copyFile, mkdir, readFile, truncate, writeFile } from 'node:fs/promises';
@@ -23,7 +26,14 @@ import { MemoryLogger } from '@constellation/logger/testing';
 import { NodeLock } from '@constellation/nodelock';
 import { InitServiceClient, RecoveryServiceClient, grpcMessageLimits } from '@constellation/proto';
 import type { InitRequest, InitResponse } from '@constellation/proto';
-import { MetadataServer, stopApiServer } from '@constellation/sandbox';
+import { BIN_DIR_ENV, MetadataServer, NETNS_ENV, stopApiServer } from '@constellation/sandbox';
+import {
+  API_SERVER_PORT,
+  createNetworkNamespace,
+  deleteNetworkNamespace,
+  inNetworkNamespace,
+} from '@constellation/control-plane';
+import type { NetworkNamespace } from '@constellation/control-plane';
 import type { InstanceInfo } from '@constellation/sandbox';
 import { StateDisk } from '@constellation/state-disk';
 import { createEkCa } from '@constellation/swtpm';
@@ -32,7 +42,9 @@ import {
   createTempDir,
   freePort,
   installTypeScriptCommand,
+  kubernetesBinDir,
   repoRoot,
+  sharedKubernetes,
   startSwtpm,
   waitFor,
   withTimeout,
@@ -56,8 +68,16 @@ export const BOOT: BootComponent[] = [
 export const MEASUREMENTS: Measurements = expectedMeasurements(BOOT, [4, 9, 15]);
 export const INIT_SECRET = Buffer.from('mini-init-secret-0123456789');
 
+/** The Kubernetes release the built programs are (what the tests' init requests and nodes use). */
+export const kubernetesRelease = (): string => sharedKubernetes().release;
+
+/** A machine of a test cluster; a control plane without an address gets the cluster's namespace's. */
+export type TestInstance = Omit<InstanceInfo, 'ip'> & { ip?: string };
+
 export interface Cluster {
   metadata: MetadataServer;
+  /** Where the control plane's programs run; its `ip` is the control-plane machine's address. */
+  network: NetworkNamespace;
   dir: TempDir;
   /** The per-cluster EK CA that manufactures every node's TPM. */
   ekCa: EkCa;
@@ -68,20 +88,33 @@ export interface Cluster {
   close(): Promise<void>;
 }
 
-export async function startCluster(instances: InstanceInfo[]): Promise<Cluster> {
+export async function startCluster(machines: TestInstance[]): Promise<Cluster> {
   const dir = await createTempDir('constellation-cluster-');
-  const apiServerPort = await freePort();
+  const network = await createNetworkNamespace();
+  // The control plane's port in its own namespace: kubeadm's.
+  const apiServerPort = API_SERVER_PORT;
   const joinServicePort = await freePort();
+  const instances: InstanceInfo[] = machines.map((m) => ({
+    ...m,
+    ip: m.ip ?? (m.role === 'control-plane' ? network.ip : ''),
+  }));
   const controlPlane = instances.find((i) => i.role === 'control-plane');
-  const metadata = await MetadataServer.start({
-    instances,
-    endpoint: { host: controlPlane?.ip ?? '127.0.0.1', apiServerPort, joinServicePort, initPort: 0 },
-    initSecretHash: await hashInitSecret(INIT_SECRET, { log2N: 10, r: 8, p: 1 }),
-  });
+  // On the host end of the namespace's link: reachable from the host and from the namespace (the
+  // JoinService runs there, on the control plane's address).
+  const metadata = await MetadataServer.start(
+    {
+      instances,
+      endpoint: { host: controlPlane?.ip ?? network.ip, apiServerPort, joinServicePort, initPort: 0 },
+      initSecretHash: await hashInitSecret(INIT_SECRET, { log2N: 10, r: 8, p: 1 }),
+    },
+    0,
+    network.hostIp,
+  );
   const ekCa = await createEkCa(join(dir.path, 'ek-ca'), { name: 'Bootstrapper test' });
   const roots = pemCertificatesToDer(await readFile(ekCa.rootCertPath, 'utf8'));
   return {
     metadata,
+    network,
     dir,
     ekCa,
     ekVerifier: new EkIdentityVerifier({ roots }),
@@ -89,6 +122,7 @@ export async function startCluster(instances: InstanceInfo[]): Promise<Cluster> 
     joinServicePort,
     close: async () => {
       await metadata.close();
+      await deleteNetworkNamespace(network);
       await dir.remove();
     },
   };
@@ -181,9 +215,19 @@ export class TestNode {
         ...(check === undefined ? {} : { joinServiceCheck: check }),
         logger,
         recentLog,
-        kubeadm: { program: kubeadm, env: { ...process.env, KUBEADM_STANDIN_ROOT: root }, timeoutMs: 60_000 },
+        // init starts the control plane (about 10 to 25 s on a busy 2-core machine).
+        kubeadm: {
+          program: kubeadm,
+          env: {
+            ...process.env,
+            KUBEADM_STANDIN_ROOT: root,
+            [BIN_DIR_ENV]: kubernetesBinDir(),
+            [NETNS_ENV]: cluster.network.name,
+          },
+          timeoutMs: 150_000,
+        },
         apiServerBindPort: options.apiServerBindPort ?? cluster.apiServerPort,
-        defaultKubernetesVersion: 'v1.32.9',
+        defaultKubernetesVersion: kubernetesRelease(),
         ...(options.minimumKubernetesVersion === undefined
           ? {}
           : { minimumKubernetesVersion: options.minimumKubernetesVersion }),
@@ -274,7 +318,7 @@ export function initRequest(overrides: Partial<InitRequest> = {}): InitRequest {
     masterSecret: randomBytes(32),
     masterSalt: randomBytes(32),
     measurementSalt: randomBytes(32),
-    kubernetesVersion: 'v1.32.9',
+    kubernetesVersion: kubernetesRelease(),
     kubernetesComponents: [],
     clusterName: 'mini',
     apiserverCertSans: [],
@@ -316,7 +360,7 @@ export async function callInit(
     }
     return await new Promise((resolve) => {
       const messages: InitResponse[] = [];
-      const stream = client.init(request, { deadline: Date.now() + 60_000 });
+      const stream = client.init(request, { deadline: Date.now() + 180_000 });
       stream.on('data', (m: InitResponse) => messages.push(m));
       stream.on('error', (error: grpc.ServiceError) => {
         resolve({ messages, error, credentials });
@@ -356,30 +400,28 @@ export async function startJoinServiceProcess(
     masterSecretToJson({ key: request.masterSecret, salt: request.masterSalt }),
     { mode: 0o600 },
   );
-  const child = spawn(
-    process.execPath,
-    [
-      '--conditions=@constellation/source',
-      '--import',
-      'tsx',
-      join(repoRoot(), 'apps/joinservice/src/main.ts'),
-      '--host=127.0.0.1',
-      `--port=${cluster.joinServicePort}`,
-      '--metrics-host=127.0.0.1',
-      '--metrics-port=0',
-      '--health-port=0',
-      `--config-dir=${join(dir, 'config')}`,
-      `--master-secret-file=${join(dir, 'mastersecret.json')}`,
-      `--pki-dir=${controlPlane.context.paths.kubernetesPki}`,
-      `--kubeconfig=${controlPlane.context.paths.adminConf}`,
-      `--api-server-endpoint=127.0.0.1:${cluster.apiServerPort}`,
-      `--instance-registry-url=${cluster.metadata.url}`,
-      `--attestation-variant=${options.attestationVariant ?? 'tpm2-ek'}`,
-      // An unrooted control plane serves no agent: it has no identity to prove its host with.
-      ...(agent === undefined ? [] : [`--attestation-agent=${controlPlane.context.paths.attestationAgentSocket}`]),
-    ],
-    { cwd: repoRoot(), stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  // On the control plane's machine: in the cluster's network namespace, on its address.
+  const [program, args] = inNetworkNamespace(cluster.network, process.execPath, [
+    '--conditions=@constellation/source',
+    '--import',
+    'tsx',
+    join(repoRoot(), 'apps/joinservice/src/main.ts'),
+    `--host=${cluster.network.ip}`,
+    `--port=${cluster.joinServicePort}`,
+    `--metrics-host=${cluster.network.ip}`,
+    '--metrics-port=0',
+    '--health-port=0',
+    `--config-dir=${join(dir, 'config')}`,
+    `--master-secret-file=${join(dir, 'mastersecret.json')}`,
+    `--pki-dir=${controlPlane.context.paths.kubernetesPki}`,
+    `--kubeconfig=${controlPlane.context.paths.adminConf}`,
+    `--api-server-endpoint=${cluster.network.ip}:${cluster.apiServerPort}`,
+    `--instance-registry-url=${cluster.metadata.url}`,
+    `--attestation-variant=${options.attestationVariant ?? 'tpm2-ek'}`,
+    // An unrooted control plane serves no agent: it has no identity to prove its host with.
+    ...(agent === undefined ? [] : [`--attestation-agent=${controlPlane.context.paths.attestationAgentSocket}`]),
+  ]);
+  const child = spawn(program, args, { cwd: repoRoot(), stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<string>((resolve) =>
     child.once('exit', (code, signal) => {
       resolve(signal === null ? `code ${String(code)}` : `signal ${signal}`);

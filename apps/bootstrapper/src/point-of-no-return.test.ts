@@ -28,7 +28,7 @@ async function script(body: string): Promise<string> {
 
 beforeAll(async () => {
   cluster = await startCluster([
-    { name: 'control-plane-0', role: 'control-plane', ip: '127.0.0.1' },
+    { name: 'control-plane-0', role: 'control-plane' },
     ...WORKERS.map((name, i) => ({ name, role: 'worker' as const, ip: `127.0.1.${i + 1}` })),
     { name: 'cp-prep-fails', role: 'control-plane', ip: '127.0.2.1' },
     { name: 'cp-kubeadm-hangs', role: 'control-plane', ip: '127.0.2.3' },
@@ -139,7 +139,7 @@ describe('init: every failure after the lock ends in the fatal action', () => {
 
   it('the kubelet does not start', async () => {
     // A cluster of its own: kubeadm init points the admin kubeconfig at the cluster endpoint.
-    const own = await startCluster([{ name: 'cp-kubelet-fails', role: 'control-plane', ip: '127.0.0.1' }]);
+    const own = await startCluster([{ name: 'cp-kubelet-fails', role: 'control-plane' }]);
     const node = await TestNode.create(own, 'cp-kubelet-fails');
     node.context.startKubelet = () => Promise.reject(new Error('kubelet start refused (on purpose)'));
     try {

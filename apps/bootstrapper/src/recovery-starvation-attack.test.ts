@@ -39,7 +39,7 @@ function recover(client: RecoveryServiceClient, body: RecoverRequest): Promise<R
 }
 
 beforeAll(async () => {
-  cluster = await startCluster([{ name: 'control-plane-0', role: 'control-plane', ip: '127.0.0.1' }]);
+  cluster = await startCluster([{ name: 'control-plane-0', role: 'control-plane' }]);
   node = await TestNode.create(cluster, 'control-plane-0');
   await node.initialise(request);
   await node.reboot();

@@ -77,7 +77,7 @@ async function refusal(call: Promise<RecoverResponse>): Promise<grpc.ServiceErro
 }
 
 beforeAll(async () => {
-  cluster = await startCluster([{ name: 'control-plane-0', role: 'control-plane', ip: '127.0.0.1' }]);
+  cluster = await startCluster([{ name: 'control-plane-0', role: 'control-plane' }]);
   node = await TestNode.create(cluster, 'control-plane-0');
   await node.initialise(request);
 

@@ -59,13 +59,16 @@ async function rejoinService(host: string, ticket: () => RejoinTicket): Promise<
 
 beforeAll(async () => {
   cluster = await startCluster([
-    { name: 'control-plane-0', role: 'control-plane', ip: '127.0.0.1' },
+    { name: 'control-plane-0', role: 'control-plane' },
     { name: 'control-plane-1', role: 'control-plane', ip: '127.0.0.2' },
   ]);
   node = await TestNode.create(cluster, 'control-plane-0');
   await node.initialise(request);
   await node.reboot();
-}, 90_000);
+  // The cluster's endpoint (its load balancer) now leads to the host's 127.0.0.1, where the test's
+  // fake JoinService listens: the first endpoint the rebooted member tries.
+  cluster.metadata.update((doc) => ({ ...doc, endpoint: { ...doc.endpoint, host: '127.0.0.1' } }));
+}, 180_000);
 
 afterAll(async () => {
   for (const server of services) server.forceShutdown();

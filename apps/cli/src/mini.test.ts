@@ -1,7 +1,7 @@
 import { cp as copy, mkdir, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import { repoRoot, runCommand, tempDirForTest, waitFor } from '@constellation/testing';
+import { kubernetesBinDir, repoRoot, runCommand, tempDirForTest, waitFor } from '@constellation/testing';
 import { describe, expect, it } from 'vitest';
 import { isRunning } from './mini/mini-state.js';
 import type { MiniState } from './mini/mini-state.js';
@@ -10,11 +10,22 @@ const root = repoRoot();
 const cli = join(root, 'apps/cli/dist/constellation.mjs');
 const constellation = (workspace: string, ...args: string[]) =>
   runCommand(process.execPath, [cli, '--workspace', workspace, ...args], { timeoutMs: 180_000 });
+/** `mini up` with the run's built Kubernetes programs. */
+const binDirFlag = (): string[] => ['--kubernetes-bin-dir', kubernetesBinDir()];
 
 describe('constellation mini', () => {
   it('brings up a cluster whose honest nodes join and whose tampered node is refused by PCR, then cleans up completely', async () => {
     const workspace = await tempDirForTest();
-    const up = await constellation(workspace, 'mini', 'up', '--workers', '3', '--tampered-workers', '1');
+    const up = await constellation(
+      workspace,
+      'mini',
+      'up',
+      ...binDirFlag(),
+      '--workers',
+      '3',
+      '--tampered-workers',
+      '1',
+    );
     const stateFile = join(workspace, 'constellation-mini', 'mini.json');
     const state = JSON.parse(
       await readFile(stateFile, 'utf8').catch(() => '{"nodes":[],"network":{"namespaces":[],"bridge":""}}'),
@@ -49,7 +60,8 @@ describe('constellation mini', () => {
       // Node preparation ran on every honest node: signed manifest verified, kubeadm installed by digest, kubelet.env last.
       for (const node of state.nodes.filter((n) => !n.tampered)) {
         expect(await readFile(join(node.dir, 'etc', 'kubernetes', 'kubelet.env'), 'utf8')).toBe(
-          'KUBELET_IMAGE_TAG=v1.32.9\n',
+          // mini's release is the built programs'.
+          `KUBELET_IMAGE_TAG=${await readFile(join(kubernetesBinDir(), 'release.json'), 'utf8').then((t) => (JSON.parse(t) as { release: string }).release)}\n`,
         );
         expect(await readFile(join(node.dir, 'bootstrapper.log'), 'utf8')).toContain(
           '"message":"component manifest signature verified"',
@@ -99,8 +111,19 @@ describe('constellation mini', () => {
       const listening = await runCommand('ss', ['-H', '-tulpn'], { timeoutMs: 10_000 });
       for (const node of state.nodes) expect(listening.stdout.toString()).not.toContain(`pid=${node.swtpmPid},`);
 
+      // The API server is the real one: the built kubectl mini printed reads its metrics.
+      const kubectl = join(kubernetesBinDir(), 'kubectl');
+      expect(table).toContain(`kubectl: ${kubectl} --kubeconfig ${join(workspace, 'constellation-admin.conf')}`);
+      const metrics = await runCommand(
+        kubectl,
+        ['--kubeconfig', join(workspace, 'constellation-admin.conf'), 'get', '--raw', '/metrics'],
+        { timeoutMs: 60_000 },
+      );
+      expect(metrics.code, metrics.stderr).toBe(0);
+      expect(metrics.stdout.toString()).toMatch(/^apiserver_request_total\{.*\} \d+$/m);
+
       // A second mini up does not break the running cluster.
-      const again = await constellation(workspace, 'mini', 'up');
+      const again = await constellation(workspace, 'mini', 'up', ...binDirFlag());
       expect(again.code).toBe(2);
       expect(again.stderr).toMatch(/a mini cluster is already running in .* run `.+ mini down` first/);
     } finally {
@@ -142,6 +165,7 @@ describe('constellation mini', () => {
         'apps/bootstrapper/dist',
         'apps/joinservice/dist',
         'libs/sandbox/dist/kubeadm.mjs',
+        'deploy/joinservice',
       ])
         await copy(join(root, path), join(build, path), { recursive: true });
       const up = await runCommand(
@@ -152,10 +176,9 @@ describe('constellation mini', () => {
           workspace,
           'mini',
           'up',
+          ...binDirFlag(),
           '--workers',
           '1',
-          '--network',
-          'loopback',
         ],
         { timeoutMs: 180_000 },
       );
@@ -237,7 +260,11 @@ describe('constellation mini', () => {
     const [, down, up] = /run `(.+ mini down)`, then `(.+ mini up)`$/m.exec(reboot.stderr) ?? [];
     try {
       expect((await runCommand('bash', ['-c', down ?? 'false'], { timeoutMs: 60_000 })).code).toBe(0);
-      const again = await runCommand('bash', ['-c', up ?? 'false'], { timeoutMs: 180_000 });
+      // The programs' directory from the environment, which the flag also reads.
+      const again = await runCommand('bash', ['-c', up ?? 'false'], {
+        timeoutMs: 180_000,
+        env: { ...process.env, CONSTELLATION_KUBERNETES_BIN_DIR: kubernetesBinDir() },
+      });
       expect(again.code, again.stderr).toBe(0);
     } finally {
       expect((await constellation(workspace, 'mini', 'down')).code).toBe(0);

@@ -19,8 +19,27 @@ export interface ControlPlaneOptions {
   programs: KubernetesPrograms;
   /** Holds kubeadm's root (`root/etc/kubernetes`, `root/var/lib/etcd`), the logs and `control-plane.json`. */
   dir: string;
-  /** The network namespace the control plane runs in, and its address there (advertised, in certificates). */
-  network: { namespace: string; ip: string };
+  /**
+   * The network namespace the control plane runs in (through nsenter), and its address there
+   * (advertised, in certificates). Without a namespace it runs in this process's own network, for
+   * a caller already inside the machine's namespace (a mini node).
+   */
+  network: { namespace?: string; ip: string };
+  /** kubeadm's root (`--rootfs`); default `<dir>/root`. A node's own root when a node runs it. */
+  root?: string;
+  /**
+   * The kubeadm configuration to run the phases with (a node's own `kubeadm init --config` file);
+   * default: the one the bootstrapper would generate for `network.ip`. Its advertise address must
+   * be `network.ip` and its bind port `apiServerPort`.
+   */
+  kubeadmConfig?: string;
+  /** kube-apiserver's port (the configuration's bindPort; default 6443). */
+  apiServerPort?: number;
+  /**
+   * Run `upload-config all` and `bootstrap-token` once the API server is ready, as kubeadm init
+   * does (default true); false leaves them to the caller (`kubeadmInitPhase`).
+   */
+  uploadPhases?: boolean;
   /** Node name of the control-plane host (default "control-plane-0"). */
   nodeName?: string;
   /** Default "constellation". */
@@ -45,6 +64,11 @@ export interface ControlPlane {
   readonly superAdminKubeconfig: string;
   readonly pkiDir: string;
   readonly processes: readonly ManagedProcess[];
+  /**
+   * Runs `kubeadm init phase <phase...>` on this control plane's root and configuration (in its
+   * network namespace) and returns kubeadm's output.
+   */
+  kubeadmInitPhase(...phase: string[]): Promise<string>;
   /** Stops every process it started; safe to call twice. */
   stop(): Promise<void>;
 }
@@ -60,40 +84,50 @@ const KUBEADM_CONFIG = 'kubeadm.yaml';
 
 /**
  * Starts etcd, kube-apiserver, kube-controller-manager and kube-scheduler as processes in
- * `network.namespace`, each with the command line from the static-pod manifest that real kubeadm
- * generates (`kubeadm init phase certs, kubeconfig, etcd local, control-plane`, with `--rootfs`
- * so that it writes under `dir`), from the kubeadm configuration the bootstrapper generates.
+ * `network.namespace` (or in this process's network when none is named), each with the command
+ * line from the static-pod manifest that real kubeadm generates (`kubeadm init phase certs,
+ * kubeconfig, etcd local, control-plane`, with `--rootfs` so that it writes under its root), from
+ * `kubeadmConfig` or the kubeadm configuration the bootstrapper generates.
  * Once `/readyz` answers it runs `upload-config` and `bootstrap-token` as kubeadm init does.
  * On any failure it stops what it started and names the program with the end of its log.
  */
 export async function startControlPlane(options: ControlPlaneOptions): Promise<ControlPlane> {
-  const root = join(options.dir, 'root');
+  const root = options.root ?? join(options.dir, 'root');
   const logs = join(options.dir, 'logs');
   await mkdir(join(root, 'etc', 'kubernetes'), { recursive: true });
   await mkdir(join(root, 'var', 'lib', 'etcd'), { recursive: true, mode: 0o700 });
   await mkdir(logs, { recursive: true });
   const deadline = Date.now() + (options.startTimeoutMs ?? 120_000);
-  const apiServerUrl = `https://${options.network.ip}:${API_SERVER_PORT}`;
-  const config = initConfiguration({
-    nodeName: options.nodeName ?? 'control-plane-0',
-    nodeIp: options.network.ip,
-    bindPort: API_SERVER_PORT,
-    clusterName: options.clusterName ?? 'constellation',
-    kubernetesVersion: options.programs.release,
-    controlPlaneEndpoint: `${options.network.ip}:${API_SERVER_PORT}`,
-    certSans: options.certSans ?? [],
-    kubeProxy: false,
-  });
+  const port = options.apiServerPort ?? API_SERVER_PORT;
+  const apiServerUrl = `https://${options.network.ip}:${port}`;
+  const config =
+    options.kubeadmConfig ??
+    initConfiguration({
+      nodeName: options.nodeName ?? 'control-plane-0',
+      nodeIp: options.network.ip,
+      bindPort: port,
+      clusterName: options.clusterName ?? 'constellation',
+      kubernetesVersion: options.programs.release,
+      controlPlaneEndpoint: `${options.network.ip}:${port}`,
+      certSans: options.certSans ?? [],
+      kubeProxy: false,
+    });
   // It names a bootstrap token (one that cannot join): 0600 like every file holding a secret.
   await writeFile(join(root, KUBEADM_CONFIG), config, { mode: 0o600 });
-  const kubeadm = (args: string[]): Promise<unknown> => {
-    const remaining = Math.max(1000, deadline - Date.now());
-    const [program, programArgs] = inNetworkNamespace(
-      { name: options.network.namespace },
-      options.programs.path('kubeadm'),
-      ['--rootfs', root, ...args, '--config', `/${KUBEADM_CONFIG}`],
-    );
-    return runProgram(program, programArgs, { timeoutMs: remaining });
+  const inNetwork = (program: string, args: readonly string[]): [string, string[]] => {
+    const namespace = options.network.namespace;
+    return namespace === undefined ? [program, [...args]] : inNetworkNamespace({ name: namespace }, program, args);
+  };
+  const kubeadm = async (args: string[], timeoutMs = Math.max(1000, deadline - Date.now())): Promise<string> => {
+    const [program, programArgs] = inNetwork(options.programs.path('kubeadm'), [
+      '--rootfs',
+      root,
+      ...args,
+      '--config',
+      `/${KUBEADM_CONFIG}`,
+    ]);
+    const { stdout, stderr } = await runProgram(program, programArgs, { timeoutMs });
+    return stdout + stderr;
   };
   for (const phase of [
     ['certs', 'all'],
@@ -119,7 +153,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       started.push(
         await startManagedProcess(
           component,
-          inNetworkNamespace({ name: options.network.namespace }, options.programs.path(component), command.args),
+          inNetwork(options.programs.path(component), command.args),
           join(logs, `${component}.log`),
         ),
       );
@@ -127,8 +161,10 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     }
     const caCertificatePem = await readFile(join(root, 'etc', 'kubernetes', 'pki', 'ca.crt'), 'utf8');
     await waitForReady(apiServerUrl, caCertificatePem, started, deadline);
-    await kubeadm(['init', 'phase', 'upload-config', 'all']);
-    await kubeadm(['init', 'phase', 'bootstrap-token']);
+    if (options.uploadPhases !== false) {
+      await kubeadm(['init', 'phase', 'upload-config', 'all']);
+      await kubeadm(['init', 'phase', 'bootstrap-token']);
+    }
     return {
       release: options.programs.release,
       apiServerUrl,
@@ -138,6 +174,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       superAdminKubeconfig: join(root, 'etc', 'kubernetes', 'super-admin.conf'),
       pkiDir: join(root, 'etc', 'kubernetes', 'pki'),
       processes: started,
+      kubeadmInitPhase: (...phase) => kubeadm(['init', 'phase', ...phase], 120_000),
       stop,
     };
   } catch (error) {

@@ -35,6 +35,7 @@ export class MetadataServer {
   private document: MetadataDocument;
   private readonly server: Server;
   private port = 0;
+  private host = '127.0.0.1';
   private readonly artifactsDir: string | undefined;
   /** Registry lookups answered (GET /instances), to see what callers make the platform's API do. */
   instanceLookups = 0;
@@ -64,11 +65,12 @@ export class MetadataServer {
     });
     const address = server.server.address();
     server.port = typeof address === 'object' && address !== null ? address.port : port;
+    server.host = host;
     return server;
   }
 
   get url(): string {
-    return `http://127.0.0.1:${this.port}`;
+    return `http://${this.host.includes(':') ? `[${this.host}]` : this.host}:${this.port}`;
   }
 
   update(change: (document: MetadataDocument) => MetadataDocument): void {

@@ -21,7 +21,15 @@ function miniUpCommand(context: CommandContext): CommandUnknownOpts {
     .description('start nodes (each with its own swtpm, state disk and bootstrapper), init and join them')
     .addHelpText(
       'after',
-      '\nExamples:\n  constellation mini up\n  constellation mini up --workers 8\n  constellation mini up --tampered-workers 1   # see a modified node refused\n',
+      '\nThe control plane is the real one (etcd, kube-apiserver, kube-controller-manager, kube-scheduler), run\nfrom the programs `node tools/kubernetes/build.mjs` builds; that command prints their directory.\n\nExamples:\n  constellation mini up --kubernetes-bin-dir "$(node tools/kubernetes/build.mjs)"\n  constellation mini up --kubernetes-bin-dir DIR --workers 8\n  constellation mini up --kubernetes-bin-dir DIR --tampered-workers 1   # see a modified node refused\n',
+    )
+    .addOption(
+      new Option(
+        '--kubernetes-bin-dir <dir>',
+        'the built Kubernetes programs (kube-apiserver, kubeadm, kubectl, ...): the directory `node tools/kubernetes/build.mjs` prints',
+      )
+        .env('CONSTELLATION_KUBERNETES_BIN_DIR')
+        .makeOptionMandatory(),
     )
     .option(
       '--control-planes <n>',
@@ -53,6 +61,7 @@ function miniUpCommand(context: CommandContext): CommandUnknownOpts {
         workers: options.workers,
         tamperedWorkers: options.tamperedWorkers,
         network: options.network,
+        kubernetesBinDir: options.kubernetesBinDir,
         print: context.print,
       });
       if (options.output === 'json') {
@@ -60,7 +69,7 @@ function miniUpCommand(context: CommandContext): CommandUnknownOpts {
         return;
       }
       writeResult(
-        `${nodeTable(result)}\nkubeconfig: ${result.kubeconfig}\nstate: ${result.state}\nup in ${(result.elapsedMs / 1000).toFixed(1)} s; stop with: ${selfCommand(workspace, ['mini', 'down'])}\n`,
+        `${nodeTable(result)}\nkubeconfig: ${result.kubeconfig}\nkubectl: ${result.kubectl} --kubeconfig ${result.kubeconfig}\nstate: ${result.state}\nup in ${(result.elapsedMs / 1000).toFixed(1)} s; stop with: ${selfCommand(workspace, ['mini', 'down'])}\n`,
       );
     });
 }

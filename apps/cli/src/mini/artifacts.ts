@@ -9,6 +9,8 @@ export interface MiniArtifacts {
   bootstrapper: string;
   joinservice: string;
   kubeadm: string;
+  /** The JoinService's ServiceAccount and RBAC (deploy/joinservice), which mini applies as a deployment would. */
+  joinserviceManifests: string;
 }
 
 /** Bundles relative to this program (apps/cli/dist or apps/cli/src are both three levels below the repository). */
@@ -21,8 +23,9 @@ export async function findArtifacts(): Promise<MiniArtifacts> {
     bootstrapper: join(base, 'apps/bootstrapper/dist/bootstrapper.mjs'),
     joinservice: join(base, 'apps/joinservice/dist/joinservice.mjs'),
     kubeadm: join(base, 'libs/sandbox/dist/kubeadm.mjs'),
+    joinserviceManifests: join(base, 'deploy/joinservice'),
   };
-  for (const name of ['cli', 'bootstrapper', 'joinservice', 'kubeadm'] as const) {
+  for (const name of ['cli', 'bootstrapper', 'joinservice', 'kubeadm', 'joinserviceManifests'] as const) {
     const path = artifacts[name];
     try {
       await access(path);
@@ -49,5 +52,7 @@ export async function copyNodeImage(artifacts: MiniArtifacts, dir: string): Prom
     await cp(dirname(artifacts[name]), copy, { recursive: true });
     image[name] = join(copy, basename(artifacts[name]));
   }
+  image.joinserviceManifests = join(dir, 'image', 'joinservice-manifests');
+  await cp(artifacts.joinserviceManifests, image.joinserviceManifests, { recursive: true });
   return image;
 }

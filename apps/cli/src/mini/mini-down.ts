@@ -24,7 +24,7 @@ export async function miniDown(workspace: string, keep: boolean, print: (line: s
   await stopProcess(state.metadataPid);
   await destroyNetwork(state.network);
   print(
-    `stopped ${state.nodes.length} nodes, the JoinService, the API server and the metadata server${state.network.mode === 'namespaces' ? '; removed the network namespaces and bridge' : ''}`,
+    `stopped ${state.nodes.length} nodes, the JoinService, the control plane and the metadata server${state.network.mode === 'namespaces' ? '; removed the network namespaces and bridge' : ''}`,
   );
   if (keep) {
     print(`kept ${miniDir(workspace)} for inspection`);

@@ -38,6 +38,8 @@ export interface MiniState {
   joinServiceKubeconfig?: string;
   apiServerPort: number;
   network: MiniNetwork;
+  /** The built Kubernetes programs the control plane runs from (and kubectl). */
+  kubernetesBinDir?: string;
   /** The programs the nodes run: the node image mini up copied into `dir` (see copyNodeImage); read it with nodeImage. */
   artifacts?: MiniArtifacts;
   nodes: MiniNode[];

@@ -7,8 +7,10 @@ import type { BootComponent } from '@constellation/attestation';
 import { UsageError } from '@constellation/command-line';
 import { errorMessage } from '@constellation/errors';
 import { hashInitSecret } from '@constellation/keys';
-import { mintServiceAccountCredential, standinPaths } from '@constellation/sandbox';
-import { createEkCa, freePort, manufactureTpm } from '@constellation/swtpm';
+import { Kubectl, locateKubernetesPrograms, writeServiceAccountKubeconfig } from '@constellation/control-plane';
+import type { KubernetesPrograms } from '@constellation/control-plane';
+import { standinPaths } from '@constellation/sandbox';
+import { createEkCa, manufactureTpm } from '@constellation/swtpm';
 import type { EkCa } from '@constellation/swtpm';
 import { configYaml } from '../constellation-conf.js';
 import { CLI_DEFAULTS } from '../config.js';
@@ -41,12 +43,16 @@ export interface MiniUpOptions {
   joinTimeoutMs?: number;
   /** Node networking; `auto` uses network namespaces when running as root. */
   network?: 'auto' | 'namespaces' | 'loopback';
+  /** The built Kubernetes programs (what `node tools/kubernetes/build.mjs` prints): the control plane and kubectl. */
+  kubernetesBinDir: string;
   print: (line: string) => void;
 }
 
 export interface MiniUpResult {
   nodes: MiniNodeResult[];
   kubeconfig: string;
+  /** The built kubectl, of the cluster's release. */
+  kubectl: string;
   state: string;
   elapsedMs: number;
 }
@@ -56,6 +62,7 @@ type Instance = { name: string; role: 'control-plane' | 'worker'; ip: string };
 /** Everything the steps of `mini up` share once the cluster directory and network exist. */
 interface Bring {
   options: MiniUpOptions;
+  programs: KubernetesPrograms;
   artifacts: MiniArtifacts;
   state: MiniState;
   instances: Instance[];
@@ -73,6 +80,7 @@ interface Bring {
 export async function miniUp(options: MiniUpOptions): Promise<MiniUpResult> {
   const started = Date.now();
   await refuseRunningCluster(options.workspace);
+  const programs = await locateKubernetesPrograms(options.kubernetesBinDir);
   const built = await findArtifacts();
   const dir = miniDir(options.workspace);
   await rm(dir, { recursive: true, force: true });
@@ -88,6 +96,10 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniUpResult> {
         ? 'namespaces'
         : 'loopback'
       : options.network;
+  if (mode === 'loopback')
+    throw new UsageError(
+      'mini runs the real control plane, and kubeadm advertises no loopback address: the nodes need network namespaces of their own (run as root, with --network namespaces or auto)',
+    );
   const instances = nodeNames(options.controlPlanes, options.workers);
   const network = await createNetwork(mode, instances.length);
   const state: MiniState = {
@@ -95,29 +107,36 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniUpResult> {
     dir,
     metadataPid: 0,
     metadataUrl: '',
-    // In namespaces every node has its own ports, so the real ones are used.
-    joinServicePort: mode === 'namespaces' ? 30090 : await freePort(),
-    apiServerPort: mode === 'namespaces' ? 6443 : await freePort(),
+    // Every node has its own network namespace, so the real ports are used.
+    joinServicePort: 30090,
+    apiServerPort: 6443,
     network,
     artifacts,
+    kubernetesBinDir: programs.binDir,
     nodes: [],
   };
   await writeMiniState(options.workspace, state);
-  options.print(
-    `network: ${mode === 'namespaces' ? `one network namespace per node on bridge ${network.bridge} (${network.hostIp}/24)` : 'loopback addresses (run as root for network namespaces)'}`,
-  );
+  options.print(`network: one network namespace per node on bridge ${network.bridge} (${network.hostIp}/24)`);
   const initSecret = randomBytes(32).toString('base64url');
   await writeWorkspaceFile(files.initSecret, initSecret, true);
   try {
     return await bringUp({
       options,
+      programs,
       artifacts,
       state,
       instances: instances.map((n, i) => ({ ...n, ip: network.nodeIps[i] ?? '' })),
       boot: await bootChain(artifacts.bootstrapper),
       initSecret,
-      kubernetesVersion: options.kubernetesVersion ?? CLI_DEFAULTS.kubernetesVersion,
-    }).then((nodes) => ({ nodes, kubeconfig: files.kubeconfig, state: files.state, elapsedMs: Date.now() - started }));
+      // The release of the programs the control plane runs (kubeadm deploys its own minor only).
+      kubernetesVersion: options.kubernetesVersion ?? programs.release,
+    }).then((nodes) => ({
+      nodes,
+      kubeconfig: files.kubeconfig,
+      kubectl: programs.path('kubectl'),
+      state: files.state,
+      elapsedMs: Date.now() - started,
+    }));
   } catch (err) {
     throw new Error(
       `${errorMessage(err)}\n(the partly started cluster is still there: \`${selfCommand(options.workspace, ['mini', 'down'])}\` removes it)`,
@@ -205,21 +224,35 @@ async function bringUp(bring: Bring): Promise<MiniNodeResult[]> {
 }
 
 /**
- * The JoinService's own API credential, as its service account token would be: a bearer token for
- * kube-system/join-service, which the API server's RBAC limits to what deploy/joinservice/rbac.yaml grants.
+ * The JoinService's own API credential, as its pod would have it: the ServiceAccount and RBAC of
+ * deploy/joinservice applied with the built kubectl and the admin kubeconfig init returned, and a
+ * token for kube-system/join-service from the TokenRequest API, so that the API server grants the
+ * JoinService exactly what deploy/joinservice/rbac.yaml does.
  */
 async function joinServiceCredential(bring: Bring, controlPlaneDir: string): Promise<void> {
-  const { state, options } = bring;
-  const paths = standinPaths(controlPlaneDir);
+  const { state, options, programs } = bring;
+  const admin = new Kubectl(programs, workspaceFiles(options.workspace).kubeconfig);
+  const manifests = await Promise.all(
+    ['serviceaccount.yaml', 'rbac.yaml'].map((name) =>
+      readFile(join(bring.artifacts.joinserviceManifests, name), 'utf8'),
+    ),
+  );
+  await admin.apply(manifests.join('\n---\n'));
   state.joinServiceKubeconfig = join(state.dir, 'joinservice', 'kubeconfig');
-  const user = await mintServiceAccountCredential({
-    tokenAuthFile: paths.tokenAuthFile,
-    kubeconfigPath: state.joinServiceKubeconfig,
+  await mkdir(join(state.dir, 'joinservice'), { recursive: true });
+  await writeServiceAccountKubeconfig(admin, {
+    namespace: 'kube-system',
+    name: 'join-service',
     server: `https://${apiServerEndpoint(state)}`,
-    caPem: await readFile(join(paths.pki, 'ca.crt'), 'utf8'),
+    caPem: await readFile(join(standinPaths(controlPlaneDir).pki, 'ca.crt'), 'utf8'),
+    path: state.joinServiceKubeconfig,
+    // A token for as long as a mini cluster is likely to run; a pod's would be refreshed.
+    duration: '48h',
   });
   await writeMiniState(options.workspace, state);
-  options.print(`JoinService credential: service account ${user.name}`);
+  options.print(
+    'JoinService credential: service account kube-system/join-service (TokenRequest), RBAC of deploy/joinservice',
+  );
 }
 
 /**
@@ -313,6 +346,7 @@ async function startNodes(bring: Bring, image: { publicKey: string; ekCa: EkCa }
       instance,
       metadataUrl: state.metadataUrl,
       apiServerPort: state.apiServerPort,
+      kubernetesBinDir: bring.programs.binDir,
       boot: bring.boot,
       image,
       tampered: tampered.has(instance.name),

@@ -82,7 +82,11 @@ export async function destroyNetwork(network: MiniNetwork | undefined): Promise<
   await ip(['link', 'del', network.bridge]).catch(() => undefined);
 }
 
-/** The command line that runs `program args` inside node `index`'s network. */
+/**
+ * The command line that runs `program args` inside node `index`'s network. nsenter, not
+ * `ip netns exec`: the latter remounts /sys, which hides the cgroup mounts from the programs the
+ * node starts (the control plane now, the kubelet and runc later).
+ */
 export function inNode(
   network: MiniNetwork,
   index: number,
@@ -91,6 +95,6 @@ export function inNode(
 ): [string, string[]] {
   const ns = network.namespaces[index];
   return network.mode === 'namespaces' && ns !== undefined
-    ? ['ip', ['netns', 'exec', ns, program, ...args]]
+    ? ['nsenter', [`--net=/run/netns/${ns}`, '--', program, ...args]]
     : [program, [...args]];
 }

@@ -12,6 +12,7 @@ import type { MiniNode } from './mini-state.js';
 import { inNode } from './network.js';
 import type { MiniNetwork } from './network.js';
 import { MINI_OS } from './signed-components.js';
+import { BIN_DIR_ENV } from '@constellation/sandbox';
 
 export interface StartNodeOptions {
   artifacts: MiniArtifacts;
@@ -23,6 +24,8 @@ export interface StartNodeOptions {
   instance: { name: string; role: 'control-plane' | 'worker'; ip: string; ekPublicKeyHash: string };
   metadataUrl: string;
   apiServerPort: number;
+  /** The built Kubernetes programs the kubeadm stand-in runs the control plane from. */
+  kubernetesBinDir: string;
   boot: BootComponent[];
   /** What the node image carries: the vendor's signing key and the EK CA's public certificates. */
   image: { publicKey: string; ekCa: EkCa };
@@ -146,9 +149,11 @@ export async function startNode(options: StartNodeOptions): Promise<MiniNode> {
     // The JoinService starts after init; a short cap keeps waiting workers from sleeping long.
     '--join-backoff-max-ms=2000',
   ]);
-  // kubeadm is found on the node's PATH, where node preparation installs it.
+  // kubeadm is found on the node's PATH, where node preparation installs it; the stand-in starts
+  // the real control plane from the built programs, in the node's own network namespace.
   const bootstrapperEnv = {
     KUBEADM_STANDIN_ROOT: nodeDir,
+    [BIN_DIR_ENV]: options.kubernetesBinDir,
     PATH: `${join(nodeDir, 'run', 'state', 'bin')}:${process.env['PATH'] ?? ''}`,
   };
   const bootstrapperPid = await spawnDetached(program, args, join(nodeDir, 'bootstrapper.log'), {

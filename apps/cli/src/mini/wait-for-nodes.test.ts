@@ -2,14 +2,10 @@ import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import {
-  ADMIN_TOKEN,
-  coreApiWithToken,
-  kubeConfigWithToken,
-  startTokenApiServer,
-} from '@constellation/sandbox/testing';
+import { randomBytes } from 'node:crypto';
+import { Kubectl, locateKubernetesPrograms } from '@constellation/control-plane';
 import { freePort } from '@constellation/swtpm';
-import { tempDirForTest } from '@constellation/testing';
+import { sharedKubernetes, tempDirForTest } from '@constellation/testing';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { MiniNode, MiniState } from './mini-state.js';
 import { waitForNodes } from './wait-for-nodes.js';
@@ -50,35 +46,50 @@ function miniState(dir: string, nodes: MiniNode[]): MiniState {
     joinServicePort: 0,
     apiServerPort: 0,
     network: { mode: 'loopback', hostIp: '127.0.0.1', nodeIps: [], namespaces: [], bridge: '' },
-    artifacts: { root: dir, cli: '', bootstrapper: '', joinservice: '', kubeadm: '' },
+    artifacts: { root: dir, cli: '', bootstrapper: '', joinservice: '', kubeadm: '', joinserviceManifests: '' },
     nodes,
   };
 }
 
-/** The API stand-in with a Ready Node `name`, and an admin kubeconfig for it in `dir`. */
-async function apiWithReadyNode(dir: string, name: string): Promise<string> {
-  const api = await startTokenApiServer();
-  onTestFinished(() => api.close());
-  await coreApiWithToken(api, ADMIN_TOKEN).createNode({
-    body: { metadata: { name }, status: { conditions: [{ type: 'Ready', status: 'True' }] } },
+/**
+ * A Ready Node `name` in the run's control plane (its status as a kubelet registers it), deleted
+ * when the test ends, and the admin kubeconfig. Node names are the test's own: the run shares it.
+ */
+async function apiWithReadyNode(name: string): Promise<string> {
+  const k = sharedKubernetes();
+  const admin = new Kubectl(await locateKubernetesPrograms(k.binDir), k.superAdminKubeconfig);
+  await admin.run(
+    ['create', '-f', '-'],
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name },
+      status: { conditions: [{ type: 'Ready', status: 'True' }] },
+    }),
+  );
+  onTestFinished(async () => {
+    await admin.run(['delete', 'node', name, '--wait=false']);
   });
-  const kubeconfig = join(dir, 'admin.conf');
-  await writeFile(kubeconfig, kubeConfigWithToken(api, ADMIN_TOKEN).exportConfig());
-  return kubeconfig;
+  return k.superAdminKubeconfig;
 }
+
+/** A node name of this test's own. */
+const uniqueName = (base: string): string => `${base}-${randomBytes(3).toString('hex')}`;
 
 describe('waitForNodes', () => {
   it("fails at once, with the node's last log lines, when an honest node's bootstrapper stops before its node is Ready", async () => {
     const dir = await tempDirForTest();
     // The control plane is a Ready Node; the worker's bootstrapper has exited without joining.
-    const kubeconfig = await apiWithReadyNode(dir, 'control-plane-0');
+    const controlPlane = uniqueName('control-plane');
+    const worker = uniqueName('worker');
+    const kubeconfig = await apiWithReadyNode(controlPlane);
     const state = miniState(dir, [
-      miniNode(dir, 'control-plane-0', 'control-plane', process.pid),
-      miniNode(dir, 'worker-1', 'worker', await exitedPid()),
+      miniNode(dir, controlPlane, 'control-plane', process.pid),
+      miniNode(dir, worker, 'worker', await exitedPid()),
     ]);
-    await mkdir(join(dir, 'worker-1'), { recursive: true });
+    await mkdir(join(dir, worker), { recursive: true });
     await writeFile(
-      join(dir, 'worker-1', 'bootstrapper.log'),
+      join(dir, worker, 'bootstrapper.log'),
       [
         '{"message":"one"}',
         '{"message":"two"}',
@@ -103,21 +114,22 @@ describe('waitForNodes', () => {
       (err: unknown) => err as Error,
     );
     expect(failure.message).toBe(
-      `worker-1's bootstrapper stopped before joining; its last log lines: {"message":"two"} | {"message":"join ticket received"} | Error [ERR_MODULE_NOT_FOUND]: Cannot find module '/image/chunks/chunk-1.mjs' imported from /image/chunks/chunk-2.mjs (all in ${join(dir, 'worker-1', 'bootstrapper.log')})`,
+      `${worker}'s bootstrapper stopped before joining; its last log lines: {"message":"two"} | {"message":"join ticket received"} | Error [ERR_MODULE_NOT_FOUND]: Cannot find module '/image/chunks/chunk-1.mjs' imported from /image/chunks/chunk-2.mjs (all in ${join(dir, worker, 'bootstrapper.log')})`,
     );
   });
 
   it('reports a Ready node only once its verify endpoint answers: `constellation verify` may come right after `mini up`', async () => {
     const dir = await tempDirForTest();
-    const kubeconfig = await apiWithReadyNode(dir, 'control-plane-0');
+    const controlPlane = uniqueName('control-plane');
+    const kubeconfig = await apiWithReadyNode(controlPlane);
     const verifyPort = await freePort();
-    const state = miniState(dir, [{ ...miniNode(dir, 'control-plane-0', 'control-plane', process.pid), verifyPort }]);
+    const state = miniState(dir, [{ ...miniNode(dir, controlPlane, 'control-plane', process.pid), verifyPort }]);
     const failure = await waitForNodes({ state, kubeconfig, timeoutMs: 1_000 }).then(
       () => new Error('waitForNodes resolved'),
       (err: unknown) => err as Error,
     );
     expect(failure.message).toBe(
-      `not up after 1000 ms: control-plane-0 (Ready, but its verify endpoint does not answer) (logs in ${dir})`,
+      `not up after 1000 ms: ${controlPlane} (Ready, but its verify endpoint does not answer) (logs in ${dir})`,
     );
     const endpoint = createServer((socket) => socket.destroy());
     await new Promise<void>((resolve) => endpoint.listen(verifyPort, '127.0.0.1', resolve));
@@ -131,7 +143,7 @@ describe('waitForNodes', () => {
     );
     const nodes = await waitForNodes({ state, kubeconfig, timeoutMs: 10_000 });
     expect(nodes.map((n) => [n.name, n.state, n.attestation])).toEqual([
-      ['control-plane-0', 'initialised', 'measurements match'],
+      [controlPlane, 'initialised', 'measurements match'],
     ]);
   });
 });

@@ -3,20 +3,17 @@ import { join as joinPath } from 'node:path';
 import { pathExists } from '@constellation/files';
 import { caPublicKeyPin } from '@constellation/keys';
 import { errorMessage } from '@constellation/errors';
-import { apiServerCertificateNames } from './api-server-names.js';
-import { spawnApiServer, stopApiServer } from './api-server-process.js';
-import { createBootstrapTokens, createClusterInfo } from './bootstrap-token-phase.js';
+import { controlPlaneRun, kubeconfigCredential, startNodeControlPlane } from './control-plane-process.js';
+import { stopApiServer } from './control-plane-stop.js';
 import { hostPort } from './config-defaults.js';
 import { loadInitConfig, loadJoinConfig } from './config-load.js';
 import type { Warn } from './config-schema.js';
 import { parseHostPort } from './config-validation.js';
 import { DiscoveryError, discoverCluster } from './discovery.js';
 import { existingReadyNodeError } from './existing-node-check.js';
-import { fetchClusterConfiguration, uploadClusterConfiguration } from './kubeadm-config-map.js';
-import { httpsJson } from './https-json.js';
-import type { Credential } from './https-json.js';
+import { fetchClusterConfiguration } from './kubeadm-config-map.js';
 import { kubeconfig } from './kubeconfig.js';
-import { fetchKubeletConfiguration, uploadKubeletConfiguration, writeKubeletConfigFile } from './kubelet-config-map.js';
+import { fetchKubeletConfiguration, writeKubeletConfigFile } from './kubelet-config-map.js';
 import type { KubeletConfiguration } from './kubelet-config-map.js';
 import { registerNode } from './kubelet-registration.js';
 import { markControlPlane } from './mark-control-plane.js';
@@ -24,11 +21,10 @@ import { currentClientCredential, storeClientCredential } from './kubelet-cert-s
 import { TlsBootstrapError, tlsBootstrap } from './kubelet-tls-bootstrap.js';
 import type { KubeletClientCredential } from './kubelet-tls-bootstrap.js';
 import { standinPaths } from './paths.js';
-import { ensureClusterPki, issueClientCredential } from './pki.js';
+import { issueClientCredential } from './pki.js';
 import { initNodeChecks, joinNodeChecks, runChecks } from './preflight.js';
 import type { PreflightCheck } from './preflight.js';
 import { sharedCertificateError } from './shared-certificates.js';
-import { writeStaticPodManifests } from './static-pod-manifests.js';
 import { PhaseError } from './phase-error.js';
 
 export { PhaseError } from './phase-error.js';
@@ -45,25 +41,6 @@ Please ensure that:
 `;
 
 type Print = (line: string) => void;
-
-async function waitReady(url: string, ca: string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last = '';
-  while (Date.now() < deadline) {
-    try {
-      const res = await httpsJson(`${url}/readyz`, { ca, timeoutMs: 1_000 });
-      if (res.status === 200) return;
-      last = `status ${res.status}`;
-    } catch (err) {
-      last = errorMessage(err);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new PhaseError(
-    'wait-control-plane',
-    `the API server at ${url} did not become ready within ${timeoutMs} ms (${last})`,
-  );
-}
 
 /** The preflight phase: failed checks stop the command unless ignored; warnings go to stderr. */
 async function preflight(print: Print, checks: readonly PreflightCheck[], ignore: readonly string[]): Promise<void> {
@@ -87,16 +64,15 @@ export interface InitOptions {
 }
 
 /**
- * `kubeadm init --config <file>`: certs, kubeconfigs, the API server (a detached process in
- * place of the static pods, running the controller-manager parts a join needs), the kubelet's
- * registration, mark-control-plane, bootstrap-token (tokens and cluster-info), the join command.
+ * `kubeadm init --config <file>`: the real control plane (kubeadm's certs, kubeconfig, etcd and
+ * control-plane phases, then the four programs as processes in place of the static pods), the
+ * kubelet's configuration and its Node registration with kubeadm's kubelet.conf, then kubeadm's
+ * upload-config, mark-control-plane and bootstrap-token phases, and the join command.
  */
 export async function init(root: string, configPath: string, print: Print, options: InitOptions = {}): Promise<void> {
-  const {
-    init: initConfig,
-    cluster,
-    kubelet: kubeletConfig,
-  } = load(loadInitConfig, await readFile(configPath, 'utf8'));
+  const configText = await readFile(configPath, 'utf8');
+  const { init: initConfig, cluster, kubelet: kubeletConfig } = load(loadInitConfig, configText);
+  const run = controlPlaneRun();
   const paths = standinPaths(root);
   const skipped = (phase: string): boolean =>
     initConfig.skipPhases.some((p) => p === phase || phase.startsWith(`${p}/`));
@@ -106,102 +82,65 @@ export async function init(root: string, configPath: string, print: Print, optio
   if (!skipped('preflight'))
     await preflight(
       print,
-      initNodeChecks(root, initConfig.bindPort),
+      initNodeChecks(root, initConfig.bindPort, run.netns === undefined ? undefined : initConfig.advertiseAddress),
       initConfig.nodeRegistration.ignorePreflightErrors,
     );
-  const { ips, dnsNames } = apiServerCertificateNames(initConfig, cluster);
-  print('[certs] Using certificateDir folder "/etc/kubernetes/pki"');
-  const pki = await ensureClusterPki(paths.pki, ips, dnsNames);
   // ParseHostPort without a port: the local bind port (GetControlPlaneEndpoint).
   const server = `https://${hostPort(endpointHost, endpoint?.port ?? initConfig.bindPort)}`;
-  const admin: Credential = { cert: pki.adminCertPem, key: pki.adminKeyPem };
-  await writeFile(
-    paths.adminConf,
-    kubeconfig({
-      clusterName: cluster.clusterName,
-      server,
-      caPem: pki.caCertPem,
-      userName: 'kubernetes-admin',
-      clientCertPem: pki.adminCertPem,
-      clientKeyPem: pki.adminKeyPem,
-    }),
-    { mode: 0o600 },
-  );
-  print('[kubeconfig] Writing "admin.conf" kubeconfig file');
-  const nodeName = initConfig.nodeRegistration.name;
-  const kubelet = await issueClientCredential(paths.pki, `system:node:${nodeName}`, ['system:nodes']);
-  await writeFile(
-    paths.kubeletConf,
-    kubeconfig({
-      clusterName: cluster.clusterName,
-      server,
-      caPem: pki.caCertPem,
-      userName: `system:node:${nodeName}`,
-      clientCertPem: kubelet.certPem,
-      clientKeyPem: kubelet.keyPem,
-    }),
-    { mode: 0o600 },
-  );
-  print('[kubeconfig] Writing "kubelet.conf" kubeconfig file');
+  print('[certs] Using certificateDir folder "/etc/kubernetes/pki"');
   print('[control-plane] Using manifest folder "/etc/kubernetes/manifests"');
-  await writeStaticPodManifests(paths.manifests, cluster.kubernetesVersion);
   await stopApiServer(root);
-  await spawnApiServer(root, initConfig.advertiseAddress, initConfig.bindPort, cluster.kubernetesVersion);
-  if (!skipped('kubelet-start')) {
-    print('[kubelet-start] Writing kubelet configuration to file "/var/lib/kubelet/config.yaml"');
-    await writeKubeletConfigFile(paths.kubeletConfig, kubeletConfig);
-  }
-  print('[wait-control-plane] Waiting for the kubelet to boot up the control plane');
-  const local = `https://${hostPort(initConfig.advertiseAddress, initConfig.bindPort)}`;
-  await waitReady(local, pki.caCertPem, 20_000);
-  await registerNode(
-    local,
-    pki.caCertPem,
-    { cert: kubelet.certPem, key: kubelet.keyPem },
-    nodeName,
-    initConfig.nodeRegistration.nodeIp,
-  );
-  if (!skipped('upload-config/kubeadm')) {
-    print(
-      '[upload-config] Storing the configuration used in ConfigMap "kubeadm-config" in the "kube-system" Namespace',
+  let controlPlane;
+  try {
+    controlPlane = await startNodeControlPlane(
+      root,
+      configText,
+      { ip: initConfig.advertiseAddress, port: initConfig.bindPort },
+      run,
     );
-    await uploadClusterConfiguration(local, pki.caCertPem, admin, cluster);
+  } catch (err) {
+    throw new PhaseError('wait-control-plane', errorMessage(err));
   }
-  if (!skipped('upload-config/kubelet')) {
-    print(
-      '[kubelet] Creating a ConfigMap "kubelet-config" in namespace kube-system with the configuration for the kubelets in the cluster',
-    );
-    await uploadKubeletConfiguration(local, pki.caCertPem, admin, kubeletConfig);
-  }
-  if (!skipped('mark-control-plane')) {
-    try {
-      await markControlPlane(
-        local,
-        pki.caCertPem,
-        admin,
-        nodeName,
-        initConfig.nodeRegistration.taints,
-        initConfig.kubernetesApiCallMs,
-        print,
-      );
-    } catch (err) {
-      throw new PhaseError('mark-control-plane', errorMessage(err));
+  try {
+    if (!skipped('kubelet-start')) {
+      print('[kubelet-start] Writing kubelet configuration to file "/var/lib/kubelet/config.yaml"');
+      await writeKubeletConfigFile(paths.kubeletConfig, kubeletConfig);
     }
-  }
-  if (!skipped('bootstrap-token')) {
-    print('[bootstrap-token] Configuring bootstrap tokens, cluster-info ConfigMap, RBAC Roles');
-    await createBootstrapTokens(local, pki.caCertPem, admin, initConfig.bootstrapTokens);
-    const clusterInfo = kubeconfig({ clusterName: '', server, caPem: pki.caCertPem, userName: '' });
-    await createClusterInfo(local, pki.caCertPem, admin, clusterInfo);
+    const nodeName = initConfig.nodeRegistration.name;
+    const local = controlPlane.apiServerUrl;
+    // The kubelet registers its Node with the credentials kubeadm's kubeconfig phase gave it
+    // (system:node:<name>; NodeRestriction lets a node create its own Node).
+    await registerNode(
+      local,
+      controlPlane.caCertificatePem,
+      await kubeconfigCredential(paths.kubeletConf),
+      nodeName,
+      initConfig.nodeRegistration.nodeIp,
+    );
+    const phase = async (name: string, ...args: string[]): Promise<void> => {
+      try {
+        for (const line of (await controlPlane.kubeadmInitPhase(...args)).trimEnd().split('\n')) print(line);
+      } catch (err) {
+        throw new PhaseError(name, errorMessage(err));
+      }
+    };
+    if (!skipped('upload-config/kubeadm')) await phase('upload-config/kubeadm', 'upload-config', 'kubeadm');
+    if (!skipped('upload-config/kubelet')) await phase('upload-config/kubelet', 'upload-config', 'kubelet');
+    if (!skipped('mark-control-plane')) await phase('mark-control-plane', 'mark-control-plane');
+    if (!skipped('bootstrap-token')) await phase('bootstrap-token', 'bootstrap-token');
+  } catch (err) {
+    await controlPlane.stop();
+    throw err;
   }
   print('Your Kubernetes control-plane has initialized successfully!');
   if (!skipped('show-join-command')) {
-    const [first] = initConfig.bootstrapTokens;
+    // A token kubeadm drew itself (none configured) is not the one the stand-in's defaults drew.
+    const [first] = initConfig.bootstrapTokenConfigs.length > 0 ? initConfig.bootstrapTokens : [];
     const token =
       first === undefined || options.skipTokenPrint === true ? '<value withheld>' : `${first.id}.${first.secret}`;
     print('Then you can join any number of worker nodes by running the following on each as root:');
     print(`kubeadm join ${server.slice('https://'.length)} --token ${token} \\`);
-    print(`\t--discovery-token-ca-cert-hash ${caPublicKeyPin(pki.caCertPem)}`);
+    print(`\t--discovery-token-ca-cert-hash ${caPublicKeyPin(controlPlane.caCertificatePem)}`);
   }
 }
 
@@ -379,7 +318,7 @@ const RESET_FILES = [
 ].map((name) => `/etc/kubernetes/${name}`);
 
 /**
- * `kubeadm reset`: stops the API server stand-in (the control plane and its etcd data go with it)
+ * `kubeadm reset`: stops the control plane's programs (its etcd data goes with the directories)
  * and cleans the node as cleanup-node does (cmd/kubeadm/app/cmd/phases/reset/cleanupnode.go
  * runCleanupNode, resetConfigDir): the directories are emptied, not removed.
  */

@@ -1,8 +1,5 @@
-import { parse, stringify } from 'yaml';
-import type { ResolvedCluster } from './config-defaults.js';
+import { parse } from 'yaml';
 import { getConfigMapWithShortRetry } from './config-map-short-retry.js';
-import type { Credential } from './https-json.js';
-import { httpsJson } from './https-json.js';
 
 /*
  * kube-system/kubeadm-config: init's upload-config phase stores the cluster's ClusterConfiguration
@@ -14,44 +11,6 @@ import { httpsJson } from './https-json.js';
  */
 
 const KEY = 'ClusterConfiguration';
-
-/** The ClusterConfiguration document as kubeadm marshals it (empty optional fields left out). */
-function clusterConfigurationYaml(cluster: ResolvedCluster): string {
-  return stringify({
-    apiVersion: 'kubeadm.k8s.io/v1beta4',
-    kind: 'ClusterConfiguration',
-    ...(cluster.certSANs.length > 0 ? { apiServer: { certSANs: cluster.certSANs } } : {}),
-    certificatesDir: '/etc/kubernetes/pki',
-    clusterName: cluster.clusterName,
-    ...(cluster.controlPlaneEndpoint === '' ? {} : { controlPlaneEndpoint: cluster.controlPlaneEndpoint }),
-    kubernetesVersion: cluster.kubernetesVersion,
-    networking: {
-      dnsDomain: cluster.dnsDomain,
-      ...(cluster.podSubnet === '' ? {} : { podSubnet: cluster.podSubnet }),
-      serviceSubnet: cluster.serviceSubnet,
-    },
-  });
-}
-
-/** UploadConfiguration: creates the ConfigMap with kubeadm's admin credentials. */
-export async function uploadClusterConfiguration(
-  server: string,
-  caPem: string,
-  admin: Credential,
-  cluster: ResolvedCluster,
-): Promise<void> {
-  const res = await httpsJson(`${server}/api/v1/namespaces/kube-system/configmaps`, {
-    method: 'POST',
-    ca: caPem,
-    credential: admin,
-    body: {
-      metadata: { name: 'kubeadm-config', namespace: 'kube-system' },
-      data: { [KEY]: clusterConfigurationYaml(cluster) },
-    },
-  });
-  if (res.status !== 201 && res.status !== 409)
-    throw new Error(`cannot store the kubeadm-config ConfigMap: status ${res.status}`);
-}
 
 /**
  * The stored ClusterConfiguration's fields join uses, read with the bootstrap token

@@ -1,15 +1,12 @@
-import { execFile } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import { caPublicKeyPin } from '@constellation/keys';
-import { freePort, installTypeScriptCommand, repoRoot, tempDirForTest } from '@constellation/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { stopApiServer } from './api-server-process.js';
 import { standinPaths } from './paths.js';
-
+import { KUBEADM_API as API, standinCluster } from './standin.fixture.js';
+import type { StandinCluster } from './standin.fixture.js';
 // Where a node's kubelet configuration comes from. init: its file's KubeletConfiguration, written
 // to /var/lib/kubelet/config.yaml and stored in ConfigMap kube-system/kubelet-config
 // (cmd/kubeadm/app/phases/kubelet/config.go CreateConfigMap). join: that ConfigMap, downloaded in
@@ -17,42 +14,23 @@ import { standinPaths } from './paths.js';
 // componentconfigs.FetchFromCluster, kubeletConfigFromCluster with mustExist); a KubeletConfiguration
 // in the join file is skipped (joinconfiguration.go documentMapToJoinConfiguration).
 
-const API = 'kubeadm.k8s.io/v1beta4';
 const KUBELET_API = 'kubelet.config.k8s.io/v1beta1';
 const TOKEN = 'abcdef.0123456789abcdef';
-const roots: string[] = [];
+let cluster: StandinCluster | undefined;
 afterEach(async () => {
-  await Promise.all(roots.splice(0).map((root) => stopApiServer(root)));
+  await cluster?.cleanup();
+  cluster = undefined;
 });
 
 const yaml = (docs: Record<string, unknown>[]): string => docs.map((d) => stringify(d)).join('---\n');
 
-async function standin(): Promise<{ root: string; run: (args: string[]) => Promise<{ code: number; out: string }> }> {
-  const root = await tempDirForTest();
-  roots.push(root);
-  const program = await installTypeScriptCommand(
-    join(root, 'bin'),
-    'kubeadm',
-    join(repoRoot(), 'libs/sandbox/src/kubeadm-standin/main.ts'),
-  );
-  const run = async (args: string[]): Promise<{ code: number; out: string }> => {
-    try {
-      const { stdout, stderr } = await promisify(execFile)(program, args, {
-        env: { ...process.env, KUBEADM_STANDIN_ROOT: root },
-        timeout: 60_000,
-      });
-      return { code: 0, out: stdout + stderr };
-    } catch (err) {
-      const e = err as { code?: number; stdout?: string; stderr?: string };
-      return { code: e.code ?? -1, out: (e.stdout ?? '') + (e.stderr ?? '') };
-    }
-  };
-  return { root, run };
-}
-
-async function initCluster(skipKubeletUpload = false): Promise<{ port: number; caPem: string; root: string }> {
-  const cp = await standin();
-  const port = await freePort();
+/** init (real kubeadm and control plane, in a network namespace of the test's own) of a new cluster. */
+async function initCluster(
+  skipKubeletUpload = false,
+): Promise<{ cluster: StandinCluster; caPem: string; root: string }> {
+  const started = await standinCluster();
+  cluster = started;
+  const cp = await started.node();
   const config = join(cp.root, 'init.yaml');
   await writeFile(
     config,
@@ -62,28 +40,32 @@ async function initCluster(skipKubeletUpload = false): Promise<{ port: number; c
         kind: 'InitConfiguration',
         nodeRegistration: { name: 'cp-0' },
         bootstrapTokens: [{ token: TOKEN }],
-        localAPIEndpoint: { advertiseAddress: '127.0.0.1', bindPort: port },
+        localAPIEndpoint: { advertiseAddress: started.network.ip, bindPort: 6443 },
         ...(skipKubeletUpload ? { skipPhases: ['upload-config/kubelet'] } : {}),
       },
-      { apiVersion: API, kind: 'ClusterConfiguration', kubernetesVersion: 'v1.32.9' },
+      { apiVersion: API, kind: 'ClusterConfiguration', kubernetesVersion: started.release },
       { apiVersion: KUBELET_API, kind: 'KubeletConfiguration', tlsCertFile: '/cluster/serving.crt' },
     ]),
   );
-  const { code, out } = await cp.run(['init', '--config', config]);
-  expect(out).toContain('Your Kubernetes control-plane has initialized successfully!');
-  expect(code).toBe(0);
+  const { code, stdout, stderr } = await cp.run(['init', '--config', config]);
+  expect(code, stderr).toBe(0);
+  expect(stdout).toContain('Your Kubernetes control-plane has initialized successfully!');
   const caPem = await readFile(join(standinPaths(cp.root).pki, 'ca.crt'), 'utf8');
-  return { port, caPem, root: cp.root };
+  return { cluster: started, caPem, root: cp.root };
 }
 
-function joinFile(port: number, caPem: string): string {
+function joinFile(on: StandinCluster, caPem: string): string {
   return yaml([
     {
       apiVersion: API,
       kind: 'JoinConfiguration',
       nodeRegistration: { name: 'worker-1' },
       discovery: {
-        bootstrapToken: { apiServerEndpoint: `127.0.0.1:${port}`, token: TOKEN, caCertHashes: [caPublicKeyPin(caPem)] },
+        bootstrapToken: {
+          apiServerEndpoint: `${on.network.ip}:6443`,
+          token: TOKEN,
+          caCertHashes: [caPublicKeyPin(caPem)],
+        },
       },
     },
     { apiVersion: KUBELET_API, kind: 'KubeletConfiguration', tlsCertFile: '/join-file/serving.crt' },
@@ -91,8 +73,8 @@ function joinFile(port: number, caPem: string): string {
 }
 
 describe('the kubelet configuration of init and join', () => {
-  it('init writes its KubeletConfiguration and stores it in kubelet-config; join takes the ConfigMap’s, not its file’s', async () => {
-    const { port, caPem, root } = await initCluster();
+  it('init writes its KubeletConfiguration and kubeadm stores it in kubelet-config; join takes the ConfigMap’s, not its file’s', async () => {
+    const { cluster: on, caPem, root } = await initCluster();
     const cpConfig = parse(await readFile(standinPaths(root).kubeletConfig, 'utf8')) as Record<string, unknown>;
     expect(cpConfig).toMatchObject({ kind: 'KubeletConfiguration', tlsCertFile: '/cluster/serving.crt' });
     const kc = new k8s.KubeConfig();
@@ -100,27 +82,30 @@ describe('the kubelet configuration of init and join', () => {
     const stored = await kc
       .makeApiClient(k8s.CoreV1Api)
       .readNamespacedConfigMap({ namespace: 'kube-system', name: 'kubelet-config' });
-    expect(parse(stored.data?.['kubelet'] ?? '')).toEqual(cpConfig);
+    // kubeadm stores it with its defaults filled in.
+    expect(parse(stored.data?.['kubelet'] ?? '')).toMatchObject(cpConfig);
 
-    const worker = await standin();
+    const worker = await on.node();
     const file = join(worker.root, 'join.yaml');
-    await writeFile(file, joinFile(port, caPem));
-    const { code, out } = await worker.run(['join', '--config', file]);
-    expect(out).toContain('This node has joined the cluster');
-    expect(code).toBe(0);
+    await writeFile(file, joinFile(on, caPem));
+    const { code, stdout, stderr } = await worker.run(['join', '--config', file]);
+    expect(code, stderr).toBe(0);
+    expect(stdout).toContain('This node has joined the cluster');
     const workerConfig = parse(await readFile(standinPaths(worker.root).kubeletConfig, 'utf8')) as unknown;
     expect(workerConfig).toMatchObject({ tlsCertFile: '/cluster/serving.crt' });
-  });
+  }, 120_000);
 
-  it('join fails in preflight when the cluster has no kubelet-config ConfigMap (mustExist)', async () => {
-    const { port, caPem } = await initCluster(true);
-    const worker = await standin();
+  it('join fails in preflight when init skipped the kubelet-config ConfigMap (mustExist)', async () => {
+    const { cluster: on, caPem } = await initCluster(true);
+    const worker = await on.node();
     const file = join(worker.root, 'join.yaml');
-    await writeFile(file, joinFile(port, caPem));
-    const { code, out } = await worker.run(['join', '--config', file]);
+    await writeFile(file, joinFile(on, caPem));
+    const { code, stderr } = await worker.run(['join', '--config', file]);
     expect(code).not.toBe(0);
-    expect(out).toContain(
-      'error execution phase preflight: unable to fetch the kubeadm-config ConfigMap: failed to get component configs: could not download the kubelet configuration from ConfigMap "kubelet-config": configmaps "kubelet-config" not found',
+    expect(stderr).toContain(
+      // kubeadm's upload-config/kubelet also makes the Role that lets joining nodes read it: without
+      // the phase the real API server refuses the token before it looks for the ConfigMap.
+      'error execution phase preflight: unable to fetch the kubeadm-config ConfigMap: failed to get component configs: could not download the kubelet configuration from ConfigMap "kubelet-config": configmaps "kubelet-config" is forbidden: User "system:bootstrap:abcdef" cannot get resource "configmaps" in API group "" in the namespace "kube-system"',
     );
-  });
+  }, 120_000);
 });

@@ -2,8 +2,6 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { getConfigMapWithShortRetry } from './config-map-short-retry.js';
-import type { Credential } from './https-json.js';
-import { httpsJson } from './https-json.js';
 
 /*
  * The kubelet's configuration as kubeadm hands it around. init writes the KubeletConfiguration of
@@ -32,23 +30,6 @@ export const DEFAULT_KUBELET_CONFIGURATION: KubeletConfiguration = {
 export async function writeKubeletConfigFile(path: string, config: KubeletConfiguration): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
   await writeFile(path, stringify(config), { mode: 0o644 });
-}
-
-/** upload-config/kubelet: creates the ConfigMap with kubeadm's admin credentials. */
-export async function uploadKubeletConfiguration(
-  server: string,
-  caPem: string,
-  admin: Credential,
-  config: KubeletConfiguration,
-): Promise<void> {
-  const res = await httpsJson(`${server}/api/v1/namespaces/kube-system/configmaps`, {
-    method: 'POST',
-    ca: caPem,
-    credential: admin,
-    body: { metadata: { name: NAME, namespace: 'kube-system' }, data: { [KEY]: stringify(config) } },
-  });
-  if (res.status !== 201 && res.status !== 409)
-    throw new Error(`error creating kubelet configuration ConfigMap: status ${res.status}`);
 }
 
 /**

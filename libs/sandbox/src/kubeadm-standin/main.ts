@@ -1,8 +1,10 @@
 // The kubeadm stand-in: kubeadm's command-line contract (init --config, join --config, reset)
-// for machines without kubelet or containers. It writes what kubeadm writes under
-// $KUBEADM_STANDIN_ROOT and runs the Kubernetes API stand-in in place of the control plane.
+// for machines without kubelet or containers, until mini's nodes run the real kubelet. Its init
+// runs real kubeadm's phases under $KUBEADM_STANDIN_ROOT and the real control plane as processes
+// in place of the static pods (the programs from $KUBEADM_STANDIN_BIN_DIR, in the network
+// namespace $KUBEADM_STANDIN_NETNS when set); its join keeps its own discovery and TLS bootstrap
+// against that real API server.
 import { Command } from '@commander-js/extra-typings';
-import { serveApiServer } from './api-server-process.js';
 import { PhaseError, init, join, reset } from './commands.js';
 import { ConfigError } from './config-schema.js';
 import { errorMessage } from '@constellation/errors';
@@ -38,12 +40,6 @@ program
   .command('reset')
   .option('-f, --force', 'no confirmation (always)')
   .action(() => reset(needRoot(), print));
-program
-  .command('serve-apiserver', { hidden: true })
-  .requiredOption('--host <host>')
-  .requiredOption('--port <port>')
-  .requiredOption('--version-string <v>')
-  .action((o) => serveApiServer(needRoot(), o.host, Number(o.port), o.versionString));
 
 try {
   await program.parseAsync(process.argv);

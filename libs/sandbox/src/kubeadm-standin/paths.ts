@@ -9,14 +9,10 @@ export function standinPaths(root: string): {
   kubeletConf: string;
   /** The kubelet's --config, written by kubelet-start. */
   kubeletConfig: string;
+  /** The control plane's state (control-plane.json: its processes) and its programs' logs (logs/). */
   run: string;
-  apiServerState: string;
-  apiServerLog: string;
-  /** kube-apiserver's `--token-auth-file`: static bearer tokens (mini's JoinService service account). */
-  tokenAuthFile: string;
 } {
   const kubernetes = join(root, 'etc', 'kubernetes');
-  const run = join(root, 'run', 'kubeadm-standin');
   return {
     kubernetes,
     pki: join(kubernetes, 'pki'),
@@ -24,9 +20,6 @@ export function standinPaths(root: string): {
     adminConf: join(kubernetes, 'admin.conf'),
     kubeletConf: join(kubernetes, 'kubelet.conf'),
     kubeletConfig: join(root, 'var', 'lib', 'kubelet', 'config.yaml'),
-    run,
-    apiServerState: join(run, 'apiserver.json'),
-    apiServerLog: join(run, 'apiserver.log'),
-    tokenAuthFile: join(kubernetes, 'known-tokens.csv'),
+    run: join(root, 'run', 'kubeadm-standin'),
   };
 }

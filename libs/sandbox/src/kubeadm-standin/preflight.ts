@@ -1,7 +1,6 @@
 import { access } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
-import { STATIC_POD_COMPONENTS } from './static-pod-manifests.js';
 
 /*
  * The preflight checks of kubeadm (cmd/kubeadm/app/preflight/checks.go) that concern what the
@@ -33,15 +32,37 @@ function fileAvailable(root: string, path: string): PreflightCheck {
   };
 }
 
-/** PortOpenCheck: net.Listen("tcp", ":<port>") must succeed (every address, as Go binds it). */
-function portOpen(port: number): PreflightCheck {
+/**
+ * PortOpenCheck: net.Listen("tcp", ":<port>") must succeed (every address, as Go binds it). For a
+ * control plane in another network namespace, where this process cannot bind, a connection to
+ * its advertised address that is accepted means the port is in use.
+ */
+function portOpen(port: number, otherNamespaceAddress: string | undefined): PreflightCheck {
+  const inUse = `Port ${port} is in use`;
   return {
     name: `Port-${port}`,
     run: () =>
       new Promise((resolve) => {
+        if (otherNamespaceAddress !== undefined) {
+          const socket = connect({ host: otherNamespaceAddress, port, timeout: 2_000 });
+          const answer = (failure: string | undefined): void => {
+            socket.destroy();
+            resolve(failure);
+          };
+          socket.once('connect', () => {
+            answer(inUse);
+          });
+          socket.once('error', () => {
+            answer(undefined);
+          });
+          socket.once('timeout', () => {
+            answer(undefined);
+          });
+          return;
+        }
         const server = createServer();
         server.once('error', () => {
-          resolve(`Port ${port} is in use`);
+          resolve(inUse);
         });
         server.listen(port, () => {
           server.close(() => {
@@ -53,11 +74,13 @@ function portOpen(port: number): PreflightCheck {
 }
 
 const MANIFESTS = '/etc/kubernetes/manifests';
+/** The static Pod manifests kubeadm's control-plane and etcd phases write. */
+const STATIC_POD_COMPONENTS = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'etcd'] as const;
 
-/** InitNodeChecks, the stand-in's part. */
-export function initNodeChecks(root: string, bindPort: number): PreflightCheck[] {
+/** InitNodeChecks, the stand-in's part; `otherNamespaceAddress`: see portOpen. */
+export function initNodeChecks(root: string, bindPort: number, otherNamespaceAddress?: string): PreflightCheck[] {
   return [
-    portOpen(bindPort),
+    portOpen(bindPort, otherNamespaceAddress),
     ...STATIC_POD_COMPONENTS.map((component) => fileAvailable(root, `${MANIFESTS}/${component}.yaml`)),
   ];
 }
