@@ -4,7 +4,7 @@
 // run's own (test-control-plane.ts). Started only when the run includes a package that talks to
 // Kubernetes, and stopped when the run ends, however it ends. Every package gets the programs'
 // directory (`kubernetesPrograms`), which is built here when the machine has no build yet.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,41 +34,63 @@ function kubernetesBinDir(): string {
   return result.stdout.trim();
 }
 
-function controlPlaneCommand(args: readonly string[]): void {
-  const result = spawnSync(
-    process.execPath,
-    [
-      '--conditions=@constellation/source',
-      '--import',
-      'tsx',
-      join(import.meta.dirname, 'test-control-plane.ts'),
-      ...args,
-    ],
-    { cwd: root, stdio: ['ignore', 'inherit', 'inherit'], timeout: 180_000 },
-  );
+const controlPlaneArgs = (args: readonly string[]): string[] => [
+  '--conditions=@constellation/source',
+  '--import',
+  'tsx',
+  join(import.meta.dirname, 'test-control-plane.ts'),
+  ...args,
+];
+
+/** Runs test-control-plane.ts and waits for it: for `up`, before any worker exists, and on exit. */
+function controlPlaneCommandSync(args: readonly string[]): void {
+  const result = spawnSync(process.execPath, controlPlaneArgs(args), {
+    cwd: root,
+    stdio: ['ignore', 'inherit', 'inherit'],
+    timeout: 180_000,
+  });
   if (result.status !== 0) throw new Error(`test-control-plane.ts ${args[0] ?? ''} failed (see above)`);
 }
 
-export default function startSharedControlPlane(project: TestProject): () => void {
+/**
+ * The same without blocking: the teardown runs while vitest still waits for its workers to exit,
+ * and a blocked event loop made it report them as hanging.
+ */
+function controlPlaneCommand(args: readonly string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, controlPlaneArgs(args), {
+      cwd: root,
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 180_000);
+    child.once('error', reject);
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      if (code === 0) resolve();
+      else reject(new Error(`test-control-plane.ts ${args[0] ?? ''} exited with ${String(code)} (see above)`));
+    });
+  });
+}
+
+export default function startSharedControlPlane(project: TestProject): () => Promise<void> {
   const binDir = kubernetesBinDir();
   project.provide('kubernetesBinDir', binDir);
   if (!project.vitest.projects.some((p) => KUBERNETES_PROJECTS.has(p.name))) {
     project.provide('kubernetes', null);
-    return () => undefined;
+    return () => Promise.resolve();
   }
   const dir = mkdtempSync(join(tmpdir(), 'constellation-control-plane-'));
   let stopped = false;
-  const stop = (): void => {
-    if (stopped) return;
-    stopped = true;
-    controlPlaneCommand(['down', dir]);
-  };
   // Whatever ends the run, the programs go with it.
-  process.once('exit', stop);
-  controlPlaneCommand(['up', dir, binDir]);
+  const stopOnExit = (): void => {
+    if (!stopped) controlPlaneCommandSync(['down', dir]);
+  };
+  process.once('exit', stopOnExit);
+  controlPlaneCommandSync(['up', dir, binDir]);
   project.provide('kubernetes', JSON.parse(readFileSync(join(dir, 'shared.json'), 'utf8')) as SharedKubernetes);
-  return () => {
-    stop();
-    process.removeListener('exit', stop);
+  return async () => {
+    stopped = true;
+    process.removeListener('exit', stopOnExit);
+    await controlPlaneCommand(['down', dir]);
   };
 }
