@@ -5,14 +5,13 @@ import { getConfigMapWithShortRetry } from './config-map-short-retry.js';
 
 /*
  * The kubelet's configuration as kubeadm hands it around. init writes the KubeletConfiguration of
- * its --config file to /var/lib/kubelet/config.yaml (kubelet-start) and stores it in ConfigMap
- * kube-system/kubelet-config, key "kubelet" (upload-config/kubelet,
- * cmd/kubeadm/app/phases/kubelet/config.go CreateConfigMap). join never reads a KubeletConfiguration
- * from its own file: its preflight downloads that ConfigMap with the bootstrap token
- * (cmd/kubeadm/app/util/config/cluster.go getInitConfigurationFromCluster ->
- * componentconfigs.FetchFromCluster; kubeletConfigFromCluster with mustExist) and kubelet-start
- * writes it to config.yaml. kubeadm stores its fully defaulted form; the stand-in keeps the
- * document as configured, with its apiVersion and kind.
+ * its --config file to /var/lib/kubelet/config.yaml (kubelet-start) and real kubeadm's
+ * upload-config/kubelet stores it, with its defaults filled in, in ConfigMap
+ * kube-system/kubelet-config, key "kubelet" (cmd/kubeadm/app/phases/kubelet/config.go
+ * CreateConfigMap). join never reads a KubeletConfiguration from its own file: its preflight
+ * downloads that ConfigMap with the bootstrap token (cmd/kubeadm/app/util/config/cluster.go
+ * getInitConfigurationFromCluster -> componentconfigs.FetchFromCluster; kubeletConfigFromCluster
+ * with mustExist) and kubelet-start writes it to config.yaml.
  */
 
 export type KubeletConfiguration = Record<string, unknown>;

@@ -4,12 +4,5 @@ import { fileURLToPath } from 'node:url';
 
 /** The kubeadm stand-in's TypeScript entry (`kubeadm init|join|reset|token …`). */
 export const KUBEADM_STANDIN_ENTRY = fileURLToPath(new URL('../kubeadm-standin/main.ts', import.meta.url));
-export {
-  ADMIN_TOKEN,
-  USER_TOKEN,
-  coreApiWithToken,
-  kubeConfigWithToken,
-  startTokenApiServer,
-} from './token-api-server.js';
 export type { ApiFailure } from './api-failure.js';
 export { apiFailure } from './api-failure.js';
