@@ -16,15 +16,19 @@ describe('constellation CLI entry point', () => {
   });
 
   it('exits 2 for unknown flags and for invalid values, naming them', async () => {
-    const unknown = await run('mini', 'up', '--nodes', '3');
+    // With mini up's mandatory option given: commander names a missing one before an unknown one.
+    const unknown = await run('mini', 'up', '--kubernetes-bin-dir', '/nowhere', '--nodes', '3');
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain("unknown option '--nodes'");
-    const invalid = await run('mini', 'up', '--workers', 'many');
+    const invalid = await run('mini', 'up', '--kubernetes-bin-dir', '/nowhere', '--workers', 'many');
     expect(invalid.code).toBe(2);
     expect(invalid.stderr).toContain('expected a whole number from 0 to 64, got "many"');
     const missing = await run('verify');
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain("required option '--node <host[:port]>' not specified");
+    const noPrograms = await run('mini', 'up');
+    expect(noPrograms.code).toBe(2);
+    expect(noPrograms.stderr).toContain("required option '--kubernetes-bin-dir <dir>' not specified");
   });
 
   it('names the missing file when a command needs workspace files that are not there', async () => {
