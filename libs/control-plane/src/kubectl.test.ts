@@ -45,6 +45,8 @@ describe('Kubectl against the real API server', () => {
       expect(await reader.canI('get', 'configmaps', ['-n', ns])).toBe(true);
       expect(await reader.canI('list', 'configmaps', ['-n', ns])).toBe(false);
       expect(await reader.canI('get', 'secrets', ['-n', ns])).toBe(false);
+      // A cluster-scoped resource: kubectl warns about the namespace on stderr and still answers.
+      expect(await reader.canI('get', 'nodes', ['-n', ns])).toBe(false);
       expect((await import('node:fs')).statSync(path).mode & 0o777).toBe(0o600);
     } finally {
       await kubectl.run(['delete', 'namespace', ns, '--wait=false']);

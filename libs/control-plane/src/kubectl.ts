@@ -1,6 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import type { KubernetesPrograms } from './kubernetes-programs.js';
-import { runProgram } from './run-program.js';
+import { ProgramFailed, runProgram } from './run-program.js';
 
 /** The built kubectl with one kubeconfig: what mini and tests drive the real API server with. */
 export class Kubectl {
@@ -35,13 +35,14 @@ export class Kubectl {
 
   /**
    * `kubectl auth can-i VERB RESOURCE` for this kubeconfig's user (or `--as`): true for "yes",
-   * false for "no" (kubectl exits 1 for no, which is an answer, not a failure).
+   * false for "no". kubectl answers on stdout and exits 1 for no, which is an answer, not a
+   * failure; warnings (a namespace flag on a cluster-scoped resource) go to stderr.
    */
   async canI(verb: string, resource: string, extraArgs: readonly string[] = []): Promise<boolean> {
     try {
       return (await this.run(['auth', 'can-i', verb, resource, ...extraArgs])).trim() === 'yes';
     } catch (error) {
-      if ((error as { output?: string }).output?.trim().startsWith('no')) return false;
+      if (error instanceof ProgramFailed && error.stdout.trim() === 'no') return false;
       throw error;
     }
   }

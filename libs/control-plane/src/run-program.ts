@@ -7,11 +7,14 @@ export class ProgramFailed extends Error {
   readonly program: string;
   /** The end of what it wrote to stderr and stdout. */
   readonly output: string;
+  /** What it wrote to stdout (some programs answer there and exit non-zero, as `kubectl auth can-i`). */
+  readonly stdout: string;
 
-  constructor(program: string, message: string, output: string, options?: ErrorOptions) {
+  constructor(program: string, message: string, output: string, options?: ErrorOptions & { stdout?: string }) {
     super(message, options);
     this.program = program;
     this.output = output;
+    this.stdout = options?.stdout ?? '';
   }
 }
 
@@ -63,6 +66,7 @@ export function runProgram(
           name,
           `${name} ${args.join(' ')} exited with ${String(code ?? signal)}: ${output || '(no output)'}`,
           output,
+          { stdout },
         ),
       );
     });
