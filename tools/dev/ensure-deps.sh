@@ -22,8 +22,6 @@ declare -A needed=(
   [lintian]=lintian
   [dpkg-deb]=dpkg
   [strip]=binutils
-  # kubectl against mini and the API stand-in tests (libs/sandbox/src/kube-api)
-  [kubectl]=kubernetes-client
   # building runc with seccomp (tools/kubernetes/build.mjs): cgo
   [gcc]=gcc
   [pkg-config]=pkg-config
