@@ -5,6 +5,7 @@ import { runChecked, startSwtpm, tempDirForTest } from '@constellation/testing';
 import type { Swtpm } from '@constellation/testing';
 import { SocketTransport, Tpm } from '@constellation/tpm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkAttestationKey } from './attestation-key.js';
 import { quoteExtraData } from './binding.js';
 import { encodeDocument } from './document.js';
 import { componentDigest, expectedMeasurements, measureBoot } from './measured-boot.js';
@@ -33,21 +34,24 @@ async function tool(program: string, args: string[], cwd: string): Promise<strin
   return out.stdout.toString();
 }
 
+/** Our AK template's attributes, as tpm2-tools spells them (see akTemplate in @constellation/tpm). */
+const AK_TEMPLATE_ATTRIBUTES = 'fixedtpm|fixedparent|sensitivedataorigin|userwithauth|noda|restricted|sign';
+
 describe('quotes made by tpm2-tools', () => {
-  for (const [algorithm, scheme] of [
-    ['ecc', 'ecdsa'],
-    ['rsa', 'rsassa'],
+  for (const [algorithm, keyAlgorithm] of [
+    ['ecc', 'ecc256:ecdsa-sha256:null'],
+    ['rsa', 'rsa2048:rsassa-sha256:null'],
   ] as const) {
-    it(`verify with our validator (${algorithm} AK from tpm2_createak, quote from tpm2_quote)`, async () => {
+    it(`verify with our validator (${algorithm} AK from our template by tpm2_createprimary, quote from tpm2_quote)`, async () => {
       const dir = await tempDirForTest();
       const userData = Buffer.from('tls public key hash');
       const nonce = randomBytes(32);
-      await tool('tpm2_createek', ['-c', 'ek.ctx', '-G', algorithm, '-u', 'ek.pub'], dir);
       await tool(
-        'tpm2_createak',
-        ['-C', 'ek.ctx', '-c', 'ak.ctx', '-G', algorithm, '-g', 'sha256', '-s', scheme, '-u', 'ak.pub'],
+        'tpm2_createprimary',
+        ['-C', 'e', '-G', keyAlgorithm, '-g', 'sha256', '-a', AK_TEMPLATE_ATTRIBUTES, '-c', 'ak.ctx', '-o', 'ak.pem'],
         dir,
       );
+      await tool('tpm2_readpublic', ['-c', 'ak.ctx', '-o', 'ak.pub'], dir);
       const pcrList = 'sha256:4,9,15';
       const out = await tool(
         'tpm2_quote',
@@ -94,4 +98,18 @@ describe('quotes made by tpm2-tools', () => {
       expect(() => validator.validate(document, randomBytes(32))).toThrow(/not bound to this nonce/);
     });
   }
+
+  it("refuses tpm2_createak's AK: its attributes are not our template's (no noDA)", async () => {
+    const dir = await tempDirForTest();
+    await tool('tpm2_createek', ['-c', 'ek.ctx', '-G', 'ecc', '-u', 'ek.pub'], dir);
+    await tool(
+      'tpm2_createak',
+      ['-C', 'ek.ctx', '-c', 'ak.ctx', '-G', 'ecc', '-g', 'sha256', '-s', 'ecdsa', '-u', 'ak.pub'],
+      dir,
+    );
+    const akPublic = (await readFile(join(dir, 'ak.pub'))).subarray(2);
+    expect(() => checkAttestationKey(akPublic)).toThrow(
+      'attestation key is not our AK template apart from its key: attributes differ from the AK template: noDA missing',
+    );
+  });
 });

@@ -14,7 +14,7 @@ export { TpmReader, TpmWriter } from './marshal.js';
 export { pcrCompositeDigest } from './pcr-digest.js';
 
 export { writePcrSelections } from './pcr-selection.js';
-export type { EccPublic, RsaPublic, TpmPublic } from './public-area.js';
+export type { EccPublic, RsaPublic, SchemeDefinition, SymmetricDefinition, TpmPublic } from './public-area.js';
 export { marshalPublic, parsePublic, publicKeyObject, publicName } from './public-area.js';
 
 export type { TpmSignature } from './signature.js';
