@@ -132,7 +132,7 @@ describe('constellation init', () => {
       `name: c\nkubernetesVersion: v1.37.2\ninitEndpoint: a:1\nattestation: {variant: qemu-vtpm, measurements: {"15": {expected: "${'0'.repeat(64)}"}}}\n`,
     );
     await expect(runInit({ workspace, print: () => undefined })).rejects.toThrow(
-      /attestation\.measurements enforces no boot measurement \(only PCR 15\): any software on a genuine TPM would pass/,
+      /attestation: the measurements enforce no boot measurement \(only PCR 15\): any software on a genuine TPM would pass/,
     );
     await writeFile(
       files.config,

@@ -63,7 +63,7 @@ describe('constellation config generate', () => {
     // PCR 15 alone measures no software: the config is refused until the image's PCRs are in.
     expect(first.stderr).toContain("add your node image's measurements under attestation.measurements");
     await expect(loadClusterConfig(`${workspace}/constellation-conf.yaml`)).rejects.toThrow(
-      /attestation\.measurements enforces no boot measurement \(only PCR 15\)/,
+      /attestation: the measurements enforce no boot measurement \(only PCR 15\)/,
     );
     const { readFile, writeFile } = await import('node:fs/promises');
     const text = await readFile(`${workspace}/constellation-conf.yaml`, 'utf8');

@@ -262,7 +262,10 @@ describe('JoinService measurements', () => {
     // Turn the plain file into ConfigMap layout: attestationConfig -> ..data/attestationConfig.
     await mkdir(join(dir, '..v1'));
     const zero = { expected: '00'.repeat(32) };
-    await writeFile(join(dir, '..v1', 'attestationConfig'), JSON.stringify({ measurements: { '15': zero } }));
+    await writeFile(
+      join(dir, '..v1', 'attestationConfig'),
+      JSON.stringify({ measurements: { '9': { expected: 'bb'.repeat(32) }, '15': zero } }),
+    );
     await symlink('..v1', join(dir, '..data'));
     await rm(join(dir, 'attestationConfig'));
     await symlink(join('..data', 'attestationConfig'), join(dir, 'attestationConfig'));
@@ -271,7 +274,7 @@ describe('JoinService measurements', () => {
       timeoutMs: 5_000,
       description: 'symlinked file to load',
     });
-    expect([...fixture.service.measurements.current().keys()]).toEqual([15]);
+    expect([...fixture.service.measurements.current().keys()]).toEqual([9, 15]);
     // The kubelet writes a new version directory and renames a new ..data link over the old one.
     await mkdir(join(dir, '..v2'));
     await writeFile(

@@ -20,7 +20,7 @@ export { makeCredential } from './make-credential.js';
 export type { BootComponent } from './measured-boot.js';
 export { componentDigest, expectedMeasurements, measureBoot } from './measured-boot.js';
 export type { Measurements } from './measurements.js';
-export { measurementsToFile, parseMeasurements } from './measurements.js';
+export { checkMeasurementPolicy, measurementsToFile, parseMeasurements } from './measurements.js';
 export { readPemCertificates } from './pem-file.js';
 
 export { TpmIssuer } from './tpm-issuer.js';

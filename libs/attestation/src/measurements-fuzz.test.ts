@@ -47,6 +47,7 @@ function load(text: string): Measurements | undefined {
   }
   // The policy always holds for a set that was accepted.
   expect(measurements.get(15)).toEqual({ expected: Buffer.alloc(32), warnOnly: false });
+  expect([...measurements].some(([pcr, m]) => pcr !== 15 && !m.warnOnly)).toBe(true);
   return measurements;
 }
 
@@ -70,12 +71,20 @@ const validFile = fc
       fc.record({ expected: hex64, warnOnly: fc.boolean() }, { requiredKeys: ['expected'] }),
       { maxKeys: 8 },
     ),
+    // The policy wants one enforced boot measurement.
+    boot: fc.record({
+      pcr: fc
+        .integer({ min: 0, max: 23 })
+        .filter((pcr) => pcr !== 15)
+        .map(String),
+      expected: hex64,
+    }),
     upper: fc.boolean(),
     explicitWarnOnly: fc.boolean(),
   })
-  .map(({ others, upper, explicitWarnOnly }) => {
+  .map(({ others, boot, upper, explicitWarnOnly }) => {
     const measurements: Record<string, FileEntry> = {};
-    for (const [pcr, entry] of Object.entries(others)) {
+    for (const [pcr, entry] of Object.entries({ ...others, [boot.pcr]: { expected: boot.expected } })) {
       measurements[pcr] = upper ? { ...entry, expected: entry.expected.toUpperCase() } : entry;
     }
     measurements['15'] = explicitWarnOnly ? { expected: ZERO, warnOnly: false } : { expected: ZERO };

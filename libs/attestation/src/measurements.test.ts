@@ -9,13 +9,15 @@ const ZERO = '0'.repeat(64);
 describe('parseMeasurements', () => {
   it('reads JSON and YAML into the same measurements, sorted by PCR', () => {
     const json = parseMeasurements(
-      JSON.stringify({ measurements: { '15': { expected: ZERO }, '4': { expected: A, warnOnly: true } } }),
+      JSON.stringify({
+        measurements: { '15': { expected: ZERO }, '9': { expected: B }, '4': { expected: A, warnOnly: true } },
+      }),
     );
     const yaml = parseMeasurements(
-      `measurements:\n  4:\n    expected: "${A}"\n    warnOnly: true\n  15:\n    expected: "${ZERO}"\n`,
+      `measurements:\n  4:\n    expected: "${A}"\n    warnOnly: true\n  9:\n    expected: "${B}"\n  15:\n    expected: "${ZERO}"\n`,
     );
     expect(yaml).toEqual(json);
-    expect([...json.keys()]).toEqual([4, 15]);
+    expect([...json.keys()]).toEqual([4, 9, 15]);
     expect(json.get(4)).toEqual({ expected: Buffer.from(A, 'hex'), warnOnly: true });
     expect(json.get(15)?.warnOnly).toBe(false);
   });
@@ -55,6 +57,21 @@ describe('parseMeasurements', () => {
     [
       { measurements: { '15': { expected: B } } },
       'PCR 15 must be expected to be zero: a node that inits or joins has not been marked yet',
+    ],
+    // Issue 42: the CLI refused these, the JoinService's loader did not.
+    [
+      { measurements: { '15': { expected: ZERO } } },
+      'the measurements enforce no boot measurement (only PCR 15): any software on a genuine TPM would pass',
+    ],
+    [
+      {
+        measurements: {
+          '4': { expected: A, warnOnly: true },
+          '9': { expected: B, warnOnly: true },
+          '15': { expected: ZERO },
+        },
+      },
+      'the measurements enforce no boot measurement (PCRs 4, 9 are warnOnly)',
     ],
   ])('refuses the unsafe set %j, naming the rule', (input, message) => {
     expect(() => parseMeasurements(JSON.stringify(input), 'measurements')).toThrow(`measurements: ${message}`);

@@ -33,10 +33,14 @@ const fileSchema = z.strictObject({
 const CLUSTER_PCR = 15;
 
 /**
- * The rules every measurements set obeys, whatever file or reload it came from. An empty set would
- * accept any machine, and PCR 15 is what tells a fresh node from one that already committed to a
- * cluster, so it is always enforced: zero for nodes that init or join, the cluster's mark where
- * joined nodes are verified (`pcr15`). Throws AttestationConfigError naming the rule.
+ * The rules every measurements set obeys, whatever reads it (the CLI's config, the JoinService's
+ * file at start and at every reload). An empty set would accept any machine, and PCR 15 is what
+ * tells a fresh node from one that already committed to a cluster, so it is always enforced: zero
+ * for nodes that init or join, the cluster's mark where joined nodes are verified (`pcr15`). And
+ * at least one boot measurement (a PCR other than 15) is enforced: PCR 15 says only whether a node
+ * joined a cluster, so with nothing else any software on a genuine TPM passes. The CLI refused
+ * such a set and the JoinService's loader did not (issue 42). Throws AttestationConfigError naming
+ * the rule.
  */
 export function checkMeasurementPolicy(
   measurements: Measurements,
@@ -64,12 +68,21 @@ export function checkMeasurementPolicy(
       `${source}: PCR 15 must be expected to be ${pcr15.equals(Buffer.alloc(32)) ? 'zero: a node that inits or joins has not been marked yet' : pcr15.toString('hex')}`,
     );
   }
+  const boot = [...measurements.keys()].filter((pcr) => pcr !== CLUSTER_PCR);
+  if (boot.some((pcr) => measurements.get(pcr)?.warnOnly === false)) return;
+  const why =
+    boot.length === 0
+      ? 'only PCR 15'
+      : `${boot.length === 1 ? 'PCR' : 'PCRs'} ${boot.join(', ')} ${boot.length === 1 ? 'is' : 'are'} warnOnly`;
+  throw new AttestationConfigError(
+    `${source}: the measurements enforce no boot measurement (${why}): any software on a genuine TPM would pass; enforce the PCRs the node image measures (for example 4 and 9) with warnOnly: false`,
+  );
 }
 
 /**
  * Parses a measurements file: JSON or YAML, `{"measurements": {"<pcr>": {"expected": "<hex>",
  * "warnOnly": <bool>}}}`. Unknown fields, duplicate keys, bad indices and bad digests are errors
- * that name the field, and the set must obey `checkMeasurementPolicy` (PCR 15 zero).
+ * that name the field, and the set must obey `checkMeasurementPolicy` (PCR 15 zero, a boot measurement).
  */
 export function parseMeasurements(text: string, source = 'measurements'): Measurements {
   if (Buffer.byteLength(text) > MAX_FILE_BYTES) {
