@@ -8,7 +8,8 @@ import { shownUrl } from './shown-url.js';
 
 /**
  * Streams a component into `file` (an open temporary file), hashing while it streams and stopping
- * the transfer at the manifest's size, so memory stays flat and an endless body ends at once.
+ * the transfer at the manifest's size, so memory stays flat and an endless body ends at once; a
+ * Content-Length other than that size is refused before the body is read.
  * Each try starts the file over. Errors name the component and the cause; the actual digest is
  * never reported.
  */
@@ -21,6 +22,16 @@ export async function downloadComponent(
   await withRetry(`component ${component.name} (${shownUrl(component.url)})`, retry, async (signal) => {
     await file.truncate(0);
     const response = await httpGet(component.url, { signal });
+    // A length announced that is not the manifest's is another file: refused before the body is
+    // read. Before, a mirror announcing more and then stalling was noticed only at the deadline
+    // (issue 42).
+    const announced = response.headers['content-length'];
+    if (announced !== undefined && Number(announced) !== component.size) {
+      response.destroy();
+      throw new PermanentFetchError(
+        `the server announces ${announced} bytes (Content-Length), the manifest's size is ${component.size}`,
+      );
+    }
     const hash = createHash(algorithm);
     let written = 0;
     for await (const chunk of response as AsyncIterable<Buffer>) {
