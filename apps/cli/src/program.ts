@@ -3,7 +3,9 @@ import { Command } from '@commander-js/extra-typings';
 import { terminalSafe } from '@constellation/command-line';
 import type { CommandContext } from './commands/command-context.js';
 import { configCommand } from './commands/config-generate.js';
+import { eventlogCommand } from './commands/eventlog.js';
 import { initCommand } from './commands/init.js';
+import { measurementsCommand } from './commands/measurements-from-eventlog.js';
 import { miniCommand } from './commands/mini.js';
 import { recoverCommand } from './commands/recover.js';
 import { statusCommand } from './commands/status.js';
@@ -34,10 +36,11 @@ export function createProgram(): Command {
     print: (line) => process.stderr.write(`${terminalSafe(line)}\n`),
   };
   return program
-    .addCommand(configCommand(context))
+    .addCommand(configCommand(context).addCommand(measurementsCommand(context)))
     .addCommand(initCommand(context))
     .addCommand(verifyCommand(context))
     .addCommand(statusCommand(context))
     .addCommand(recoverCommand(context))
-    .addCommand(miniCommand(context));
+    .addCommand(miniCommand(context))
+    .addCommand(eventlogCommand(context));
 }
