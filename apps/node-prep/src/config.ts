@@ -1,4 +1,4 @@
-import { DEFAULT_SERIAL_PATH } from '@constellation/node-prep';
+import { DEFAULT_SERIAL_PATH, DEFAULT_VERSION_RECORD_PATH } from '@constellation/node-prep';
 
 /** constellation-node-prep's documented defaults; the systemd unit in deploy/node-prep relies on them. */
 export const NODE_PREP_DEFAULTS = {
@@ -10,6 +10,7 @@ export const NODE_PREP_DEFAULTS = {
   versionSeed: '/etc/kubernetes/installer/kubelet.env',
   kubeletEnvPath: '/etc/kubernetes/kubelet.env',
   serialFile: DEFAULT_SERIAL_PATH,
+  versionRecord: DEFAULT_VERSION_RECORD_PATH,
   osRelease: '/usr/lib/os-release',
   rebootCommand: 'systemctl reboot',
   fetchTries: 5,

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { Command } from '@commander-js/extra-typings';
 import { logLevelOption, parseInteger } from '@constellation/command-line';
 import { createLogger } from '@constellation/logger';
-import { OS_UPDATE_STAGED_EXIT_CODE, prepareNode } from '@constellation/node-prep';
+import { DEFAULT_MINIMUM_KUBERNETES_VERSION, OS_UPDATE_STAGED_EXIT_CODE, prepareNode } from '@constellation/node-prep';
 import { NODE_PREP_DEFAULTS as DEFAULTS } from './config.js';
 import { VERSION } from './version.js';
 
@@ -28,7 +28,10 @@ export function createProgram(): Command {
       'cluster CA (PEM) the API server is pinned to; without it /version is not asked',
       DEFAULTS.apiServerCa,
     )
-    .option('--minimum-kube-version <version>', 'refuse any Kubernetes version older than this (downgrade protection)')
+    .option(
+      '--minimum-kube-version <version>',
+      `refuse any Kubernetes version older than this (downgrade protection; ${DEFAULT_MINIMUM_KUBERNETES_VERSION} when not given)`,
+    )
     .option(
       '--manifest-url <template>',
       'component manifest URL template ({{.Board}}, {{.OSVersion}}, {{.KubernetesVersion}}); a path or file:// URL works too (components themselves are always http(s))',
@@ -50,6 +53,11 @@ export function createProgram(): Command {
       '--serial-file <file>',
       'where the highest accepted manifest serial is kept (rollback protection)',
       DEFAULTS.serialFile,
+    )
+    .option(
+      '--version-record <file>',
+      "where the highest Kubernetes version prepared and the API server's last answer are kept (an older version is never prepared)",
+      DEFAULTS.versionRecord,
     )
     .option(
       '--install-dir <dir>',
@@ -90,6 +98,7 @@ export function createProgram(): Command {
           : { apiServerUrl: options.apiServerUrl, apiServerCaPath: options.apiServerCa }),
         ...(options.minimumKubeVersion === undefined ? {} : { minimumVersion: options.minimumKubeVersion }),
         serialPath: options.serialFile,
+        versionRecordPath: options.versionRecord,
         ...(options.installDir === undefined ? {} : { allowedInstallDirs: options.installDir }),
         seedFile: options.versionSeed,
         manifestUrlTemplate: options.manifestUrl,

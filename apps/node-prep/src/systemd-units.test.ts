@@ -1,6 +1,6 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DEFAULT_INSTALL_DIRS, DEFAULT_SERIAL_PATH } from '@constellation/node-prep';
+import { DEFAULT_INSTALL_DIRS, DEFAULT_SERIAL_PATH, DEFAULT_VERSION_RECORD_PATH } from '@constellation/node-prep';
 import { repoRoot, requireProgram, runCommand, tempDirForTest } from '@constellation/testing';
 import { describe, expect, it } from 'vitest';
 
@@ -56,7 +56,12 @@ describe('node preparation systemd units', async () => {
     const writable = /^ReadWritePaths=(.*)$/m.exec(unit)?.[1]?.split(' ') ?? [];
     for (const path of ['/run', '-/etc/kubernetes', '-/opt/bin']) expect(writable).toContain(path);
     const writableDirs = [...writable.map((p) => p.replace(/^-/, '')), '/var/lib/constellation/node-prep'];
-    for (const target of [...DEFAULT_INSTALL_DIRS, DEFAULT_SERIAL_PATH, '/etc/kubernetes/kubelet.env'])
+    for (const target of [
+      ...DEFAULT_INSTALL_DIRS,
+      DEFAULT_SERIAL_PATH,
+      DEFAULT_VERSION_RECORD_PATH,
+      '/etc/kubernetes/kubelet.env',
+    ])
       expect(writableDirs.some((dir) => `${target}/`.startsWith(`${dir}/`))).toBe(true);
   });
 

@@ -21,6 +21,9 @@ import { renderUrlTemplate } from './url-template.js';
 import { shownUrl } from './shown-url.js';
 import { discoverKubernetesVersion } from './version-discovery.js';
 import type { VersionSource } from './version-discovery.js';
+import { compareKubernetesVersions, parseKubernetesVersion } from './kubernetes-version.js';
+import { DEFAULT_VERSION_RECORD_PATH, readVersionRecord, writeVersionRecord } from './version-record.js';
+import type { VersionRecord } from './version-record.js';
 
 /** Bounds for what node preparation reads before it trusts it. */
 export const MAX_MANIFEST_BYTES = 1024 * 1024;
@@ -39,7 +42,7 @@ export interface NodePreparationOptions {
   apiServerUrl?: string;
   /** PEM of the cluster CA (a path inside root). */
   apiServerCaPath?: string;
-  /** Versions older than this are refused from every source. */
+  /** Versions older than this are refused from every source (default DEFAULT_MINIMUM_KUBERNETES_VERSION). */
   minimumVersion?: string;
   /** Local seed and kubelet.env template (`/etc/kubernetes/installer/kubelet.env`). */
   seedFile: string;
@@ -50,6 +53,11 @@ export interface NodePreparationOptions {
   keyringPath: string;
   /** Where the highest accepted manifest serial is kept (inside root). */
   serialPath?: string;
+  /**
+   * Where the highest Kubernetes version accepted from a verified manifest, and the API server's
+   * last answer, are kept (inside root); an older version is never prepared.
+   */
+  versionRecordPath?: string;
   /** Directories components may be installed under (default /run/state/bin, /opt/bin). */
   allowedInstallDirs?: readonly string[];
   /** The marker: written last, atomically (`/etc/kubernetes/kubelet.env`). */
@@ -88,23 +96,33 @@ export async function prepareNode(options: NodePreparationOptions): Promise<Node
   const { root, logger } = options;
   const inRoot = (path: string): string => join(root, path);
   const serialPath = options.serialPath ?? DEFAULT_SERIAL_PATH;
+  const versionRecordPath = options.versionRecordPath ?? DEFAULT_VERSION_RECORD_PATH;
   const os = await readOsInfo(inRoot(options.osReleasePath));
+  const record = await readVersionRecord(root, versionRecordPath);
   const apiServerCa =
     options.apiServerCaPath === undefined
       ? undefined
       : await readFile(inRoot(options.apiServerCaPath), 'utf8').catch((err: unknown) => {
           throw new Error(`cluster CA ${options.apiServerCaPath ?? ''} cannot be read: ${errorMessage(err)}`);
         });
-  const { version, source } = await discoverKubernetesVersion({
+  const { version, source, apiServerVersion } = await discoverKubernetesVersion({
     ...(options.forcedVersion === undefined ? {} : { forced: options.forcedVersion }),
     ...(options.requestVersion === undefined ? {} : { fromRequest: options.requestVersion }),
     ...(options.apiServerUrl === undefined ? {} : { apiServerUrl: options.apiServerUrl }),
     ...(apiServerCa === undefined ? {} : { apiServerCa }),
     ...(options.minimumVersion === undefined ? {} : { minimumVersion: options.minimumVersion }),
+    ...(record.highestPrepared === undefined ? {} : { highestPrepared: record.highestPrepared }),
+    ...(record.apiServerLastAnswer === undefined ? {} : { apiServerLastAnswer: record.apiServerLastAnswer }),
     apiRetry: options.apiRetry,
     seedFile: inRoot(options.seedFile),
     logger,
   });
+  // Kept whatever happens next: should the API server be silent on the next run, a seed older
+  // than its answer is a downgrade risk.
+  if (apiServerVersion !== undefined && apiServerVersion !== record.apiServerLastAnswer) {
+    record.apiServerLastAnswer = apiServerVersion;
+    await writeVersionRecord(root, versionRecordPath, record);
+  }
   const url = renderUrlTemplate(options.manifestUrlTemplate, {
     Board: os.board,
     OSVersion: os.version,
@@ -146,10 +164,14 @@ export async function prepareNode(options: NodePreparationOptions): Promise<Node
   // Only a verified manifest may raise the floor; an unsigned one could otherwise lock out every signed one.
   if (options.verifySignatures && manifest.serial > highestSerial)
     await recordHighestSerial(root, serialPath, manifest.serial);
+  if (options.verifySignatures && raisesFloor(version, record)) {
+    record.highestPrepared = version;
+    await writeVersionRecord(root, versionRecordPath, record);
+  }
   const installed = await installComponents(root, manifest.components, {
     retry: options.retry,
     allowedDirs: options.allowedInstallDirs ?? DEFAULT_INSTALL_DIRS,
-    protectedPaths: [options.kubeletEnvPath, options.keyringPath, options.seedFile, serialPath],
+    protectedPaths: [options.kubeletEnvPath, options.keyringPath, options.seedFile, serialPath, versionRecordPath],
     logger,
   });
 
@@ -174,6 +196,17 @@ export async function prepareNode(options: NodePreparationOptions): Promise<Node
   await writeKubeletEnv(options, version);
   logger.info('node prepared', { kubernetesVersion: version, source, installed });
   return { kubernetesVersion: version, versionSource: source, installed, rebooting: false };
+}
+
+/** Whether `version` is newer than the highest this node prepared (or the first). */
+function raisesFloor(version: string, record: VersionRecord): boolean {
+  if (record.highestPrepared === undefined) return true;
+  return (
+    compareKubernetesVersions(
+      parseKubernetesVersion(version, 'the chosen version'),
+      parseKubernetesVersion(record.highestPrepared, 'the record'),
+    ) > 0
+  );
 }
 
 /** kubelet.env from the allowed seed keys with KUBELET_IMAGE_TAG set; other keys (secrets too) stay out. */

@@ -113,9 +113,10 @@ describe('version discovery from the API server', () => {
     // The fixture's manifest is for the release the programs are built at, which the API server runs.
     expect(k.release).toBe('v1.37.2');
     expect(await prepareNode(pinned)).toMatchObject({ versionSource: 'api-server', kubernetesVersion: k.release });
-    // Another CA: the API server is not trusted, and the seed file (v1.36.0+node.1) is the fallback.
+    // Another CA: the API server is not trusted, and the seed file (v1.36.0+node.1) is the fallback,
+    // which is older than the v1.37.2 this node prepared (issue 42: it used to go on with it).
     await expect(prepareNode({ ...pinned, apiServerCaPath: '/etc/kubernetes/other-ca.crt' })).rejects.toThrow(
-      /v1\.36\.0%2Bnode\.1\.json failed/,
+      'Kubernetes version v1.36.0+node.1 from seed-file is older than v1.37.2, the highest version this node has prepared (downgrade refused)',
     );
     expect(
       node.logger.entries.some(
@@ -131,7 +132,13 @@ describe('version discovery from the API server', () => {
     const node = await testNode(trusted);
     const { forcedVersion: _forced, ...base } = node.options;
     await writeFile(join(node.root, 'etc/kubernetes/ca.crt'), k.caCertificatePem);
-    const pinned = { ...base, apiServerUrl: k.apiServerUrl, apiServerCaPath: '/etc/kubernetes/ca.crt' };
+    // A minimum below the default (v1.35.0), so that the skew policy is what refuses v1.33.9.
+    const pinned = {
+      ...base,
+      apiServerUrl: k.apiServerUrl,
+      apiServerCaPath: '/etc/kubernetes/ca.crt',
+      minimumVersion: 'v1.30.0',
+    };
     await expect(prepareNode({ ...pinned, forcedVersion: 'v1.38.0' })).rejects.toThrow(
       "Kubernetes version v1.38.0 from forced does not fit the API server's v1.37.2: a v1.38 kubelet must not be newer than the v1.37 API server (Kubernetes' version-skew policy)",
     );

@@ -9,6 +9,13 @@ import { kubeletSkewProblem } from './version-skew.js';
 
 export type VersionSource = 'forced' | 'request' | 'api-server' | 'seed-file';
 
+/**
+ * The minimum when none is configured: the oldest release a new cluster runs (see
+ * SUPPORTED_KUBERNETES_MINORS in @constellation/kubeadm). Without it, a silent API server let the
+ * seed file name any older release a signed manifest exists for (issue 42).
+ */
+export const DEFAULT_MINIMUM_KUBERNETES_VERSION = 'v1.35.0';
+
 /** A real /version body is ~500 bytes. */
 export const MAX_VERSION_BODY_BYTES = 64 * 1024;
 
@@ -24,23 +31,38 @@ export interface VersionDiscoveryOptions {
   apiRetry: RetryPolicy;
   /** Local seed (`/etc/kubernetes/installer/kubelet.env`): KUBELET_IMAGE_TAG, `_` meaning `+`. */
   seedFile: string;
-  /** Versions older than this are refused, whichever source names them. */
+  /** Versions older than this are refused, whichever source names them (DEFAULT_MINIMUM_KUBERNETES_VERSION). */
   minimumVersion?: string;
+  /** The highest version this node prepared before: an older one is refused, whichever source names it. */
+  highestPrepared?: string;
+  /** The API server's answer on an earlier run: a seed file older than it is logged as a downgrade risk. */
+  apiServerLastAnswer?: string;
   logger: Logger;
 }
 
+export interface DiscoveredVersion {
+  version: string;
+  source: VersionSource;
+  /** What the API server answered on this run, when it did. */
+  apiServerVersion?: string;
+}
+
 /** The Kubernetes version to prepare for, from the first source that has one; logs which source won. */
-export async function discoverKubernetesVersion(
-  options: VersionDiscoveryOptions,
-): Promise<{ version: string; source: VersionSource }> {
-  const minimum =
-    options.minimumVersion === undefined ? undefined : parseKubernetesVersion(options.minimumVersion, 'the minimum');
+export async function discoverKubernetesVersion(options: VersionDiscoveryOptions): Promise<DiscoveredVersion> {
+  const minimumText = options.minimumVersion ?? DEFAULT_MINIMUM_KUBERNETES_VERSION;
+  const minimum = parseKubernetesVersion(minimumText, 'the minimum');
+  const highest =
+    options.highestPrepared === undefined ? undefined : parseKubernetesVersion(options.highestPrepared, 'the record');
   const reasons: string[] = [];
-  const pick = (version: string, source: VersionSource): { version: string; source: VersionSource } => {
+  const pick = (version: string, source: VersionSource): DiscoveredVersion => {
     const parsed = parseKubernetesVersion(version, source);
-    if (minimum !== undefined && compareKubernetesVersions(parsed, minimum) < 0)
+    if (compareKubernetesVersions(parsed, minimum) < 0)
       throw new Error(
-        `Kubernetes version ${version} from ${source} is older than the minimum ${options.minimumVersion ?? ''} (downgrade refused)`,
+        `Kubernetes version ${version} from ${source} is older than the minimum ${minimumText} (downgrade refused)`,
+      );
+    if (highest !== undefined && compareKubernetesVersions(parsed, highest) < 0)
+      throw new Error(
+        `Kubernetes version ${version} from ${source} is older than ${options.highestPrepared ?? ''}, the highest version this node has prepared (downgrade refused)`,
       );
     options.logger.info('kubernetes version determined', { version, source });
     return { version, source };
@@ -65,7 +87,7 @@ export async function discoverKubernetesVersion(
       reasons.push(`API server: ${errorMessage(err)}`);
     }
     // An answer that is malformed or too old is refused outright, not replaced by the seed.
-    if (version !== undefined) return pick(version, 'api-server');
+    if (version !== undefined) return { ...pick(version, 'api-server'), apiServerVersion: version };
   } else {
     reasons.push('no API server configured');
   }
@@ -73,7 +95,11 @@ export async function discoverKubernetesVersion(
     (text) => parseEnvFile(text).get('KUBELET_IMAGE_TAG') ?? '',
     (err: unknown) => new Error(`seed file: ${errorMessage(err)}`),
   );
-  if (typeof seed === 'string' && seed !== '') return pick(tagToVersion(seed), 'seed-file');
+  if (typeof seed === 'string' && seed !== '') {
+    const chosen = pick(tagToVersion(seed), 'seed-file');
+    warnIfOlderThanApiServer(chosen.version, options);
+    return chosen;
+  }
   reasons.push(seed instanceof Error ? seed.message : `${options.seedFile} has no KUBELET_IMAGE_TAG`);
   throw new Error(`unable to determine the Kubernetes version: ${reasons.join('; ')}`);
 }
@@ -85,9 +111,9 @@ export async function discoverKubernetesVersion(
  * join. When the API server does not answer, the version stands, with a warning, as before.
  */
 async function checkedAgainstApiServer(
-  chosen: { version: string; source: VersionSource },
+  chosen: DiscoveredVersion,
   options: VersionDiscoveryOptions,
-): Promise<{ version: string; source: VersionSource }> {
+): Promise<DiscoveredVersion> {
   if (options.apiServerUrl === undefined) return chosen;
   let answer: string | undefined;
   try {
@@ -108,7 +134,30 @@ async function checkedAgainstApiServer(
       `Kubernetes version ${chosen.version} from ${chosen.source} does not fit the API server's ${answer}: ${problem} (Kubernetes' version-skew policy)`,
     );
   }
-  return chosen;
+  return { ...chosen, apiServerVersion: answer };
+}
+
+/**
+ * The seed file speaks for the node image, which may be older than the cluster: when the API
+ * server answered something newer on an earlier run, preparing the seed's version may downgrade
+ * this node. Logged, since the seed is all there is while the API server is silent.
+ */
+function warnIfOlderThanApiServer(seed: string, options: VersionDiscoveryOptions): void {
+  const last = options.apiServerLastAnswer;
+  if (last === undefined) return;
+  let older: boolean;
+  try {
+    older =
+      compareKubernetesVersions(parseKubernetesVersion(seed, 'seed-file'), parseKubernetesVersion(last, 'the record')) <
+      0;
+  } catch {
+    return;
+  }
+  if (older)
+    options.logger.warn(
+      "the seed file's Kubernetes version is older than the API server's last known answer: a downgrade risk",
+      { seed, apiServer: last },
+    );
 }
 
 /** `gitVersion` from `/version`, over https pinned to the cluster CA, with a bounded body. */
