@@ -119,7 +119,7 @@ try {
     await time('ours: whole proof (challenge + rooted.activate + activationProof + prove)', RUNS_TPM, async () => {
       const challenge = await verifier.challenge(rooted.identity, rooted.akPublic);
       const recovered = await rooted.activate(challenge.credential);
-      challenge.prove(activationProof(recovered, nonce, rooted.akName), nonce);
+      challenge.prove(activationProof('join', recovered, nonce, rooted.akName), nonce, 'join');
     }),
   ];
   const validator = new TpmValidator({ measurements: new Map() });

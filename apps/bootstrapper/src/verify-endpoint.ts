@@ -6,7 +6,10 @@ import { HealthStatus, createGrpcServer } from '@constellation/proto';
 /**
  * After bootstrapping, the node keeps one server-attested TLS endpoint open so that
  * `constellation verify` can attest it on demand: every connection gets a fresh quote over the
- * client's nonce. It serves only the health service; the attestation is in the handshake.
+ * client's nonce. It serves the health service and, with a rooted issuer, the ActivationService:
+ * `verify` proves the node's AK lives beside its certified EK before it reports the node. Its
+ * proofs carry the aTLS server label and the connection's own nonce, so no other protocol (a join
+ * challenge) accepts them (issue 42).
  */
 export async function serveVerifyEndpoint(
   issuer: Issuer,

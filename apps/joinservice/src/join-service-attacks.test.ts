@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { challengeUserData, ephemeralKey } from '@constellation/atls';
+import { CHALLENGE_PROTOCOL_VERSION, challengeUserData, ephemeralKey } from '@constellation/atls';
 import { activationProof } from '@constellation/attestation';
 import { createKubeletCsr } from '@constellation/keys';
 import { MemoryLogger } from '@constellation/logger/testing';
@@ -48,7 +48,7 @@ async function exchange(
           nonce = Buffer.from(message.step.value.nonce);
           void (async () => {
             if (credential === undefined) throw new Error('no credential in the challenge');
-            const proof = activationProof(await rooted.activate(credential), nonce, rooted.akName);
+            const proof = activationProof('join', await rooted.activate(credential), nonce, rooted.akName);
             stream.write({ step: { $case: 'attested', value: await answer(nonce, proof) } });
           })();
         } else if (message.step?.$case === 'sealed') sealed = true;
@@ -64,7 +64,7 @@ async function exchange(
           $case: 'hello',
           value: {
             attestationVariant: 'tpm2-ek',
-            protocolVersion: 1,
+            protocolVersion: CHALLENGE_PROTOCOL_VERSION,
             identity: rooted.identity,
             akPublic: rooted.akPublic,
             serviceNonce: Buffer.alloc(0),

@@ -5,7 +5,12 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
-import { SERVICE_CHANNEL_OPTIONS, requestWithAttestation, serviceChannelCredentials } from '@constellation/atls';
+import {
+  CHALLENGE_PROTOCOL_VERSION,
+  SERVICE_CHANNEL_OPTIONS,
+  requestWithAttestation,
+  serviceChannelCredentials,
+} from '@constellation/atls';
 import {
   TpmIssuer,
   componentDigest,
@@ -275,7 +280,7 @@ export class SimulatedNode {
       $case: 'hello',
       value: {
         attestationVariant: this.issuer.variant.name,
-        protocolVersion: 1,
+        protocolVersion: CHALLENGE_PROTOCOL_VERSION,
         akPublic: rooted.akPublic,
         serviceNonce: Buffer.alloc(0),
         identity: rooted.identity,

@@ -1,4 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
+import { CHALLENGE_PROTOCOL_VERSION } from '@constellation/atls';
 import { MemoryLogger } from '@constellation/logger/testing';
 import type { IssueJoinTicketRequest, IssueJoinTicketResponse } from '@constellation/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -43,7 +44,7 @@ async function refusedHello(): Promise<grpc.ServiceError> {
         $case: 'hello',
         value: {
           attestationVariant: 'no-such-variant',
-          protocolVersion: 1,
+          protocolVersion: CHALLENGE_PROTOCOL_VERSION,
           akPublic: Buffer.alloc(0),
           serviceNonce: Buffer.alloc(0),
         },

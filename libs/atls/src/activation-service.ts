@@ -1,10 +1,14 @@
 import * as grpc from '@grpc/grpc-js';
 import { withTpmPriority } from '@constellation/tpm';
 import { activationProof } from '@constellation/attestation';
-import type { EkIdentityVerifier, RootedIdentity, VerifiedTpmIdentity } from '@constellation/attestation';
+import type {
+  ActivationProtocol,
+  EkIdentityVerifier,
+  RootedIdentity,
+  VerifiedTpmIdentity,
+} from '@constellation/attestation';
 import { ActivationServiceClient, ActivationServiceService, createClient } from '@constellation/proto';
 import type { ActivateRequest, ActivateResponse } from '@constellation/proto';
-import { randomBytes } from 'node:crypto';
 import type { AttestedChannelCredentials } from './attested-channel.js';
 import { AtlsError, ServerBusyError } from './errors.js';
 import { readRetryAfter, retryAfterMetadata } from '@constellation/proto';
@@ -86,11 +90,25 @@ export class ActivationBudget {
 }
 
 /**
- * Serves constellation.atls.v1.ActivationService on an attested-TLS endpoint: the node's TPM
- * activates the client's credential and answers with a proof bound to the client's nonce. The
- * secret itself never leaves the node.
+ * What an ActivationService's proofs are bound to: an attested-TLS server's to its protocol and to
+ * the connection's own nonce (the one in its SNI, which the client's attestation check used), the
+ * attestation agent's to the host proof, for the nonce its local caller (the JoinService) passes on.
  */
-export function addActivationService(server: grpc.Server, rooted: RootedIdentity, budget: ActivationBudget): void {
+export type ActivationBinding =
+  | { protocol: Extract<ActivationProtocol, 'atls-server'>; connectionNonce: (peer: string) => Buffer | undefined }
+  | { protocol: Extract<ActivationProtocol, 'host'> };
+
+/**
+ * Serves constellation.atls.v1.ActivationService: the node's TPM activates the client's credential
+ * and answers with a proof bound to `binding`'s protocol and the nonce. The secret itself never
+ * leaves the node.
+ */
+export function addActivationService(
+  server: grpc.Server,
+  rooted: RootedIdentity,
+  budget: ActivationBudget,
+  binding: ActivationBinding,
+): void {
   server.addService(ActivationServiceService, {
     activate: (
       call: grpc.ServerUnaryCall<ActivateRequest, ActivateResponse>,
@@ -104,6 +122,15 @@ export function addActivationService(server: grpc.Server, rooted: RootedIdentity
         });
         return;
       }
+      // Checked before the budget: a wrong nonce costs the TPM nothing and the connection no activation.
+      if (binding.protocol === 'atls-server' && binding.connectionNonce(call.getPeer())?.equals(nonce) !== true) {
+        callback({
+          code: grpc.status.INVALID_ARGUMENT,
+          details:
+            "the activation nonce must be this connection's aTLS nonce (the one in its server name): a proof is bound to the connection whose attestation the client checked",
+        });
+        return;
+      }
       const refusal = budget.take(call.getPeer());
       if (refusal !== undefined) {
         callback(refusal);
@@ -113,7 +140,7 @@ export function addActivationService(server: grpc.Server, rooted: RootedIdentity
       withTpmPriority('background', () => rooted.activate(credential))
         .then(
           (secret) => {
-            callback(null, { proof: activationProof(secret, nonce, rooted.akName) });
+            callback(null, { proof: activationProof(binding.protocol, secret, nonce, rooted.akName) });
           },
           (err: unknown) => {
             callback({
@@ -150,7 +177,9 @@ export async function proveServerIdentity(
   const result = credentials.result;
   if (result === undefined) throw credentials.failure ?? new AtlsError('the server presented no attestation');
   const pending = await verifier.challenge(result.identityClaim, result.akPublic);
-  const nonce = randomBytes(NONCE_BYTES);
+  // The connection's own nonce: the server binds its proof to it, as the quotes checked in the
+  // handshake are.
+  const nonce = credentials.nonce;
   const response = await new Promise<ActivateResponse>((resolve, reject) => {
     client.activate({ credential: pending.credential, nonce }, new grpc.Metadata(), { deadline }, (err, answer) => {
       if (err === null) {
@@ -165,5 +194,5 @@ export async function proveServerIdentity(
       reject(new ServerBusyError(message, readRetryAfter(err), { cause: err }));
     });
   });
-  return pending.prove(response.proof, nonce);
+  return pending.prove(response.proof, nonce, 'atls-server');
 }

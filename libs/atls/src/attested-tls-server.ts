@@ -48,6 +48,8 @@ type SniDone = (err: Error | null, context?: SecureContext) => void;
 export class AttestedTlsServer {
   private readonly front: GrpcTlsFront;
   private readonly activations = new ActivationBudget({ perConnection: true });
+  /** Each established connection's nonce (from its SNI), by peer: what its activation proof binds. */
+  private readonly connectionNonces = new Map<string, Buffer>();
   private readonly log: Logger;
 
   constructor(grpcServer: grpc.Server, options: AttestedTlsServerOptions) {
@@ -55,8 +57,14 @@ export class AttestedTlsServer {
     const issuer = options.issuer;
     const limits = options.limits ?? processAttestationLimits;
     const log = this.log;
-    // Rooted issuers also answer credentials, so clients can prove the AK sits beside a certified EK.
-    if (issuer.rooted !== undefined) addActivationService(grpcServer, issuer.rooted, this.activations);
+    // Rooted issuers also answer credentials, so clients can prove the AK sits beside a certified EK
+    // (init, recover and verify all do): for the connection's own nonce only, with the aTLS label.
+    if (issuer.rooted !== undefined) {
+      addActivationService(grpcServer, issuer.rooted, this.activations, {
+        protocol: 'atls-server',
+        connectionNonce: (peer) => this.connectionNonces.get(peer),
+      });
+    }
     this.front = new GrpcTlsFront(
       grpcServer,
       {
@@ -102,8 +110,11 @@ export class AttestedTlsServer {
         },
         onSecure: (socket) => {
           const peer = connectionPeer(socket);
+          const nonce = serverNameToNonce(String((socket as TLSSocket).servername));
+          if (nonce !== undefined) this.connectionNonces.set(peer, nonce);
           socket.once('close', () => {
             this.activations.forget(peer);
+            if (this.connectionNonces.get(peer) === nonce) this.connectionNonces.delete(peer);
           });
         },
         onHandshakeError: (err) => {

@@ -83,7 +83,7 @@ export async function requestWithAttestation(
       if (challenge.credential === undefined)
         throw new AtlsError('service sent no credential for the attestation key; it cannot verify this TPM');
       const secret = await rooted.activate(challenge.credential);
-      proof = activationProof(secret, challenge.nonce, rooted.akName);
+      proof = activationProof('join', secret, challenge.nonce, rooted.akName);
     }
     const key = ephemeralKey();
     const attestation = await issuer.issue(challengeUserData(key.publicKey, request), challenge.nonce);
@@ -107,7 +107,7 @@ export async function requestWithAttestation(
         throw new ServiceAttestationError('the service sealed its answer with another key than the one it attested');
       let identity: VerifiedTpmIdentity;
       try {
-        identity = service.pending.prove(sealed.serviceActivationProof, serviceNonce);
+        identity = service.pending.prove(sealed.serviceActivationProof, serviceNonce, 'host');
       } catch (err) {
         throw new ServiceAttestationError(`the service failed attestation: ${errorMessage(err)}`, { cause: err });
       }

@@ -23,6 +23,7 @@ import { SocketTransport, Tpm } from '@constellation/tpm';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { challengeUserData } from './challenge-binding.js';
+import { CHALLENGE_PROTOCOL_VERSION } from './challenge-messages.js';
 import type { ChallengeRejection } from './challenge-server.js';
 import { serveChallenge } from './challenge-server.js';
 import { AtlsError } from './errors.js';
@@ -227,8 +228,8 @@ const helloArb: fc.Arbitrary<HelloStep> = fc.record({
     { arbitrary: fc.string({ maxLength: 20 }), weight: 1 },
   ),
   version: fc.oneof(
-    { arbitrary: fc.constant(1), weight: 6 },
-    { arbitrary: fc.constantFrom(0, 2, 0xffffffff), weight: 1 },
+    { arbitrary: fc.constant(CHALLENGE_PROTOCOL_VERSION), weight: 6 },
+    { arbitrary: fc.constantFrom(0, 1, CHALLENGE_PROTOCOL_VERSION + 1, 0xffffffff), weight: 1 },
   ),
   identity: identityArb,
   akPublic: fc.oneof(
@@ -273,7 +274,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
 const GENUINE_HELLO: HelloStep = {
   kind: 'hello',
   variant: 'qemu-vtpm',
-  version: 1,
+  version: CHALLENGE_PROTOCOL_VERSION,
   identity: { kind: 'none' },
   akPublic: 'empty',
   serviceNonce: Buffer.alloc(0),
@@ -446,7 +447,7 @@ describe('challenge server under random client message sequences (fast-check, re
         {
           kind: 'hello',
           variant: 'qemu-vtpm',
-          version: 1,
+          version: CHALLENGE_PROTOCOL_VERSION,
           identity: { kind: 'none' },
           akPublic: 'empty',
           serviceNonce: Buffer.alloc(0),

@@ -10,5 +10,9 @@ export interface ChallengeServerMessage {
   step?: { $case: 'challenge'; value: AttestationChallenge } | { $case: 'sealed'; value: SealedResponse } | undefined;
 }
 
-/** Version of the challenge protocol this code speaks. */
-export const CHALLENGE_PROTOCOL_VERSION = 1;
+/**
+ * Version of the challenge protocol this code speaks. 2: activation proofs carry a label per
+ * protocol (join, host), so a node or service of version 1 would fail activation without saying
+ * why; the version tells them at the hello.
+ */
+export const CHALLENGE_PROTOCOL_VERSION = 2;

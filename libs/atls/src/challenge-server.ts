@@ -487,28 +487,38 @@ class ChallengeSession {
     );
   }
 
-  /** The quotes for this nonce and request, and (rooted variants) the activation proof. */
+  /**
+   * The quotes for this nonce and request, and (rooted variants) the activation proof. A proof made
+   * in another protocol is refused first, by name: that is how a genuine node's aTLS server, which
+   * activates any credential for its connection's nonce, was made to answer a join challenge
+   * (issue 42). Any other failed proof comes after the quotes, so that a replay is named as one.
+   */
   private validate(
     answer: Answer,
     nonce: Buffer,
     validator: Validator,
   ): { result: ValidationResult; identity: VerifiedTpmIdentity | undefined } | undefined {
     try {
+      let identity: VerifiedTpmIdentity | undefined;
+      let activationFailure: Error | undefined;
+      try {
+        identity = this.activation?.prove(answer.activationProof, nonce, 'join');
+      } catch (err) {
+        if (err instanceof AttestationError && err.reason === 'activation-protocol') throw err;
+        activationFailure = err instanceof Error ? err : new Error(String(err));
+      }
       const result = validator.validate(
         answer.attestation,
         nonce,
         challengeUserData(answer.ephemeralPublicKey, answer.request),
       );
-      let identity: VerifiedTpmIdentity | undefined;
-      if (this.activation !== undefined) {
-        if (result.attestationKeyName !== this.activation.akName.toString('hex')) {
-          throw new AttestationError(
-            'identity',
-            'the quotes are signed by another attestation key than the one the hello announced',
-          );
-        }
-        identity = this.activation.prove(answer.activationProof, nonce);
+      if (this.activation !== undefined && result.attestationKeyName !== this.activation.akName.toString('hex')) {
+        throw new AttestationError(
+          'identity',
+          'the quotes are signed by another attestation key than the one the hello announced',
+        );
       }
+      if (activationFailure !== undefined) throw activationFailure;
       return { result, identity };
     } catch (err) {
       this.state = 'answer';

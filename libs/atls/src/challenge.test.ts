@@ -16,6 +16,7 @@ import { SocketTransport, Tpm } from '@constellation/tpm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { challengeUserData } from './challenge-binding.js';
 import { requestWithAttestation } from './challenge-client.js';
+import { CHALLENGE_PROTOCOL_VERSION } from './challenge-messages.js';
 import type { ChallengeRejection } from './challenge-server.js';
 import { serveChallenge } from './challenge-server.js';
 import { AtlsError } from './errors.js';
@@ -137,7 +138,7 @@ const hello = {
     $case: 'hello' as const,
     value: {
       attestationVariant: 'qemu-vtpm',
-      protocolVersion: 1,
+      protocolVersion: CHALLENGE_PROTOCOL_VERSION,
       akPublic: Buffer.alloc(0),
       serviceNonce: Buffer.alloc(0),
     },
@@ -317,7 +318,7 @@ describe('attestation challenge (node to JoinService) over real TLS with a real 
           $case: 'hello',
           value: {
             attestationVariant: 'dummy',
-            protocolVersion: 1,
+            protocolVersion: CHALLENGE_PROTOCOL_VERSION,
             akPublic: Buffer.alloc(0),
             serviceNonce: Buffer.alloc(0),
           },

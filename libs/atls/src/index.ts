@@ -29,3 +29,4 @@ export {
   serviceServerCredentials,
   serviceTlsIdentity,
 } from './service-tls.js';
+export { CHALLENGE_PROTOCOL_VERSION } from './challenge-messages.js';

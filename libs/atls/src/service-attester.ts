@@ -34,7 +34,7 @@ export interface ServiceAttester {
   readonly description: string;
   /** An attestation document of the host for `userData` and `nonce`. */
   attest(userData: Uint8Array, nonce: Uint8Array): Promise<Buffer>;
-  /** Activates a credential made for the host's AK and EK; returns the proof bound to `nonce`. */
+  /** Activates a credential made for the host's AK and EK; returns the host proof bound to `nonce`. */
   prove(credential: Credential, nonce: Uint8Array): Promise<Buffer>;
   close(): void;
 }
@@ -51,7 +51,8 @@ export function issuerAttester(issuer: Issuer): ServiceAttester {
   return {
     description: `in-process ${issuer.variant.name} issuer`,
     attest: (userData, nonce) => issuer.issue(userData, nonce),
-    prove: async (credential, nonce) => activationProof(await rooted.activate(credential), nonce, rooted.akName),
+    prove: async (credential, nonce) =>
+      activationProof('host', await rooted.activate(credential), nonce, rooted.akName),
     close: () => undefined,
   };
 }
@@ -170,8 +171,9 @@ export async function serveAttestationAgent(
       );
     },
   });
-  // Local callers only (the socket is 0600); still never more than two activations at once.
-  addActivationService(server, rooted, new ActivationBudget({ perConnection: false }));
+  // Local callers only (the socket is 0600); still never more than two activations at once. Its
+  // proofs are host proofs: they verify nowhere but in a joining node's check of this host.
+  addActivationService(server, rooted, new ActivationBudget({ perConnection: false }), { protocol: 'host' });
   await rm(socketPath, { force: true });
   await new Promise<void>((resolve, reject) => {
     server.bindAsync(`unix:${socketPath}`, grpc.ServerCredentials.createInsecure(), (err) => {

@@ -10,6 +10,7 @@ import { SocketTransport, Tpm } from '@constellation/tpm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AttestedChannelCredentials } from './attested-channel.js';
 import { AttestedTlsServer } from './attested-tls-server.js';
+import { CHALLENGE_PROTOCOL_VERSION } from './challenge-messages.js';
 import { serveChallenge } from './challenge-server.js';
 import { issuerAttester } from './service-attester.js';
 import type { ServiceAttester } from './service-attester.js';
@@ -79,7 +80,7 @@ describe('work a stranger can cause', () => {
             $case: 'hello',
             value: {
               attestationVariant: 'tpm2-ek',
-              protocolVersion: 1,
+              protocolVersion: CHALLENGE_PROTOCOL_VERSION,
               akPublic: Buffer.alloc(0),
               serviceNonce: randomBytes(32),
             },
@@ -115,7 +116,8 @@ describe('work a stranger can cause', () => {
     const garbage = { credentialBlob: randomBytes(68), encryptedSecret: randomBytes(256) };
     const call = (): Promise<grpc.ServiceError | null> =>
       new Promise((resolve) => {
-        client.activate({ credential: garbage, nonce: randomBytes(32) }, (err) => {
+        // The connection's own nonce: any other is refused before the TPM (activation-oracle-attack.test.ts).
+        client.activate({ credential: garbage, nonce: credentials.nonce }, (err) => {
           resolve(err);
         });
       });

@@ -92,7 +92,7 @@ describe('EK-rooted identity with real swtpm TPMs manufactured with EK certifica
     expect(result.variant.name).toBe('tpm2-ek');
     const pending = await verifier.challenge(result.identityClaim, result.akPublic);
     const secret = await rooted(a).activate(pending.credential);
-    const identity = pending.prove(activationProof(secret, nonce, rooted(a).akName), nonce);
+    const identity = pending.prove(activationProof('join', secret, nonce, rooted(a).akName), nonce, 'join');
     expect(identity.ekPublicKeyHash).toBe(a.ekPublicKeyHash);
     expect(identity.akName).toBe(result.attestationKeyName);
     expect(identity.certificatePath).toHaveLength(3);
@@ -129,7 +129,7 @@ describe('EK-rooted identity with real swtpm TPMs manufactured with EK certifica
         );
       expect(err).toBeInstanceOf(TpmError);
     }
-    const err = await refusal(Promise.resolve().then(() => pending.prove(Buffer.alloc(0), randomBytes(32))));
+    const err = await refusal(Promise.resolve().then(() => pending.prove(Buffer.alloc(0), randomBytes(32), 'join')));
     expect(err.reason).toBe('activation');
     expect(err.message).toMatch(/^no credential activation proof/);
   });
@@ -160,7 +160,7 @@ describe('EK-rooted identity with real swtpm TPMs manufactured with EK certifica
     const pending = await knowing.challenge(bare, rooted(a).akPublic);
     const nonce = randomBytes(32);
     const secret = await rooted(a).activate(pending.credential);
-    expect(pending.prove(activationProof(secret, nonce, rooted(a).akName), nonce).ekPublicKeyHash).toBe(
+    expect(pending.prove(activationProof('join', secret, nonce, rooted(a).akName), nonce, 'join').ekPublicKeyHash).toBe(
       a.ekPublicKeyHash,
     );
   });

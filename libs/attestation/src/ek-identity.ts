@@ -3,6 +3,7 @@ import type { Credential, TpmIdentity } from '@constellation/proto';
 import { parsePublic, publicName } from '@constellation/tpm';
 import type { TpmPublic } from '@constellation/tpm';
 import { checkActivationProof } from './activation-proof.js';
+import type { ActivationProtocol } from './activation-proof.js';
 import { checkAttestationKey } from './attestation-key.js';
 import { verifyEkCertificate } from './ek-certificate.js';
 import { checkEkPublic, ekPublicKeyHash } from './ek-public.js';
@@ -26,8 +27,11 @@ export interface VerifiedTpmIdentity {
  */
 export interface PendingActivation {
   readonly credential: Credential;
-  /** Throws AttestationError("activation") unless `proof` shows the TPM recovered the secret. */
-  prove(proof: Uint8Array, nonce: Uint8Array): VerifiedTpmIdentity;
+  /**
+   * Throws AttestationError("activation") unless `proof` shows the TPM recovered the secret, for
+   * this `protocol` and `nonce` (a proof made for another protocol is refused, naming it).
+   */
+  prove(proof: Uint8Array, nonce: Uint8Array, protocol: ActivationProtocol): VerifiedTpmIdentity;
   /** The AK name the credential was made for; a document must be signed by exactly this key. */
   readonly akName: Buffer;
   /** The EK's hash (as in VerifiedTpmIdentity) from its verified certificate: which TPM this is, before it proved it. */
@@ -96,8 +100,8 @@ export class EkIdentityVerifier {
       credential,
       akName,
       ekPublicKeyHash: verified.ekPublicKeyHash,
-      prove: (proof, nonce) => {
-        checkActivationProof(proof, secret, nonce, akName);
+      prove: (proof, nonce, protocol) => {
+        checkActivationProof(protocol, proof, secret, nonce, akName);
         return verified;
       },
     };

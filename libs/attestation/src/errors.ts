@@ -16,6 +16,8 @@ export type AttestationFailureReason =
   | 'ek-public'
   /** Credential activation failed: the AK does not live in the TPM that holds the certified EK. */
   | 'activation'
+  /** The activation proof is valid, but for another protocol (an aTLS server's for a join, say). */
+  | 'activation-protocol'
   /** The attested identity (AK or EK) differs from the one announced earlier in the exchange. */
   | 'identity';
 

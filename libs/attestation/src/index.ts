@@ -1,4 +1,5 @@
-export { activationProof } from './activation-proof.js';
+export { activationLabel, activationProof } from './activation-proof.js';
+export type { ActivationProtocol } from './activation-proof.js';
 
 export type { AttestationPolicy, AttestationVerifier } from './attestation-policy.js';
 export { createAttestationVerifier } from './attestation-policy.js';

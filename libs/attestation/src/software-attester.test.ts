@@ -71,7 +71,7 @@ describe('a software attester (own key, the right PCR values, no TPM)', () => {
     );
     // ...but only the TPM holding that EK can open the credential, and it refuses a foreign AK.
     const secret = await attacker.rooted?.activate(pending.credential);
-    expect(() => pending.prove(secret ?? Buffer.alloc(0), nonce)).toThrow(
+    expect(() => pending.prove(secret ?? Buffer.alloc(0), nonce, 'join')).toThrow(
       'credential activation failed: the attestation key does not live in the TPM that holds the certified endorsement key',
     );
     await expect(genuine.rooted?.activate(pending.credential)).rejects.toThrow(/ActivateCredential/);

@@ -28,7 +28,7 @@ export interface AttestationHello {
    * refuses the stream at once when it does not accept this variant.
    */
   attestationVariant: string;
-  /** Version of the challenge protocol the node speaks; currently 1. */
+  /** Version of the challenge protocol the node speaks; currently 2 (per-protocol proof labels). */
   protocolVersion: number;
   /** The node's TPM identity; required by rooted variants, before any challenge is issued. */
   identity?:
@@ -115,7 +115,7 @@ export interface SealedResponse {
   ciphertext: Buffer;
   /**
    * When the node sent a service credential: HMAC-SHA256(key = activated secret,
-   * "constellation/atls/activation/v1" || service_nonce || AK name of the service's host).
+   * "constellation/join/host-activation/v1" || service_nonce || AK name of the service's host).
    */
   serviceActivationProof: Buffer;
 }
@@ -126,13 +126,20 @@ export interface ActivateRequest {
   credential?:
     | Credential
     | undefined;
-  /** 32 random bytes from the client that the proof binds. */
+  /**
+   * 32 bytes the proof binds: on an attested-TLS endpoint, the connection's own aTLS nonce (the
+   * one in its SNI), and no other; on the attestation agent, the joining node's service_nonce.
+   */
   nonce: Buffer;
 }
 
 /** The proof that the server's TPM activated the credential. */
 export interface ActivateResponse {
-  /** HMAC-SHA256(key = activated secret, "constellation/atls/activation/v1" || nonce || AK name). */
+  /**
+   * HMAC-SHA256(key = activated secret, label || nonce || AK name), the label
+   * "constellation/atls/server-activation/v1" on attested-TLS endpoints and
+   * "constellation/join/host-activation/v1" on the attestation agent.
+   */
   proof: Buffer;
 }
 
@@ -893,9 +900,10 @@ export const AttestResponse: MessageFns<AttestResponse> = {
 };
 
 /**
- * Served next to every attested-TLS endpoint (InitServer, RecoveryService, verify endpoint).
- * After the TLS handshake has checked the server's attestation, the client proves the server's
- * attestation key lives in the TPM of the certified EK before it sends any secret.
+ * Served next to every attested-TLS endpoint (InitServer, RecoveryService, verify endpoint), with
+ * aTLS server proofs, and by the attestation agent, with host proofs. After the TLS handshake has
+ * checked the server's attestation, the client proves the server's attestation key lives in the
+ * TPM of the certified EK before it sends any secret.
  */
 export type ActivationServiceService = typeof ActivationServiceService;
 export const ActivationServiceService = {
