@@ -71,6 +71,7 @@ export function joinHandlers(parts: JoinHandlerParts): JoinServiceServer {
   const countRejected = (kind: 'join' | 'rejoin', reason: ChallengeRejection): void => {
     if (reason === 'outstanding') metrics.refusals.inc({ kind, reason: 'challenge-outstanding' });
     else if (reason === 'call-in-progress') metrics.refusals.inc({ kind, reason: 'tpm-call-in-progress' });
+    else if (reason === 'unanswered') metrics.refusals.inc({ kind, reason: 'unanswered-challenges' });
     else if (!refusedByService(reason)) metrics.attestationFailures.inc({ reason });
   };
   /**
@@ -118,7 +119,8 @@ export function joinHandlers(parts: JoinHandlerParts): JoinServiceServer {
         admit: admitFor(call, 'join'),
         onRejected: (reason) => {
           countRejected('join', reason);
-          if (reason === 'outstanding') metrics.joins.inc({ kind: 'join', role: 'unknown', outcome: 'retry' });
+          if (reason === 'outstanding' || reason === 'unanswered')
+            metrics.joins.inc({ kind: 'join', role: 'unknown', outcome: 'retry' });
           else if (!refusedByService(reason)) metrics.joins.inc({ kind: 'join', role: 'unknown', outcome: 'rejected' });
         },
         handle: async (bytes, result, proven) => {

@@ -1,6 +1,12 @@
 import { readFile } from 'node:fs/promises';
 import * as k8s from '@kubernetes/client-node';
-import { AgentAttester, GrpcPlainFront, OutstandingChallenges, serviceTlsIdentity } from '@constellation/atls';
+import {
+  AgentAttester,
+  GrpcPlainFront,
+  OutstandingChallenges,
+  UnansweredChallenges,
+  serviceTlsIdentity,
+} from '@constellation/atls';
 import { createAttestationVerifier, readPemCertificates } from '@constellation/attestation';
 import type { AttestationPolicy, Measurements } from '@constellation/attestation';
 import { errorMessage } from '@constellation/errors';
@@ -133,6 +139,12 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
         ...(serviceAttester === undefined ? {} : { serviceAttester }),
         challengeTtlMs: settings.challengeTtlMs,
         outstanding: new OutstandingChallenges(),
+        // Half the slots at most for one address's unanswered challenges: a stranger replaying
+        // genuine nodes' hellos held them all (issue 42); the other half stays for other nodes.
+        unanswered: new UnansweredChallenges(
+          Math.max(1, Math.ceil(settings.maxConcurrentTickets / 2)),
+          settings.maxConcurrentTickets,
+        ),
         maxRequestBytes: JOINSERVICE_DEFAULTS.maxRequestBytes,
         logger,
       },

@@ -15,6 +15,7 @@ import { CHALLENGE_PROTOCOL_VERSION } from './challenge-messages.js';
 import type { ChallengeClientMessage, ChallengeServerMessage } from './challenge-messages.js';
 import { ephemeralKey, seal } from './seal.js';
 import type { OutstandingChallenges, TpmPlace } from './outstanding-challenges.js';
+import type { UnansweredChallenges } from './unanswered-challenges.js';
 import { peerSource } from './peer-source.js';
 import { ServiceAttesterBusyError, serviceUserData } from './service-attester.js';
 import type { ServiceAttester } from './service-attester.js';
@@ -33,6 +34,8 @@ export type ChallengeRejection =
   | 'admission'
   | 'outstanding'
   | 'call-in-progress'
+  /** The call's network source holds its bound of slots with unanswered challenges (see UnansweredChallenges). */
+  | 'unanswered'
   | `attestation:${AttestationError['reason']}`;
 
 export interface ChallengeServerOptions {
@@ -92,6 +95,12 @@ export interface ChallengeServerOptions {
    * one genuine TPM can hold as many challenges as the service has slots.
    */
   outstanding?: OutstandingChallenges;
+  /**
+   * Shared by the service's calls (with `admit`): how many of its slots a network source may hold
+   * with calls that have not answered their challenge. Without it, a stranger replaying distinct
+   * genuine nodes' hellos from one address held every slot.
+   */
+  unanswered?: UnansweredChallenges;
 }
 
 /** This service's host attestation for a node that asked, and the ephemeral key it binds. */
@@ -147,6 +156,8 @@ class ChallengeSession {
   private timer: NodeJS.Timeout | undefined;
   /** Free what `admit` and the TPM's claim took; called once the exchange ends, however it ends. */
   private readonly releases: (() => void)[] = [];
+  /** This call's count among its source's unanswered calls, freed once its answer arrives. */
+  private unanswered: (() => void) | undefined;
 
   constructor(
     private readonly call: Stream,
@@ -276,8 +287,7 @@ class ChallengeSession {
       return;
     }
     if (typeof admitted === 'function') {
-      this.keepSlot(admitted);
-      this.begin(hello, validator);
+      if (this.keepSlot(admitted)) this.begin(hello, validator);
       return;
     }
     // In line for a slot: the wait has its own bound (the admitter's), not the hello's.
@@ -289,7 +299,7 @@ class ChallengeSession {
           release(); // the caller went away while waiting
           return;
         }
-        this.keepSlot(release);
+        if (!this.keepSlot(release)) return;
         this.startTimer();
         this.begin(hello, validator);
       },
@@ -299,10 +309,19 @@ class ChallengeSession {
     );
   }
 
-  /** A slot this call was admitted to: its TPM's calls share it (see OutstandingChallenges). */
-  private keepSlot(release: () => void): void {
+  /**
+   * A slot this call was admitted to: its TPM's calls share it (see OutstandingChallenges). False
+   * when its source holds its bound of slots with unanswered challenges: the slot goes back at once
+   * (to the next call in line) and the call is refused.
+   */
+  private keepSlot(release: () => void): boolean {
+    if (!this.countUnanswered()) {
+      release();
+      return false;
+    }
     if (this.place === undefined) this.releases.push(release);
     else this.place.adopt(release);
+    return true;
   }
 
   /**
@@ -326,6 +345,26 @@ class ChallengeSession {
       const status = statusErrorOf(err);
       if (status === undefined) throw err;
       this.finish(status.code, status.message, 'call-in-progress', status.metadata);
+      return false;
+    }
+  }
+
+  /**
+   * The call takes a slot: it counts among its source's unanswered calls until its answer arrives.
+   * False when refused (the call is finished).
+   */
+  private countUnanswered(): boolean {
+    const { unanswered } = this.options;
+    if (unanswered === undefined) return true;
+    try {
+      const release = unanswered.take(this.source);
+      this.unanswered = release;
+      this.releases.push(release);
+      return true;
+    } catch (err) {
+      const status = statusErrorOf(err);
+      if (status === undefined) throw err;
+      this.finish(status.code, status.message, 'unanswered', status.metadata);
       return false;
     }
   }
@@ -460,6 +499,8 @@ class ChallengeSession {
     }
     this.state = 'working'; // the nonce is consumed from here on
     clearTimeout(this.timer);
+    // Answered: whatever the answer is worth, the slot is no longer held by silence.
+    this.unanswered?.();
     const validated = this.validate(answer, nonce, validator);
     if (validated === undefined) return;
     for (const warning of validated.result.warnings) {

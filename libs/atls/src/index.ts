@@ -30,3 +30,4 @@ export {
   serviceTlsIdentity,
 } from './service-tls.js';
 export { CHALLENGE_PROTOCOL_VERSION } from './challenge-messages.js';
+export { UnansweredChallenges } from './unanswered-challenges.js';
