@@ -27,6 +27,8 @@ declare -A needed=(
   [pkg-config]=pkg-config
   # mini's and the test control planes' network namespaces: nsenter, not `ip netns exec`
   [nsenter]=util-linux
+  # mini's nodes: a busybox image for trying pods (tools/kubernetes/images.mjs)
+  [busybox]=busybox-static
 )
 missing=()
 for program in "${!needed[@]}"; do
@@ -34,6 +36,10 @@ for program in "${!needed[@]}"; do
     missing+=("${needed[$program]}")
   fi
 done
+# mini's pod network: Debian's CNI plugins (bridge, host-local), found by path
+if [ ! -x /usr/lib/cni/bridge ]; then
+  missing+=(containernetworking-plugins)
+fi
 # runc's seccomp support links against libseccomp (a library: no program to look for)
 if ! pkg-config --exists libseccomp 2>/dev/null; then
   missing+=(libseccomp-dev)
@@ -73,3 +79,5 @@ if ! command -v go >/dev/null 2>&1; then
   exit 1
 fi
 node tools/kubernetes/build.mjs >/dev/null
+# The container images mini's nodes carry (control plane, pause, busybox), from those programs.
+node tools/kubernetes/images.mjs >/dev/null

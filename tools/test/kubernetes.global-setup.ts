@@ -24,13 +24,18 @@ const KUBERNETES_PROJECTS = new Set([
 
 const root = join(import.meta.dirname, '..', '..');
 
-/** Builds the programs when this machine has not yet (with progress), and returns their directory. */
+/** Builds the programs and the node images when this machine has not yet (with progress), and returns the programs' directory. */
 function kubernetesBinDir(): string {
   const result = spawnSync(process.execPath, [join(root, 'tools', 'kubernetes', 'build.mjs')], {
     stdio: ['ignore', 'pipe', 'inherit'],
     encoding: 'utf8',
   });
   if (result.status !== 0) throw new Error('building the Kubernetes programs failed (see above)');
+  // The images mini's nodes carry, from those programs (about 15 s the first time).
+  const images = spawnSync(process.execPath, [join(root, 'tools', 'kubernetes', 'images.mjs')], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  if (images.status !== 0) throw new Error("building the nodes' container images failed (see above)");
   return result.stdout.trim();
 }
 

@@ -27,6 +27,7 @@ export const BOOTSTRAPPER_DEFAULTS = {
   apiServerBindPort: 6443,
   kubernetesVersion: DEFAULT_KUBERNETES_VERSION,
   kubeletStartCommand: 'systemctl start kubelet',
+  imagePullPolicy: 'IfNotPresent',
   joinBackoffMaxMs: 30_000,
 
   joinInitialBackoffMs: 1_000,
@@ -68,6 +69,10 @@ export interface BootstrapperFlags {
   defaultKubernetesVersion: string;
   minimumKubernetesVersion?: string;
   kubeletStartCommand: string;
+  /** kubeadm patches of the node image (kubeletconfiguration+merge.yaml, …), as kubeadm sees the path. */
+  kubeadmPatches?: string;
+  kubeadmIgnorePreflightErrors: string[];
+  imagePullPolicy: 'Always' | 'IfNotPresent' | 'Never';
   joinBackoffMaxMs: number;
   onFatal: 'reboot' | 'exit';
 }
@@ -118,4 +123,15 @@ export function parsePcrList(value: string): number[] {
   if (pcrs.length === 0 || pcrs.some((pcr) => !Number.isInteger(pcr) || pcr < 0 || pcr > 23))
     throw new InvalidArgumentError(`expected comma-separated PCR indexes from 0 to 23, got "${value}"`);
   return pcrs;
+}
+
+/** A comma-separated list of names (kubeadm's preflight check names: letters, digits, `.`, `_`, `-`). */
+export function parseNameList(value: string, option: string): string[] {
+  const names = value.split(',').map((part) => part.trim());
+  const bad = names.find((name) => !/^[A-Za-z0-9._-]+$/.test(name));
+  if (bad !== undefined)
+    throw new InvalidArgumentError(
+      `${option}: expected comma-separated names (letters, digits, '.', '_', '-'), got "${bad}" in "${value}"`,
+    );
+  return names;
 }

@@ -106,7 +106,16 @@ export async function createNodeContext(
     ...(checkJoinService === undefined ? {} : { joinServiceCheck: checkJoinService }),
     logger,
     recentLog,
-    kubeadm: { program: config.kubeadm, env: process.env, timeoutMs: BOOTSTRAPPER_DEFAULTS.kubeadmTimeoutMs },
+    kubeadm: {
+      program: config.kubeadm,
+      env: process.env,
+      timeoutMs: BOOTSTRAPPER_DEFAULTS.kubeadmTimeoutMs,
+      node: {
+        ...(config.kubeadmPatches === undefined ? {} : { patchesDir: config.kubeadmPatches }),
+        ignorePreflightErrors: config.kubeadmIgnorePreflightErrors,
+        imagePullPolicy: config.imagePullPolicy,
+      },
+    },
     apiServerBindPort: config.apiServerBindPort,
     defaultKubernetesVersion: config.defaultKubernetesVersion,
     ...(config.minimumKubernetesVersion === undefined

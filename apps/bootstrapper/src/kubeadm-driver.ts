@@ -51,7 +51,11 @@ async function writeKubeadmConfig(runner: KubeadmRunner, name: string, yaml: str
 }
 
 export async function kubeadmInit(runner: KubeadmRunner, input: InitConfigInput): Promise<void> {
-  const file = await writeKubeadmConfig(runner, 'kubeadm-init.yaml', initConfiguration(input));
+  const file = await writeKubeadmConfig(
+    runner,
+    'kubeadm-init.yaml',
+    initConfiguration({ ...input, ...(runner.kubeadm.node === undefined ? {} : { node: runner.kubeadm.node }) }),
+  );
   // --skip-token-print: kubeadm's join command holds a token, and its output goes to the node log.
   await kubeadm(runner, ['init', '--config', file, '--skip-token-print', '-v=5']);
 }
@@ -66,7 +70,11 @@ const KUBELET_START_FILES = ['kubelet.conf', 'bootstrap-kubelet.conf'];
  * (FileAvailable checks), and the retries hid the failure that mattered behind that refusal.
  */
 export async function kubeadmJoin(runner: KubeadmRunner, input: JoinConfigInput): Promise<void> {
-  const file = await writeKubeadmConfig(runner, 'kubeadm-join.yaml', joinConfiguration(input));
+  const file = await writeKubeadmConfig(
+    runner,
+    'kubeadm-join.yaml',
+    joinConfiguration({ ...input, ...(runner.kubeadm.node === undefined ? {} : { node: runner.kubeadm.node }) }),
+  );
   let last: unknown;
   for (let attempt = 1; attempt <= 3; attempt++) {
     try {

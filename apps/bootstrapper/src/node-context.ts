@@ -1,3 +1,4 @@
+import type { KubeadmNodeOptions } from '@constellation/kubeadm';
 import type { ServiceCheck } from '@constellation/atls';
 import type { Issuer } from '@constellation/attestation';
 import type { Logger } from '@constellation/logger';
@@ -18,7 +19,8 @@ export interface NodeContext {
   metadata: MetadataClient;
   logger: Logger;
   recentLog: RecentLog;
-  kubeadm: { program: string; env: NodeJS.ProcessEnv; timeoutMs: number };
+  /** kubeadm, and what the node image sets for every kubeadm run (patches, preloaded images, preflight). */
+  kubeadm: { program: string; env: NodeJS.ProcessEnv; timeoutMs: number; node?: KubeadmNodeOptions };
   /**
    * What the JoinService must prove before the node uses a join ticket (see joinServiceCheck);
    * undefined only with the unrooted qemu-vtpm variant, which has no identities to check.

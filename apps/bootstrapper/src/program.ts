@@ -2,7 +2,13 @@ import { Command, Option } from '@commander-js/extra-typings';
 import type { OptionValues } from '@commander-js/extra-typings';
 import { logLevelOption, parseInteger, parsePort } from '@constellation/command-line';
 import { createLogger } from '@constellation/logger';
-import { BOOTSTRAPPER_DEFAULTS as DEFAULTS, compileConfig, parsePcrList, parseVersionOption } from './config.js';
+import {
+  BOOTSTRAPPER_DEFAULTS as DEFAULTS,
+  compileConfig,
+  parseNameList,
+  parsePcrList,
+  parseVersionOption,
+} from './config.js';
 import { openNode } from './open-node.js';
 import { RecentLog } from './recent-log.js';
 import { parseCommandLine } from './shell-command.js';
@@ -101,12 +107,30 @@ function withKubernetesOptions<Args extends unknown[], Opts extends OptionValues
     )
     .option(
       '--kubelet-start-command <command>',
-      'how to start the kubelet once the node belongs to a cluster: a program and its arguments, quoted like a shell where they contain spaces, run without a shell (tests and mini, which run no kubelet, replace it)',
+      'how to start the kubelet once the node belongs to a cluster: a program and its arguments, quoted like a shell where they contain spaces, run without a shell (tests that run no kubelet replace it)',
       (v) => {
         parseCommandLine(v);
         return v;
       },
       DEFAULTS.kubeletStartCommand,
+    )
+    .option(
+      '--kubeadm-patches <dir>',
+      "node image tuning: kubeadm's patches directory for init and join (files like kubeletconfiguration+merge.yaml or etcd+json.json), an absolute path as kubeadm sees it",
+    )
+    .option(
+      '--kubeadm-ignore-preflight-errors <checks>',
+      "node image tuning: comma-separated kubeadm preflight checks (kubeadm's names, e.g. SystemVerification) that only warn on this image",
+      (v) => parseNameList(v, '--kubeadm-ignore-preflight-errors'),
+      [] as string[],
+    )
+    .addOption(
+      new Option(
+        '--image-pull-policy <policy>',
+        "kubeadm's image pull policy for the control plane's images; Never when the node image carries them preloaded",
+      )
+        .choices(['Always', 'IfNotPresent', 'Never'] as const)
+        .default('IfNotPresent' as const),
     )
     .option(
       '--join-backoff-max-ms <ms>',

@@ -2,8 +2,9 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { kubernetesBinDir, repoRoot, runCommand, tempDirForTest, waitFor } from '@constellation/testing';
 import { describe, expect, it } from 'vitest';
-import { isRunning } from './mini/mini-state.js';
+import { unitLog } from '@constellation/node-environment';
 import type { MiniNode, MiniState } from './mini/mini-state.js';
+import { BOOTSTRAPPER_UNIT } from './mini/start-node.js';
 
 const root = repoRoot();
 const cli = join(root, 'apps/cli/dist/constellation.mjs');
@@ -41,7 +42,7 @@ async function kubeconfigAs(
   return path;
 }
 
-const bootstrapperLog = (node: MiniNode): Promise<string> => readFile(join(node.dir, 'bootstrapper.log'), 'utf8');
+const bootstrapperLog = (node: MiniNode): Promise<string> => readFile(unitLog(node.dir, BOOTSTRAPPER_UNIT), 'utf8');
 
 describe('mini as a cluster kubectl can drive', () => {
   it('three control planes and two workers: kubectl sees them Ready, strangers get 403, a control plane reboots and all recover', async () => {
@@ -151,7 +152,8 @@ describe('mini as a cluster kubectl can drive', () => {
       for (const node of state.nodes)
         expect(status.stdout.toString()).toMatch(new RegExp(`${node.name}\\s+\\S+\\s+True\\s+attested`));
 
-      // The first control plane reboots: the API endpoint keeps answering, and the node rejoins.
+      // The first control plane reboots: the API endpoint (the load balancer in front of the control
+      // planes) keeps answering, and the node rejoins.
       expect((await constellation(workspace, 'mini', 'reboot', first.name)).code).toBe(0);
       expect((await kubectl(admin, 'get', 'nodes')).code).toBe(0);
       await waitFor(async () => (await bootstrapperLog(first)).includes('"source":"rejoin-ticket"'), {
@@ -185,24 +187,40 @@ describe('mini as a cluster kubectl can drive', () => {
           timeoutMs: 60_000,
           description: `${cp.name} to come back`,
         });
-        // Its "kubelet" started the JoinService again.
-        await waitFor(
-          async () => {
-            const record = await readFile(join(cp.dir, 'joinservice.json'), 'utf8').catch(() => '{"pid":0}');
-            return isRunning((JSON.parse(record) as { pid: number }).pid);
-          },
-          { timeoutMs: 60_000, description: `${cp.name}'s JoinService to run again` },
-        );
       }
-      // Every node is still registered. Ready it is not by now: no kubelet posts the Nodes' status
-      // (mini's nodes start processes, not a kubelet, until they run the real one), so the real
-      // node lifecycle controller marks them NotReady 50 s after their registration.
-      const after = await kubectl(admin, 'get', 'nodes', '-o', 'name');
-      expect(after.stdout.toString().trim().split('\n').sort()).toEqual(
-        state.nodes.map((n) => `node/${n.name}`).sort(),
+      // The kubelets started again after the recovery: the control planes' static pods came back
+      // (etcd has its quorum), every node is Ready, and each control plane runs its JoinService pod.
+      await waitFor(
+        async () => {
+          const ready = await kubectl(admin, 'get', 'nodes', '--no-headers');
+          const lines = ready.stdout.toString().trim().split('\n');
+          return lines.length === state.nodes.length && lines.every((line) => /\sReady\s/.test(line));
+        },
+        { timeoutMs: 120_000, description: 'every node Ready again' },
+      );
+      await waitFor(
+        async () => {
+          const pods = await kubectl(
+            admin,
+            'get',
+            'pods',
+            '-n',
+            'kube-system',
+            '-l',
+            'k8s-app=join-service',
+            '--no-headers',
+          );
+          return (
+            pods.stdout
+              .toString()
+              .split('\n')
+              .filter((line) => /\s1\/1\s+Running\s/.test(line)).length === 3
+          );
+        },
+        { timeoutMs: 120_000, description: "every control plane's JoinService pod Running" },
       );
     } finally {
       expect((await constellation(workspace, 'mini', 'down')).code).toBe(0);
     }
-  }, 420_000);
+  }, 600_000);
 });

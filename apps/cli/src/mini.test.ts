@@ -1,10 +1,14 @@
 import { cp as copy, mkdir, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { kubernetesBinDir, repoRoot, runCommand, tempDirForTest, waitFor } from '@constellation/testing';
 import { describe, expect, it } from 'vitest';
+import { pathExists } from '@constellation/files';
+import { unitLog } from '@constellation/node-environment';
 import { isRunning } from './mini/mini-state.js';
 import type { MiniState } from './mini/mini-state.js';
+import { BOOTSTRAPPER_UNIT } from './mini/start-node.js';
 
 const root = repoRoot();
 const cli = join(root, 'apps/cli/dist/constellation.mjs');
@@ -12,6 +16,19 @@ const constellation = (workspace: string, ...args: string[]) =>
   runCommand(process.execPath, [cli, '--workspace', workspace, ...args], { timeoutMs: 180_000 });
 /** `mini up` with the run's built Kubernetes programs. */
 const binDirFlag = (): string[] => ['--kubernetes-bin-dir', kubernetesBinDir()];
+const JOINSERVICE_VERSION = (
+  JSON.parse(readFileSync(join(root, 'apps/joinservice/package.json'), 'utf8')) as { version: string }
+).version;
+const kubectlProgram = (): string => join(kubernetesBinDir(), 'kubectl');
+/** The built kubectl with the workspace's admin kubeconfig. */
+const kubectl = (workspace: string, ...args: string[]) =>
+  runCommand(
+    kubectlProgram(),
+    ['--kubeconfig', join(workspace, 'constellation-admin.conf'), '--request-timeout=20s', ...args],
+    { timeoutMs: 60_000 },
+  );
+const bootstrapperLog = (node: { dir: string }): Promise<string> =>
+  readFile(unitLog(node.dir, BOOTSTRAPPER_UNIT), 'utf8');
 
 describe('constellation mini', () => {
   it('brings up a cluster whose honest nodes join and whose tampered node is refused by PCR, then cleans up completely', async () => {
@@ -30,18 +47,11 @@ describe('constellation mini', () => {
     const state = JSON.parse(
       await readFile(stateFile, 'utf8').catch(() => '{"nodes":[],"network":{"namespaces":[],"bridge":""}}'),
     ) as MiniState;
-    let joinServicePid: number | undefined;
     try {
       // A failed up names its reason here, not only in the clean-up below.
       expect(up.code, up.stderr).toBe(0);
       expect(up.stderr).toContain('init:   ✓ lock node (point of no return)');
-      joinServicePid = (
-        JSON.parse(
-          await readFile(join(workspace, 'constellation-mini', 'control-plane-0', 'joinservice.json'), 'utf8'),
-        ) as {
-          pid: number;
-        }
-      ).pid;
+      expect(up.stderr).toContain('init:   ✓ kubeadm init');
       const table = up.stdout.toString();
       expect(table).toMatch(/control-plane-0\s+control-plane\s+\S+\s+initialised\s+True\s+measurements match/);
       expect(table).toMatch(/worker-2\s+worker\s+\S+\s+joined\s+True\s+measurements match/);
@@ -63,12 +73,10 @@ describe('constellation mini', () => {
           // mini's release is the built programs'.
           `KUBELET_IMAGE_TAG=${await readFile(join(kubernetesBinDir(), 'release.json'), 'utf8').then((t) => (JSON.parse(t) as { release: string }).release)}\n`,
         );
-        expect(await readFile(join(node.dir, 'bootstrapper.log'), 'utf8')).toContain(
-          '"message":"component manifest signature verified"',
-        );
+        expect(await bootstrapperLog(node)).toContain('"message":"component manifest signature verified"');
         // Workers used their tickets only after the JoinService proved its host.
         if (node.role === 'worker')
-          expect(await readFile(join(node.dir, 'bootstrapper.log'), 'utf8')).toMatch(
+          expect(await bootstrapperLog(node)).toMatch(
             /"host":"control-plane-0".*"message":"JoinService host proven"|"message":"JoinService host proven".*"host":"control-plane-0"/,
           );
       }
@@ -79,10 +87,10 @@ describe('constellation mini', () => {
       expect(status.stdout.toString()).toMatch(
         /worker-1\s+worker\s+False\s+refused\s+NOT JOINED: attestation rejected: measurements do not match: PCR 9: expected [0-9a-f]{64}, actual [0-9a-f]{64}/,
       );
-      const joinLog = await readFile(
-        join(workspace, 'constellation-mini', 'control-plane-0', 'joinservice.log'),
-        'utf8',
-      );
+      // The JoinService's log is its pod's: kubectl logs, through the node's kubelet.
+      const logs = await kubectl(workspace, 'logs', '-n', 'kube-system', '-l', 'k8s-app=join-service', '--tail=-1');
+      expect(logs.code, logs.stderr).toBe(0);
+      const joinLog = logs.stdout.toString();
       expect(joinLog).toMatch(/"reason":"attestation:measurements"/);
       expect(joinLog).toMatch(/PCR 9: expected [0-9a-f]{64}, actual [0-9a-f]{64}/);
       expect(joinLog).not.toMatch(/"token":"[a-z0-9]{6}\.[a-z0-9]{16}"/);
@@ -112,15 +120,86 @@ describe('constellation mini', () => {
       for (const node of state.nodes) expect(listening.stdout.toString()).not.toContain(`pid=${node.swtpmPid},`);
 
       // The API server is the real one: the built kubectl mini printed reads its metrics.
-      const kubectl = join(kubernetesBinDir(), 'kubectl');
-      expect(table).toContain(`kubectl: ${kubectl} --kubeconfig ${join(workspace, 'constellation-admin.conf')}`);
-      const metrics = await runCommand(
-        kubectl,
-        ['--kubeconfig', join(workspace, 'constellation-admin.conf'), 'get', '--raw', '/metrics'],
-        { timeoutMs: 60_000 },
+      expect(table).toContain(
+        `kubectl: ${kubectlProgram()} --kubeconfig ${join(workspace, 'constellation-admin.conf')}`,
       );
+      const metrics = await kubectl(workspace, 'get', '--raw', '/metrics');
       expect(metrics.code, metrics.stderr).toBe(0);
       expect(metrics.stdout.toString()).toMatch(/^apiserver_request_total\{.*\} \d+$/m);
+
+      // Real nodes: the kubelet and containerd of the built release on every honest node, the control
+      // plane and the JoinService as pods.
+      const wide = await kubectl(workspace, 'get', 'nodes', '-o', 'wide');
+      for (const name of ['control-plane-0', 'worker-2', 'worker-3'])
+        expect(wide.stdout.toString()).toMatch(
+          new RegExp(`${name}\\s+Ready\\s+\\S+\\s+\\S+\\s+v1\\.37\\.2\\s.*containerd://2\\.`),
+        );
+      // Running, and Ready as their probes say (the scheduler's comes a few seconds after its start).
+      for (const pod of ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler']) {
+        const ready = await kubectl(
+          workspace,
+          'wait',
+          '-n',
+          'kube-system',
+          '--for=condition=Ready',
+          `pod/${pod}-control-plane-0`,
+          '--timeout=60s',
+        );
+        expect(ready.code, ready.stderr).toBe(0);
+      }
+      const pods = await kubectl(workspace, 'get', 'pods', '-n', 'kube-system', '-o', 'wide');
+      for (const pod of ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler'])
+        expect(pods.stdout.toString()).toMatch(new RegExp(`${pod}-control-plane-0\\s+1/1\\s+Running\\s`));
+      expect(pods.stdout.toString()).toMatch(/join-service-[a-z0-9]{5}\s+1\/1\s+Running\s.*control-plane-0/);
+      const described = await kubectl(workspace, 'describe', 'node', 'worker-2');
+      expect(described.code, described.stderr).toBe(0);
+      expect(described.stdout.toString()).toContain('Kubelet Version:            v1.37.2');
+      // A pod from an image the node carries (no registry), on a worker; exec into it.
+      const run = await kubectl(
+        workspace,
+        'run',
+        'try-me',
+        '--image=localhost/constellation/busybox:mini',
+        '--image-pull-policy=Never',
+        '--overrides={"spec":{"nodeName":"worker-3"}}',
+        '--',
+        'sleep',
+        '3600',
+      );
+      expect(run.code, run.stderr).toBe(0);
+      const ready = await kubectl(workspace, 'wait', '--for=condition=Ready', 'pod/try-me', '--timeout=60s');
+      expect(ready.code, ready.stderr).toBe(0);
+      const exec = await kubectl(workspace, 'exec', 'try-me', '--', 'sh', '-c', 'echo "$(hostname) says hello"');
+      expect(exec.stdout.toString()).toBe('try-me says hello\n');
+      // Pods on different nodes reach each other (routes between the nodes' pod subnets).
+      const podIp = (
+        await kubectl(workspace, 'get', 'pod', 'try-me', '-o', 'jsonpath={.status.podIP}')
+      ).stdout.toString();
+      expect(podIp).toMatch(/^10\.244\.\d+\.\d+$/);
+      const ping = await kubectl(
+        workspace,
+        'run',
+        'ping-across',
+        '--image=localhost/constellation/busybox:mini',
+        '--image-pull-policy=Never',
+        '--restart=Never',
+        '--overrides={"spec":{"nodeName":"worker-2"}}',
+        '--',
+        'ping',
+        '-c',
+        '2',
+        '-W',
+        '5',
+        podIp,
+      );
+      expect(ping.code, ping.stderr).toBe(0);
+      await waitFor(
+        async () =>
+          (
+            await kubectl(workspace, 'get', 'pod', 'ping-across', '-o', 'jsonpath={.status.phase}')
+          ).stdout.toString() === 'Succeeded',
+        { timeoutMs: 60_000, description: 'a pod on worker-2 pinging the pod on worker-3' },
+      );
 
       // A second mini up does not break the running cluster.
       const again = await constellation(workspace, 'mini', 'up', ...binDirFlag());
@@ -138,9 +217,17 @@ describe('constellation mini', () => {
       if (up.code === 0) expect(printed).toBeDefined();
       expect(down.code).toBe(0);
     }
-    const pids = [state.metadataPid, joinServicePid, ...state.nodes.flatMap((n) => [n.swtpmPid, n.bootstrapperPid])];
-    expect(pids.length).toBeGreaterThan(4);
+    const pids = [state.metadataPid, ...state.nodes.map((n) => n.swtpmPid)];
+    expect(pids.length).toBe(5);
     expect(pids.filter(isRunning)).toEqual([]);
+    // Nothing of the nodes is left: no mounts (namespaces, pod volumes), no cgroups.
+    const mounts = await readFile('/proc/self/mountinfo', 'utf8');
+    for (const ns of state.network.namespaces) {
+      expect(mounts).not.toContain(`${ns}.mnt`);
+      for (const hierarchy of ['cpu', 'memory', 'pids', 'unified'])
+        expect(await pathExists(`/sys/fs/cgroup/${hierarchy}/constellation-${ns}`)).toBe(false);
+    }
+    expect(mounts).not.toContain(workspace);
     // As root each node had its own network namespace on a bridge: both are gone too.
     if (process.getuid?.() === 0) expect(state.network.mode).toBe('namespaces');
     const namespaces = await runCommand('ip', ['netns', 'list'], { timeoutMs: 10_000 });
@@ -152,7 +239,7 @@ describe('constellation mini', () => {
     const left = await runCommand('pgrep', ['-f', workspace], { timeoutMs: 10_000 });
     expect(left.stdout.toString().trim()).toBe('');
     expect(await readdir(workspace)).toEqual([]);
-  }, 240_000);
+  }, 300_000);
 
   it('verifies nodes on demand, rejoins a rebooted worker, and recovers a control plane after a full shutdown, all after the build it came from is gone', async () => {
     const workspace = await tempDirForTest();
@@ -164,10 +251,11 @@ describe('constellation mini', () => {
         'apps/cli/dist',
         'apps/bootstrapper/dist',
         'apps/joinservice/dist',
-        'libs/sandbox/dist/kubeadm.mjs',
+        'apps/joinservice/package.json',
+        `dist/release/joinservice-image-${JOINSERVICE_VERSION}.oci.tar`,
         'deploy/joinservice',
       ])
-        await copy(join(root, path), join(build, path), { recursive: true });
+        await copy(join(root, path), join(build, path), { recursive: true, preserveTimestamps: true });
       const up = await runCommand(
         process.execPath,
         [
@@ -183,11 +271,11 @@ describe('constellation mini', () => {
         { timeoutMs: 180_000 },
       );
       expect(up.code, up.stderr).toBe(0);
-      for (const dir of ['apps', 'libs']) await rm(join(build, dir), { recursive: true });
+      for (const dir of ['apps', 'dist']) await rm(join(build, dir), { recursive: true });
       const state = JSON.parse(await readFile(join(workspace, 'constellation-mini', 'mini.json'), 'utf8')) as MiniState;
       const [cp, worker] = state.nodes;
       if (cp === undefined || worker === undefined) throw new Error('nodes missing');
-      const log = (node: typeof cp): Promise<string> => readFile(join(node.dir, 'bootstrapper.log'), 'utf8');
+      const log = bootstrapperLog;
 
       const verified = await constellation(
         workspace,
@@ -241,7 +329,7 @@ describe('constellation mini', () => {
     } finally {
       expect((await constellation(workspace, 'mini', 'down')).code).toBe(0);
     }
-  }, 240_000);
+  }, 300_000);
 
   it('mini reboot of a cluster an older CLI started (no node image in mini.json) says what to do (both commands run as printed) and touches nothing', async () => {
     const workspace = await tempDirForTest();
@@ -269,7 +357,7 @@ describe('constellation mini', () => {
     } finally {
       expect((await constellation(workspace, 'mini', 'down')).code).toBe(0);
     }
-  }, 240_000);
+  }, 300_000);
 
   it('mini down on an empty workspace says so and succeeds', async () => {
     const result = await constellation(await tempDirForTest(), 'mini', 'down');

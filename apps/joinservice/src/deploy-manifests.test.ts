@@ -2,7 +2,6 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { DaemonSet } from 'kubernetes-models/apps/v1/DaemonSet';
-import { Service } from 'kubernetes-models/v1/Service';
 import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
 import { ClusterRole } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole';
 import { ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding';
@@ -15,7 +14,6 @@ import { createProgram } from './program.js';
 const dir = join(repoRoot(), 'deploy', 'joinservice');
 const MODELS: Record<string, new (data: never) => { validate(): void }> = {
   DaemonSet,
-  Service,
   ServiceAccount,
   Role,
   RoleBinding,
@@ -24,7 +22,7 @@ const MODELS: Record<string, new (data: never) => { validate(): void }> = {
 };
 
 async function documents(): Promise<Record<string, unknown>[]> {
-  const files = ['serviceaccount.yaml', 'rbac.yaml', 'daemonset.yaml', 'service.yaml'];
+  const files = ['serviceaccount.yaml', 'rbac.yaml', 'daemonset.yaml'];
   const docs: Record<string, unknown>[] = [];
   for (const file of files) {
     for (const doc of parseAllDocuments(await readFile(join(dir, file), 'utf8'))) {
@@ -45,7 +43,6 @@ describe('JoinService manifests', () => {
       'ClusterRole',
       'ClusterRoleBinding',
       'DaemonSet',
-      'Service',
     ]);
     for (const doc of docs) {
       const Model = MODELS[String(doc['kind'])];
@@ -65,28 +62,34 @@ describe('JoinService manifests', () => {
     }).toThrow(/name/);
   });
 
-  it('expose NodePort 30090 and pass only flags the program knows, with the ports it serves', async () => {
+  it('serve port 30090 on the host network and pass only flags the program knows, with the ports it serves', async () => {
     const docs = await documents();
-    const service = docs.find((d) => d['kind'] === 'Service') as {
-      spec: { type: string; externalTrafficPolicy?: string; ports: { nodePort: number; targetPort: number }[] };
-    };
-    expect(service.spec.type).toBe('NodePort');
-    // The nodes' own source addresses reach the service (its per-address rules, docs/joinservice.md).
-    expect(service.spec.externalTrafficPolicy).toBe('Local');
-    expect(service.spec.ports[0]).toMatchObject({ nodePort: 30090, targetPort: 9090 });
     const daemonSet = docs.find((d) => d['kind'] === 'DaemonSet') as {
       spec: {
         template: {
           spec: {
-            containers: { args: string[]; volumeMounts: { readOnly?: boolean }[] }[];
+            hostNetwork?: boolean;
+            containers: {
+              args: string[];
+              ports: { containerPort: number }[];
+              env: { name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
+              volumeMounts: { readOnly?: boolean }[];
+            }[];
             nodeSelector: Record<string, string>;
           };
         };
       };
     };
+    // The nodes' own source addresses reach it (its per-address rules, docs/joinservice.md), and no
+    // Service proxy stands between it and its node's API server.
+    expect(daemonSet.spec.template.spec.hostNetwork).toBe(true);
     const container = daemonSet.spec.template.spec.containers[0]!;
     const known = new Set(createProgram().options.map((o) => o.long));
     for (const arg of container.args) expect(known, arg).toContain(arg.split('=')[0]);
+    expect(container.args).toContain('--port=30090');
+    expect(container.ports.map((p) => p.containerPort)).toContain(30090);
+    const apiHost = container.env.find((e) => e.name === 'KUBERNETES_SERVICE_HOST');
+    expect(apiHost?.valueFrom?.fieldRef?.fieldPath).toBe('status.hostIP');
     // Rooted attestation, tickets bound to registered machines, and a host that proves itself.
     expect(container.args).toContain('--attestation-variant=tpm2-ek');
     expect(container.args.some((a) => a.startsWith('--instance-registry-url='))).toBe(true);

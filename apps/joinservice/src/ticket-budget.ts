@@ -46,6 +46,17 @@ export class TicketBudget {
     if (this.buckets.size > this.options.maxMachines) this.forgetIdle(now);
   }
 
+  /**
+   * Returns a ticket taken for a request that was refused for a reason that is not the machine's
+   * doing (another control plane holds the join lease): waiting in line must not use up the
+   * budget, or the second of three control planes joining at once was locked out for a minute.
+   */
+  giveBack(machine: string): void {
+    const now = this.options.now();
+    const bucket = this.refilled(machine, now);
+    this.buckets.set(machine, { tokens: Math.min(this.options.burst, bucket.tokens + 1), updatedAt: now });
+  }
+
   private refilled(machine: string, now: number): Bucket {
     const bucket = this.buckets.get(machine) ?? { tokens: this.options.burst, updatedAt: now };
     const earned = (now - bucket.updatedAt) / this.options.refillMs;

@@ -179,7 +179,14 @@ export class TicketService {
       await names.bind(client.nodeName, node.machineId);
       await addresses.record(checked, client.nodeName);
     }
-    if (request.isControlPlane) await lease.acquire(client.nodeName);
+    if (request.isControlPlane) {
+      try {
+        await lease.acquire(client.nodeName);
+      } catch (err) {
+        budget.giveBack(`join:${node.machineId}`);
+        throw err;
+      }
+    }
     try {
       const controlPlaneFiles = request.isControlPlane ? await pki.controlPlaneFiles() : [];
       const { token, reused } = await tokens.tokenFor(node.machineId, client.nodeName);

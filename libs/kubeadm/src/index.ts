@@ -11,7 +11,7 @@ export {
 export type { ClusterConfig } from './cluster-config.js';
 export { clusterConfigMap, parseClusterConfig, readClusterConfig } from './cluster-config.js';
 export { deleteUnmintedBootstrapTokens } from './init-bootstrap-token.js';
-export type { InitConfigInput, JoinConfigInput } from './kubeadm-config.js';
+export type { InitConfigInput, JoinConfigInput, KubeadmNodeOptions } from './kubeadm-config.js';
 export { CRI_SOCKET, initConfiguration, joinConfiguration } from './kubeadm-config.js';
 export { KUBELET_CERT_DIR, KUBELET_SERVING_CERT_FILE, KUBELET_SERVING_KEY_FILE } from './kubelet-paths.js';
 

@@ -68,6 +68,21 @@ describe('the kubeadm configuration, validated by the real kubeadm', () => {
     expect((await validate(joinYaml({ controlPlane: { bindPort: 6443 } }))).trim()).toBe('ok');
   });
 
+  it("accepts a node image's options (patches, ignored preflight checks, no pulls) at init and join", async () => {
+    const node = {
+      patchesDir: '/etc/constellation/kubeadm-patches',
+      ignorePreflightErrors: ['SystemVerification'],
+      imagePullPolicy: 'Never' as const,
+    };
+    const init = initYaml({ node });
+    expect(init).toContain('imagePullPolicy: Never');
+    expect(init).toContain('directory: /etc/constellation/kubeadm-patches');
+    expect((await validate(init)).trim()).toBe('ok');
+    expect((await validate(joinYaml({ node, controlPlane: { bindPort: 6443 } }))).trim()).toBe('ok');
+    // kubeadm's own check of the values: a policy it does not know is refused.
+    expect(await refusal(initYaml({ node: { imagePullPolicy: 'Sometimes' as 'Never' } }))).toContain('Sometimes');
+  });
+
   it('refuses a field kubeadm does not know, naming it (strict decoding)', async () => {
     const broken = initYaml().replace('clusterName: constellation', 'clusterName: constellation\nsurprise: yes');
     expect(await refusal(broken)).toContain(

@@ -16,6 +16,20 @@ export const CRI_SOCKET = 'unix:///run/containerd/containerd.sock';
 type Args = { name: string; value: string }[];
 const args = (record: Record<string, string>): Args => Object.entries(record).map(([name, value]) => ({ name, value }));
 
+/**
+ * What a node image sets for every kubeadm run on it, beside what the cluster decides: images it
+ * carries preloaded, kubeadm patches that tune its kubelet or control plane to the machine, and
+ * preflight checks that do not apply to it.
+ */
+export interface KubeadmNodeOptions {
+  /** kubeadm's --patches directory (files like kubeletconfiguration+merge.yaml), as kubeadm sees it. */
+  patchesDir?: string;
+  /** Preflight checks whose errors kubeadm reports as warnings (kubeadm's names, e.g. SystemVerification). */
+  ignorePreflightErrors?: readonly string[];
+  /** Never: the image holds every image kubeadm deploys, and no registry is contacted. */
+  imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
+}
+
 export interface InitConfigInput {
   nodeName: string;
   nodeIp: string;
@@ -29,6 +43,7 @@ export interface InitConfigInput {
   serviceCidr?: string;
   /** Keep kube-proxy (conformance mode). */
   kubeProxy: boolean;
+  node?: KubeadmNodeOptions;
 }
 
 export interface JoinConfigInput {
@@ -39,7 +54,21 @@ export interface JoinConfigInput {
   caCertHashes: readonly string[];
   /** Set for control-plane joins: where this node's API server binds. */
   controlPlane?: { bindPort: number };
+  node?: KubeadmNodeOptions;
 }
+
+/** nodeRegistration fields from the node image's options; only those set are emitted. */
+function nodeRegistrationOptions(node: KubeadmNodeOptions | undefined): Record<string, unknown> {
+  return {
+    ...(node?.ignorePreflightErrors === undefined || node.ignorePreflightErrors.length === 0
+      ? {}
+      : { ignorePreflightErrors: [...node.ignorePreflightErrors] }),
+    ...(node?.imagePullPolicy === undefined ? {} : { imagePullPolicy: node.imagePullPolicy }),
+  };
+}
+
+const patches = (node: KubeadmNodeOptions | undefined): Record<string, unknown> =>
+  node?.patchesDir === undefined ? {} : { patches: { directory: node.patchesDir } };
 
 function kubeletConfiguration(): Record<string, unknown> {
   return {
@@ -76,7 +105,9 @@ export function initConfiguration(input: InitConfigInput): string {
         name: input.nodeName,
         criSocket: CRI_SOCKET,
         kubeletExtraArgs: args({ 'node-ip': input.nodeIp }),
+        ...nodeRegistrationOptions(input.node),
       },
+      ...patches(input.node),
       // Not kubeadm's default 24 h node token: one that cannot join (init-bootstrap-token.ts).
       bootstrapTokens: initBootstrapTokens(),
       localAPIEndpoint: { advertiseAddress: input.nodeIp, bindPort: input.bindPort },
@@ -114,7 +145,9 @@ export function joinConfiguration(input: JoinConfigInput): string {
         name: input.nodeName,
         criSocket: CRI_SOCKET,
         kubeletExtraArgs: args({ 'node-ip': input.nodeIp }),
+        ...nodeRegistrationOptions(input.node),
       },
+      ...patches(input.node),
       discovery: {
         bootstrapToken: {
           apiServerEndpoint: input.apiServerEndpoint,

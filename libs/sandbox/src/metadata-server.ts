@@ -1,4 +1,5 @@
-import { readFile } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { normalize, join } from 'node:path';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -98,8 +99,15 @@ export class MetadataServer {
         send(res, 400, { error: 'bad artifact path' });
         return;
       }
-      readFile(join(this.artifactsDir, relative)).then(
-        (body) => res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(body),
+      // Streamed: components are programs of up to about 100 MB (mini serves the kubelet).
+      const file = join(this.artifactsDir, relative);
+      stat(file).then(
+        (info) => {
+          res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': info.size });
+          createReadStream(file)
+            .on('error', () => res.destroy())
+            .pipe(res);
+        },
         () => {
           send(res, 404, { error: `no artifact ${relative}` });
         },

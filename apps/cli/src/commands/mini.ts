@@ -103,12 +103,28 @@ function miniRebootCommand(context: CommandContext): CommandUnknownOpts {
     });
 }
 
-/** Internal: what "start the kubelet" runs on a mini node (a control plane's JoinService). */
-function miniKubeletCommand(context: CommandContext): CommandUnknownOpts {
-  return new Command('kubelet').requiredOption('--node <name>').action(async (options) => {
-    const { miniKubelet } = await import('../mini/node-kubelet.js');
-    await miniKubelet(context.workspace(), options.node, context.print);
+/** Internal: a node's unit runner, which plays systemd's part on it (started in its namespaces). */
+function miniNodeRunnerCommand(): CommandUnknownOpts {
+  return new Command('node-runner').argument('<units-file>').action(async (unitsFile) => {
+    const { runUnits } = await import('@constellation/node-environment');
+    await runUnits(unitsFile);
   });
+}
+
+/** Internal: a node's `systemctl` (its PATH has a script that runs this), answered by its unit runner. */
+function miniSystemctlCommand(): CommandUnknownOpts {
+  return new Command('systemctl')
+    .helpOption(false)
+    .allowUnknownOption()
+    .allowExcessArguments()
+    .argument('<socket>')
+    .argument('[args...]')
+    .action(async (socket, args) => {
+      const { systemctl } = await import('@constellation/node-environment');
+      process.exitCode = await systemctl(socket, args, (line) => {
+        process.stdout.write(`${line}\n`);
+      });
+    });
 }
 
 /** Internal: the metadata service daemon that `mini up` starts detached. */
@@ -118,9 +134,10 @@ function miniServeMetadataCommand(): CommandUnknownOpts {
     .requiredOption('--url-file <file>')
     .option('--host <address>', 'address to listen on', '127.0.0.1')
     .option('--artifacts <dir>', 'also serve this directory under /artifacts/')
+    .option('--api-load-balancer <spec>', 'also pass host:port through to the control planes (host:port=cp:port,…)')
     .action(async (options) => {
       const { serveMetadata } = await import('../mini/metadata-daemon.js');
-      await serveMetadata(options.document, options.urlFile, options.host, options.artifacts);
+      await serveMetadata(options.document, options.urlFile, options.host, options.artifacts, options.apiLoadBalancer);
     });
 }
 
@@ -132,5 +149,6 @@ export function miniCommand(context: CommandContext): CommandUnknownOpts {
     .addCommand(miniDownCommand(context))
     .addCommand(miniRebootCommand(context))
     .addCommand(miniServeMetadataCommand(), { hidden: true })
-    .addCommand(miniKubeletCommand(context), { hidden: true });
+    .addCommand(miniNodeRunnerCommand(), { hidden: true })
+    .addCommand(miniSystemctlCommand(), { hidden: true });
 }

@@ -1,31 +1,51 @@
-import { rm } from 'node:fs/promises';
-import { stopApiServer } from '@constellation/sandbox';
+import { readFile, readdir, rm } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { errorMessage } from '@constellation/errors';
+import { pathExists } from '@constellation/files';
+import { destroyNode, readNodeEnvironment } from '@constellation/node-environment';
 import { workspaceFiles } from '../workspace.js';
 import { miniDir, readMiniState, stopProcess } from './mini-state.js';
 import { destroyNetwork } from './network.js';
-import { readNodeJoinService } from './node-joinservice.js';
 
-/** `constellation mini down`: stops every process of the mini cluster and removes its files unless `keep`. */
+/**
+ * Every machine's directory, whether or not `mini up` got as far as recording the node: one that
+ * failed half-way has its TPM and environment too.
+ */
+async function machineDirs(clusterDir: string): Promise<string[]> {
+  const entries = await readdir(clusterDir, { withFileTypes: true }).catch(() => []);
+  const dirs = entries.filter((e) => e.isDirectory()).map((e) => join(clusterDir, e.name));
+  const machines = await Promise.all(dirs.map((dir) => pathExists(join(dir, 'tpm'))));
+  return dirs.filter((_, i) => machines[i] === true).sort();
+}
+
+/**
+ * `constellation mini down`: powers every node off (its units, then whatever is left in its cgroup
+ * root and mount namespace: pods, shims), removes the nodes' namespaces and cgroups, stops the TPMs
+ * and the metadata server, removes the network, and the files unless `keep`.
+ */
 export async function miniDown(workspace: string, keep: boolean, print: (line: string) => void): Promise<void> {
   const state = await readMiniState(workspace);
   if (state === undefined) {
     print(`no mini cluster in ${workspace}`);
     return;
   }
-  for (const node of state.nodes) {
-    const joinService = await readNodeJoinService(node);
-    if (joinService !== undefined) await stopProcess(joinService.pid);
-  }
-  for (const node of state.nodes) {
-    await stopProcess(node.bootstrapperPid);
-    await stopApiServer(node.dir);
-    await stopProcess(node.swtpmPid);
+  const failures: string[] = [];
+  for (const dir of (await machineDirs(state.dir)).reverse()) {
+    const environment = await readNodeEnvironment(dir);
+    if (environment !== undefined) {
+      await destroyNode(environment).catch((err: unknown) => {
+        failures.push(`${basename(dir)}: ${errorMessage(err)}`);
+      });
+    }
+    const swtpm = Number((await readFile(join(dir, 'tpm', 'swtpm.pid'), 'utf8').catch(() => '0')).trim());
+    await stopProcess(swtpm);
   }
   await stopProcess(state.metadataPid);
   await destroyNetwork(state.network);
   print(
-    `stopped ${state.nodes.length} nodes, the JoinService, the control plane and the metadata server${state.network.mode === 'namespaces' ? '; removed the network namespaces and bridge' : ''}`,
+    `stopped ${state.nodes.length} nodes (kubelet, containers, containerd, bootstrapper, TPM) and the metadata server${state.network.mode === 'namespaces' ? "; removed the nodes' namespaces, cgroups and the bridge" : ''}`,
   );
+  if (failures.length > 0) throw new Error(`some nodes did not stop cleanly:\n${failures.join('\n')}`);
   if (keep) {
     print(`kept ${miniDir(workspace)} for inspection`);
     return;

@@ -1,25 +1,42 @@
-import { join } from 'node:path';
 import { measureBoot } from '@constellation/attestation';
 import { UsageError } from '@constellation/command-line';
+import { bootNode, readNodeEnvironment, resetForBoot, shutdownNode } from '@constellation/node-environment';
+import type { NodeEnvironment } from '@constellation/node-environment';
 import { SocketTransport, SwtpmControl, Tpm } from '@constellation/tpm';
 import { selfCommand } from '../self-command.js';
 import { bootChain } from './boot-chain.js';
-import { spawnDetached } from './detached.js';
-import { nodeImage, readMiniState, stopProcess, writeMiniState } from './mini-state.js';
-import { readNodeJoinService } from './node-joinservice.js';
+import { nodeImage, readMiniState } from './mini-state.js';
+import type { MiniNode, MiniState } from './mini-state.js';
 import { tamperedBootstrapper } from './start-node.js';
 
+async function environmentOf(workspace: string, node: MiniNode): Promise<NodeEnvironment> {
+  const environment = await readNodeEnvironment(node.dir);
+  if (environment === undefined)
+    throw new UsageError(
+      `the mini cluster in ${workspace} was started by an older constellation, whose nodes had no environment of their own (${node.name}): run \`${selfCommand(workspace, ['mini', 'down'])}\`, then \`${selfCommand(workspace, ['mini', 'up'])}\``,
+    );
+  return environment;
+}
+
+/** Powers a node off: its units stop, then its containers and shims; its mounts go. */
+async function powerOff(workspace: string, node: MiniNode): Promise<void> {
+  const environment = await environmentOf(workspace, node);
+  await shutdownNode(environment);
+  await resetForBoot(environment);
+}
+
 /**
- * `constellation mini reboot <node>`: what a machine reboot does to a node. Its bootstrapper
- * stops, its TPM is power-cycled (PCRs back to zero), the boot chain is measured again and the
- * bootstrapper starts again: with an initialised state disk it rejoins. `stopJoinService` also
- * stops the JoinService first, as in a full control-plane shutdown, so a rebooted control plane
- * waits for `constellation recover`.
+ * `constellation mini reboot <node>`: what a machine reboot does to a node. Everything on it stops
+ * (kubelet, containers, containerd, bootstrapper) and its mounts go, its TPM is power-cycled (PCRs
+ * back to zero), the boot chain is measured again and the node boots: containerd, the bootstrapper
+ * (with an initialised state disk it rejoins and starts the kubelet) and the kubelet. With
+ * `fullShutdown`, every control plane is powered off first, as in a full control-plane shutdown:
+ * the JoinService is gone with them, and a rebooted control plane waits for `constellation recover`.
  */
 export async function miniReboot(
   workspace: string,
   name: string,
-  stopJoinService: boolean,
+  fullShutdown: boolean,
   print: (line: string) => void,
 ): Promise<void> {
   const state = await readMiniState(workspace);
@@ -27,15 +44,26 @@ export async function miniReboot(
   const node = state.nodes.find((n) => n.name === name);
   if (node === undefined)
     throw new UsageError(`no node "${name}"; nodes: ${state.nodes.map((n) => n.name).join(', ')}`);
-  const { bootstrapper } = nodeImage(state, workspace);
-  if (stopJoinService) {
-    for (const controlPlane of state.nodes.filter((n) => n.role === 'control-plane')) {
-      const joinService = await readNodeJoinService(controlPlane);
-      if (joinService !== undefined) await stopProcess(joinService.pid);
+  // Refused before anything stops: a cluster of an older CLI cannot be rebooted by this one.
+  nodeImage(state, workspace);
+  for (const each of state.nodes) await environmentOf(workspace, each);
+  if (fullShutdown) {
+    for (const controlPlane of state.nodes.filter((n) => n.role === 'control-plane' && n.name !== name)) {
+      await powerOff(workspace, controlPlane);
     }
-    print('JoinService stopped on every control plane (full control-plane shutdown)');
+    print('every other control plane powered off (full control-plane shutdown): no JoinService runs');
   }
-  await stopProcess(node.bootstrapperPid);
+  await powerOff(workspace, node);
+  await powerOn(workspace, state, node);
+  print(`${name} rebooted: TPM reset, boot measured, node booted (containerd, bootstrapper, kubelet)`);
+  if (node.role === 'control-plane' && fullShutdown) {
+    print(`it waits for: ${selfCommand(workspace, ['recover', '--endpoint', `${node.ip}:${node.recoveryPort}`])}`);
+  }
+}
+
+/** TPM power cycle, measured boot, then the node's unit runner boots its units. */
+async function powerOn(workspace: string, state: MiniState, node: MiniNode): Promise<void> {
+  const { bootstrapper, cli } = nodeImage(state, workspace);
   await new SwtpmControl({ path: `${node.tpmSocket}.ctrl` }).reset();
   const tpm = new Tpm(new SocketTransport({ path: node.tpmSocket }));
   try {
@@ -45,14 +73,5 @@ export async function miniReboot(
   } finally {
     await tpm.close();
   }
-  const [program = process.execPath, ...args] = node.bootstrapperCommand;
-  node.bootstrapperPid = await spawnDetached(program, args, join(node.dir, 'bootstrapper.log'), {
-    ...process.env,
-    ...node.bootstrapperEnv,
-  });
-  await writeMiniState(workspace, state);
-  print(`${name} rebooted: TPM reset, boot measured, bootstrapper started (pid ${node.bootstrapperPid})`);
-  if (node.role === 'control-plane' && stopJoinService) {
-    print(`it waits for: ${selfCommand(workspace, ['recover', '--endpoint', `${node.ip}:${node.recoveryPort}`])}`);
-  }
+  await bootNode(await environmentOf(workspace, node), [process.execPath, cli, 'mini', 'node-runner']);
 }

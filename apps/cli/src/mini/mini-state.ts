@@ -16,14 +16,10 @@ export interface MiniNode {
   swtpmPid: number;
   /** SHA-256 of the TPM's EK public key, as registered with the metadata service. */
   ekPublicKeyHash: string;
-  bootstrapperPid: number;
   initPort: number;
   recoveryPort: number;
   verifyPort: number;
   tampered: boolean;
-  /** The bootstrapper's command line and environment, to start it again after a reboot. */
-  bootstrapperCommand: string[];
-  bootstrapperEnv: Record<string, string>;
 }
 
 /** What `mini down` needs to stop and remove; written as soon as anything runs. */
@@ -32,10 +28,8 @@ export interface MiniState {
   dir: string;
   metadataPid: number;
   metadataUrl: string;
-  /** Port every control plane's JoinService serves on (see node-joinservice.ts for each one's process). */
+  /** Port every control plane's JoinService (its DaemonSet's pod, on the host network) serves on. */
   joinServicePort: number;
-  /** The JoinService's own API credentials (its service account); the admin kubeconfig when absent. */
-  joinServiceKubeconfig?: string;
   apiServerPort: number;
   network: MiniNetwork;
   /** The built Kubernetes programs the control plane runs from (and kubectl). */

@@ -1,15 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { quote } from 'shell-quote';
 import { expectedMeasurements } from '@constellation/attestation';
 import type { BootComponent } from '@constellation/attestation';
 import { UsageError } from '@constellation/command-line';
 import { errorMessage } from '@constellation/errors';
+import { pathExists } from '@constellation/files';
 import { hashInitSecret } from '@constellation/keys';
-import { Kubectl, locateKubernetesPrograms, writeServiceAccountKubeconfig } from '@constellation/control-plane';
+import { Kubectl, locateKubernetesPrograms } from '@constellation/control-plane';
 import type { KubernetesPrograms } from '@constellation/control-plane';
-import { standinPaths } from '@constellation/sandbox';
+import { readNodeEnvironment } from '@constellation/node-environment';
 import { createEkCa, manufactureTpm } from '@constellation/swtpm';
 import type { EkCa } from '@constellation/swtpm';
 import { configYaml } from '../constellation-conf.js';
@@ -22,13 +22,14 @@ import type { MiniArtifacts } from './artifacts.js';
 import { bootChain } from './boot-chain.js';
 import { waitUntil } from './bounded-wait.js';
 import { spawnDetached } from './detached.js';
+import { deployJoinService } from './joinservice-deployment.js';
 import { isRunning, miniDir, readMiniState, writeMiniState } from './mini-state.js';
 import type { MiniState } from './mini-state.js';
 import { createNetwork } from './network.js';
-import { apiServerEndpoint } from './node-kubelet.js';
-import { readNodeJoinService, startNodeJoinService } from './node-joinservice.js';
+import { nodeImages } from './node-images.js';
 import { publishSignedComponents, signManifest } from './signed-components.js';
-import { startNode } from './start-node.js';
+import { CNI_BIN_DIR, startNode } from './start-node.js';
+import type { NodeImages } from './start-node.js';
 import { waitForNodes } from './wait-for-nodes.js';
 import type { MiniNodeResult } from './wait-for-nodes.js';
 
@@ -69,19 +70,32 @@ interface Bring {
   boot: BootComponent[];
   initSecret: string;
   kubernetesVersion: string;
+  images: NodeImages;
+  started: number;
+}
+
+/** A progress line with the time since `mini up` started. */
+function progress(bring: Pick<Bring, 'options' | 'started'>, line: string): void {
+  bring.options.print(`[${((Date.now() - bring.started) / 1000).toFixed(1).padStart(5)} s] ${line}`);
 }
 
 /**
- * `constellation mini up`: a whole attested cluster on this machine, every node with its own swtpm,
- * LUKS2 state disk, root directory and bootstrapper process, `init` run against the first control
- * plane like a user would, the other control planes and the workers joined through the
- * JoinService, which runs on every control plane as its DaemonSet would.
+ * `constellation mini up`: a whole attested cluster on this machine. Every node is a machine of its
+ * own (swtpm, LUKS2 state disk, network and mount namespace, cgroup root, containerd, kubelet and
+ * bootstrapper run as units); `init` runs against the first control plane like a user would, which
+ * runs the real `kubeadm init`; the JoinService is deployed as its DaemonSet, and the other control
+ * planes and the workers join through it with the real `kubeadm join`.
  */
 export async function miniUp(options: MiniUpOptions): Promise<MiniUpResult> {
   const started = Date.now();
   await refuseRunningCluster(options.workspace);
   const programs = await locateKubernetesPrograms(options.kubernetesBinDir);
   const built = await findArtifacts();
+  const images = await nodeImages(programs.binDir, built);
+  if (!(await pathExists(join(CNI_BIN_DIR, 'bridge'))))
+    throw new UsageError(
+      `mini's pod network needs the CNI plugins in ${CNI_BIN_DIR} (Debian package containernetworking-plugins)`,
+    );
   const dir = miniDir(options.workspace);
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
@@ -116,7 +130,7 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniUpResult> {
     nodes: [],
   };
   await writeMiniState(options.workspace, state);
-  options.print(`network: one network namespace per node on bridge ${network.bridge} (${network.hostIp}/24)`);
+  options.print(`[  0.0 s] network: one network namespace per node on bridge ${network.bridge} (${network.hostIp}/24)`);
   const initSecret = randomBytes(32).toString('base64url');
   await writeWorkspaceFile(files.initSecret, initSecret, true);
   try {
@@ -130,6 +144,8 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniUpResult> {
       initSecret,
       // The release of the programs the control plane runs (kubeadm deploys its own minor only).
       kubernetesVersion: options.kubernetesVersion ?? programs.release,
+      images,
+      started,
     }).then((nodes) => ({
       nodes,
       kubeconfig: files.kubeconfig,
@@ -148,11 +164,11 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniUpResult> {
 async function refuseRunningCluster(workspace: string): Promise<void> {
   const existing = await readMiniState(workspace);
   if (existing === undefined) return;
-  const joinServices = await Promise.all(existing.nodes.map(readNodeJoinService));
+  const environments = await Promise.all(existing.nodes.map((n) => readNodeEnvironment(n.dir)));
   const pids = [
     existing.metadataPid,
     ...existing.nodes.map((n) => n.swtpmPid),
-    ...joinServices.map((j) => j?.pid ?? 0),
+    ...environments.map((e) => e?.runnerPid ?? 0),
   ];
   if (pids.some(isRunning))
     throw new UsageError(
@@ -198,61 +214,34 @@ async function bringUp(bring: Bring): Promise<MiniNodeResult[]> {
     }),
     false,
   );
-  options.print(`config with the measured PCRs written to ${files.config}`);
+  progress(bring, `config with the measured PCRs written to ${files.config}`);
   const init = await runInit({
     workspace: options.workspace,
     print: (line) => {
-      options.print(`init: ${line}`);
+      progress(bring, `init: ${line}`);
     },
     retryDelayMs: 300,
     attempts: 20,
   });
-  options.print(`cluster ${init.clusterId} initialised`);
-  await joinServiceCredential(bring, first.dir);
-
-  const service = await startNodeJoinService({
+  progress(bring, `cluster ${init.clusterId} initialised (real kubeadm init on ${first.name})`);
+  await deployJoinService({
     workspace: options.workspace,
     state,
-    node: first,
     artifacts: bring.artifacts,
-    apiServerEndpoint: apiServerEndpoint(state),
+    admin: new Kubectl(bring.programs, files.kubeconfig),
   });
-  options.print(
-    `JoinService serving on ${service.host}:${service.port}; the other control planes start theirs once joined`,
+  progress(
+    bring,
+    `JoinService deployed as the DaemonSet of deploy/joinservice (port ${state.joinServicePort} of every control plane); the other nodes join through it`,
   );
-  return waitForNodes({ state, kubeconfig: files.kubeconfig, timeoutMs: options.joinTimeoutMs ?? 120_000 });
-}
-
-/**
- * The JoinService's own API credential, as its pod would have it: the ServiceAccount and RBAC of
- * deploy/joinservice applied with the built kubectl and the admin kubeconfig init returned, and a
- * token for kube-system/join-service from the TokenRequest API, so that the API server grants the
- * JoinService exactly what deploy/joinservice/rbac.yaml does.
- */
-async function joinServiceCredential(bring: Bring, controlPlaneDir: string): Promise<void> {
-  const { state, options, programs } = bring;
-  const admin = new Kubectl(programs, workspaceFiles(options.workspace).kubeconfig);
-  const manifests = await Promise.all(
-    ['serviceaccount.yaml', 'rbac.yaml'].map((name) =>
-      readFile(join(bring.artifacts.joinserviceManifests, name), 'utf8'),
-    ),
-  );
-  await admin.apply(manifests.join('\n---\n'));
-  state.joinServiceKubeconfig = join(state.dir, 'joinservice', 'kubeconfig');
-  await mkdir(join(state.dir, 'joinservice'), { recursive: true });
-  await writeServiceAccountKubeconfig(admin, {
-    namespace: 'kube-system',
-    name: 'join-service',
-    server: `https://${apiServerEndpoint(state)}`,
-    caPem: await readFile(join(standinPaths(controlPlaneDir).pki, 'ca.crt'), 'utf8'),
-    path: state.joinServiceKubeconfig,
-    // A token for as long as a mini cluster is likely to run; a pod's would be refreshed.
-    duration: '48h',
+  return waitForNodes({
+    state,
+    kubeconfig: files.kubeconfig,
+    timeoutMs: options.joinTimeoutMs ?? 240_000,
+    print: (line) => {
+      progress(bring, line);
+    },
   });
-  await writeMiniState(options.workspace, state);
-  options.print(
-    'JoinService credential: service account kube-system/join-service (TokenRequest), RBAC of deploy/joinservice',
-  );
 }
 
 /**
@@ -271,7 +260,7 @@ async function manufactureTpms(bring: Bring): Promise<EkCa> {
     ...instance,
     ekPublicKeyHash: manufactured[i]?.ekPublicKeyHash ?? '',
   }));
-  bring.options.print(`${instances.length} TPMs manufactured with EK certificates from the cluster's EK CA`);
+  progress(bring, `${instances.length} TPMs manufactured with EK certificates from the cluster's EK CA`);
   return ekCa;
 }
 
@@ -285,8 +274,9 @@ async function startCloud(bring: Bring): Promise<string> {
     documentFile,
     JSON.stringify({
       instances,
+      // The control planes' load balancer, on the host side of the bridge (see api-load-balancer.ts).
       endpoint: {
-        host: firstControlPlane.ip,
+        host: state.network.hostIp,
         apiServerPort: state.apiServerPort,
         joinServicePort: state.joinServicePort,
         initPort: 0,
@@ -294,9 +284,9 @@ async function startCloud(bring: Bring): Promise<string> {
       initSecretHash: await hashInitSecret(Buffer.from(bring.initSecret), { log2N: 14, r: 8, p: 1 }),
     }),
   );
-  // Node preparation: the kubeadm stand-in reaches every node as a signed, digest-checked component.
+  // Node preparation: kubeadm and the kubelet reach every node as signed, digest-checked components.
   const artifactsDir = join(state.dir, 'artifacts');
-  const publicKey = await publishSignedComponents(artifactsDir, bring.artifacts.kubeadm, bring.kubernetesVersion);
+  const publicKey = await publishSignedComponents(artifactsDir, bring.programs.binDir, bring.kubernetesVersion);
   const urlFile = join(state.dir, 'metadata.url');
   state.metadataPid = await spawnDetached(
     process.execPath,
@@ -312,6 +302,11 @@ async function startCloud(bring: Bring): Promise<string> {
       state.network.hostIp,
       '--artifacts',
       artifactsDir,
+      '--api-load-balancer',
+      `${state.network.hostIp}:${state.apiServerPort}=${instances
+        .filter((i) => i.role === 'control-plane')
+        .map((i) => `${i.ip}:${state.apiServerPort}`)
+        .join(',')}`,
     ],
     join(state.dir, 'metadata.log'),
   );
@@ -325,7 +320,10 @@ async function startCloud(bring: Bring): Promise<string> {
   );
   await writeMiniState(options.workspace, state);
   await signManifest(artifactsDir, bring.kubernetesVersion, `${state.metadataUrl}/artifacts`);
-  options.print(`metadata server and artifact host (signed component manifest) at ${state.metadataUrl}`);
+  progress(
+    bring,
+    `metadata server and artifact host (signed kubeadm and kubelet) at ${state.metadataUrl}; the control planes' load balancer at ${state.network.hostIp}:${state.apiServerPort}`,
+  );
   return publicKey;
 }
 
@@ -337,7 +335,9 @@ async function startNodes(bring: Bring, image: { publicKey: string; ekCa: EkCa }
       .slice(0, options.tamperedWorkers ?? 0)
       .map((i) => i.name),
   );
+  const hosts = bring.instances.map(({ name, ip }) => ({ name, ip }));
   for (const [index, instance] of (bring.instances as (Instance & { ekPublicKeyHash: string })[]).entries()) {
+    const nodeStarted = Date.now();
     const node = await startNode({
       artifacts,
       dir: state.dir,
@@ -347,26 +347,17 @@ async function startNodes(bring: Bring, image: { publicKey: string; ekCa: EkCa }
       metadataUrl: state.metadataUrl,
       apiServerPort: state.apiServerPort,
       kubernetesBinDir: bring.programs.binDir,
+      hosts,
+      images: bring.images,
       boot: bring.boot,
       image,
       tampered: tampered.has(instance.name),
-      // "Starting the kubelet" on a mini node: a control plane's JoinService once the cluster exists.
-      // Quoted: the bootstrapper splits it like a shell, and a workspace path may hold spaces.
-      kubeletStartCommand: quote([
-        process.execPath,
-        artifacts.cli,
-        '--workspace',
-        options.workspace,
-        'mini',
-        'kubelet',
-        '--node',
-        instance.name,
-      ]),
     });
     state.nodes.push(node);
     await writeMiniState(options.workspace, state);
-    options.print(
-      `${instance.name}: swtpm (EK sha256:${node.ekPublicKeyHash.slice(0, 12)}…, unix socket), measured boot, LUKS2 disk, bootstrapper started${node.tampered ? ' (bootstrapper bundle MODIFIED)' : ''}`,
+    progress(
+      bring,
+      `${instance.name}: swtpm (EK sha256:${node.ekPublicKeyHash.slice(0, 12)}…), measured boot, LUKS2 disk, containerd with the node image's images, bootstrapper started${node.tampered ? ' (bootstrapper bundle MODIFIED)' : ''} (${((Date.now() - nodeStarted) / 1000).toFixed(1)} s)`,
     );
   }
 }

@@ -1,18 +1,36 @@
 import { createHash } from 'node:crypto';
-import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as openpgp from 'openpgp';
 
 export const MINI_OS = { version: '1.0.0', board: process.arch === 'arm64' ? 'arm64-usr' : 'amd64-usr' };
 
+/** What node preparation installs on a mini node: the release's kubeadm and kubelet, built here. */
+export const NODE_COMPONENTS = ['kubeadm', 'kubelet'] as const;
+
+/** Where node preparation puts the components (on the node's state partition, first on its PATH). */
+export const componentPath = (name: string): string => `/run/state/bin/${name}`;
+
+async function sha256File(path: string): Promise<{ hash: string; size: number }> {
+  const hash = createHash('sha256');
+  let size = 0;
+  for await (const chunk of createReadStream(path)) {
+    hash.update(chunk as Buffer);
+    size += (chunk as Buffer).length;
+  }
+  return { hash: `sha256:${hash.digest('hex')}`, size };
+}
+
 /**
- * mini's artifact host content: the kubeadm stand-in as the one component node preparation
- * installs, listed in a manifest signed with a key generated for this cluster. Returns the
- * armored public key, which every node pins (as a node image would carry its vendor's key).
+ * mini's artifact host content: the real kubeadm and kubelet as the components node preparation
+ * installs, listed in a manifest signed with a key generated for this cluster. Returns the armored
+ * public key, which every node pins (as a node image would carry its vendor's key). The programs
+ * are linked, not copied: the host serves them read-only and nodes check every byte's digest.
  */
 export async function publishSignedComponents(
   artifactsDir: string,
-  kubeadmBundle: string,
+  kubernetesBinDir: string,
   kubernetesVersion: string,
 ): Promise<string> {
   const { privateKey, publicKey } = await openpgp.generateKey({
@@ -21,8 +39,13 @@ export async function publishSignedComponents(
     format: 'armored',
   });
   await mkdir(join(artifactsDir, 'pkgs'), { recursive: true });
-  await copyFile(kubeadmBundle, join(artifactsDir, 'pkgs', 'kubeadm'));
-  const bytes = await readFile(kubeadmBundle);
+  const components = [];
+  for (const name of NODE_COMPONENTS) {
+    const program = join(kubernetesBinDir, name);
+    await symlink(program, join(artifactsDir, 'pkgs', name));
+    const { hash, size } = await sha256File(program);
+    components.push({ name, url: `ARTIFACTS/pkgs/${name}`, hash, size, installPath: componentPath(name), mode: 0o755 });
+  }
   const manifest = Buffer.from(
     JSON.stringify({
       kind: 'constellation-component-manifest-v2',
@@ -33,16 +56,7 @@ export async function publishSignedComponents(
       board: MINI_OS.board,
       osVersion: MINI_OS.version,
       kubernetesVersion,
-      components: [
-        {
-          name: 'kubeadm',
-          url: 'ARTIFACTS/pkgs/kubeadm',
-          hash: `sha256:${createHash('sha256').update(bytes).digest('hex')}`,
-          size: bytes.length,
-          installPath: '/run/state/bin/kubeadm',
-          mode: 0o755,
-        },
-      ],
+      components,
     }),
   );
   const dir = join(artifactsDir, 'manifests', MINI_OS.board, MINI_OS.version);
@@ -60,7 +74,10 @@ export async function signManifest(
 ): Promise<void> {
   const dir = join(artifactsDir, 'manifests', MINI_OS.board, MINI_OS.version);
   const manifest = Buffer.from(
-    (await readFile(join(dir, `${kubernetesVersion}.json.template`), 'utf8')).replace('ARTIFACTS/', `${artifactsUrl}/`),
+    (await readFile(join(dir, `${kubernetesVersion}.json.template`), 'utf8')).replaceAll(
+      'ARTIFACTS/',
+      `${artifactsUrl}/`,
+    ),
   );
   await writeFile(join(dir, `${kubernetesVersion}.json`), manifest);
   const signingKey = await openpgp.readPrivateKey({

@@ -2,17 +2,24 @@ import { appendFile, copyFile, cp, mkdir, truncate, writeFile } from 'node:fs/pr
 import { basename, dirname, join } from 'node:path';
 import { measureBoot } from '@constellation/attestation';
 import type { BootComponent } from '@constellation/attestation';
-import { freePort, startSwtpmProcess } from '@constellation/swtpm';
+import { startSwtpmProcess } from '@constellation/swtpm';
+import {
+  IGNORED_PREFLIGHT_CHECKS,
+  bootNode,
+  createNodeEnvironment,
+  importImages,
+  nodeLayout,
+  startUnit,
+  tagImage,
+} from '@constellation/node-environment';
+import type { UnitSpec } from '@constellation/node-environment';
 import type { EkCa } from '@constellation/swtpm';
 import { SocketTransport, Tpm } from '@constellation/tpm';
 import type { MiniArtifacts } from './artifacts.js';
 import { bootstrapperDigest, bootstrapperFiles } from './boot-chain.js';
-import { spawnDetached } from './detached.js';
 import type { MiniNode } from './mini-state.js';
-import { inNode } from './network.js';
 import type { MiniNetwork } from './network.js';
 import { MINI_OS } from './signed-components.js';
-import { BIN_DIR_ENV } from '@constellation/sandbox';
 
 export interface StartNodeOptions {
   artifacts: MiniArtifacts;
@@ -24,15 +31,25 @@ export interface StartNodeOptions {
   instance: { name: string; role: 'control-plane' | 'worker'; ip: string; ekPublicKeyHash: string };
   metadataUrl: string;
   apiServerPort: number;
-  /** The built Kubernetes programs the kubeadm stand-in runs the control plane from. */
+  /** The built programs: containerd, runc and ctr run from here; node preparation installs kubeadm and the kubelet from the artifact host. */
   kubernetesBinDir: string;
+  /** Every node's name and address (each node's /etc/hosts). */
+  hosts: { name: string; ip: string }[];
+  /** The OCI archives the node image carries, by role, the names the kubelet asks for, and the sandbox image. */
+  images: NodeImages;
   boot: BootComponent[];
   /** What the node image carries: the vendor's signing key and the EK CA's public certificates. */
   image: { publicKey: string; ekCa: EkCa };
   /** Run a modified bootstrapper bundle (its measured boot says so). */
   tampered: boolean;
-  /** What the node runs when it belongs to the cluster ("start the kubelet"). */
-  kubeletStartCommand: string;
+}
+
+export interface NodeImages {
+  controlPlane: string[];
+  worker: string[];
+  /** [source, target]: names given to the control planes' imported images (an archive keeps a short name as written). */
+  tags: [string, string][];
+  sandbox: string;
 }
 
 /** The node image's files: OS facts, the pinned signing key and the EK CA certificates. */
@@ -95,9 +112,20 @@ async function tamperWithBootstrapper(bundle: string, copy: string): Promise<voi
   await appendFile(join(dirname(copy), chunk ?? basename(copy)), '\n// modified after the image was measured\n');
 }
 
+/** The node image's unit for the bootstrapper (deploy/bootstrapper's unit, with mini's flags). */
+export const BOOTSTRAPPER_UNIT = 'constellation-bootstrapper';
+
+/**
+ * Present once the images a node image carries are in the node's containerd: the bootstrapper
+ * starts at boot only then (on a real image they are there before its first boot).
+ */
+export const imagesPreloaded = (nodeDir: string): string => join(nodeDir, 'etc', 'constellation', 'images-preloaded');
+
 /**
  * One machine: its swtpm on owner-only unix sockets, measured boot, an empty state disk, the node
- * image's files, and the bootstrapper started detached (in the node's network namespace as root).
+ * image's files, and its own environment (network and mount namespace, cgroup root, containerd,
+ * the kubelet and the bootstrapper as units); powered on, with the image's container images
+ * imported before the bootstrapper starts.
  */
 export async function startNode(options: StartNodeOptions): Promise<MiniNode> {
   const { artifacts, instance, network, tampered } = options;
@@ -123,54 +151,85 @@ export async function startNode(options: StartNodeOptions): Promise<MiniNode> {
   await writeFile(disk, '');
   await truncate(disk, 32 * 1024 * 1024);
   const { ekRoots, ekIntermediates } = await writeImageFiles(nodeDir, options.image);
-  const namespaced = network.mode === 'namespaces';
-  const initPort = namespaced ? 9000 : await freePort();
-  const recoveryPort = namespaced ? 9999 : await freePort();
-  const verifyPort = namespaced ? 30081 : await freePort();
-  const [program, args] = inNode(network, options.index, process.execPath, [
-    bundle,
-    `--root=${nodeDir}`,
-    `--tpm=swtpm:${tpmSocket}`,
-    '--attestation-variant=tpm2-ek',
-    `--ek-intermediates=${ekIntermediates}`,
-    `--ek-roots=${ekRoots}`,
-    `--state-disk=${disk}`,
-    '--disk-kdf=fast',
-    `--metadata-url=${options.metadataUrl}`,
-    `--node-name=${instance.name}`,
-    `--init-host=${instance.ip}`,
-    `--init-port=${initPort}`,
-    `--recovery-port=${recoveryPort}`,
-    `--verify-port=${verifyPort}`,
-    `--manifest-url=${options.metadataUrl}/artifacts/manifests/{{.Board}}/{{.OSVersion}}/{{.KubernetesVersion}}.json`,
-    `--api-server-bind-port=${options.apiServerPort}`,
-    `--kubelet-start-command=${options.kubeletStartCommand}`,
-    '--on-fatal=exit',
-    // The JoinService starts after init; a short cap keeps waiting workers from sleeping long.
-    '--join-backoff-max-ms=2000',
-  ]);
-  // kubeadm is found on the node's PATH, where node preparation installs it; the stand-in starts
-  // the real control plane from the built programs, in the node's own network namespace.
-  const bootstrapperEnv = {
-    KUBEADM_STANDIN_ROOT: nodeDir,
-    [BIN_DIR_ENV]: options.kubernetesBinDir,
-    PATH: `${join(nodeDir, 'run', 'state', 'bin')}:${process.env['PATH'] ?? ''}`,
+  const netns = network.namespaces[options.index];
+  if (netns === undefined) throw new Error(`no network namespace for ${instance.name}`);
+  const ports = { init: 9000, recovery: 9999, verify: 30081 };
+  const layout = nodeLayout(nodeDir);
+  const bootstrapper: UnitSpec = {
+    name: BOOTSTRAPPER_UNIT,
+    exec: [
+      process.execPath,
+      bundle,
+      `--root=${nodeDir}`,
+      `--tpm=swtpm:${tpmSocket}`,
+      '--attestation-variant=tpm2-ek',
+      `--ek-intermediates=${ekIntermediates}`,
+      `--ek-roots=${ekRoots}`,
+      `--state-disk=${disk}`,
+      '--disk-kdf=fast',
+      `--metadata-url=${options.metadataUrl}`,
+      `--node-name=${instance.name}`,
+      `--init-host=${instance.ip}`,
+      `--init-port=${ports.init}`,
+      `--recovery-port=${ports.recovery}`,
+      `--verify-port=${ports.verify}`,
+      `--manifest-url=${options.metadataUrl}/artifacts/manifests/{{.Board}}/{{.OSVersion}}/{{.KubernetesVersion}}.json`,
+      `--api-server-bind-port=${options.apiServerPort}`,
+      // The node image's kubeadm settings: the kubelet tuned to this host, images preloaded.
+      `--kubeadm-patches=${layout.kubeadmPatches}`,
+      `--kubeadm-ignore-preflight-errors=${IGNORED_PREFLIGHT_CHECKS.join(',')}`,
+      '--image-pull-policy=Never',
+      '--on-fatal=exit',
+      // The JoinService starts after init; a short cap keeps waiting workers from sleeping long.
+      '--join-backoff-max-ms=2000',
+    ],
+    conditionPathExists: imagesPreloaded(nodeDir),
+    startAtBoot: true,
+    // A failure is what mini reports (a real image's unit restarts it, or the node reboots).
+    restart: 'no',
+    restartDelayMs: 0,
   };
-  const bootstrapperPid = await spawnDetached(program, args, join(nodeDir, 'bootstrapper.log'), {
-    ...process.env,
-    ...bootstrapperEnv,
+  const installed = join(nodeDir, 'run', 'state', 'bin');
+  let environment = await createNodeEnvironment({
+    dir: nodeDir,
+    name: instance.name,
+    netns,
+    hosts: options.hosts,
+    podSubnet: podSubnet(options.index),
+    peerPodSubnets: options.hosts
+      .map((host, i) => ({ subnet: podSubnet(i), via: host.ip }))
+      .filter((_, i) => i !== options.index),
+    binDir: options.kubernetesBinDir,
+    sandboxImage: options.images.sandbox,
+    cniBinDir: CNI_BIN_DIR,
+    kubelet: join(installed, 'kubelet'),
+    units: [bootstrapper],
+    path: [installed],
+    runnerCommand: [process.execPath, artifacts.cli, 'mini', 'node-runner'],
+    systemctlCommand: [process.execPath, artifacts.cli, 'mini', 'systemctl'],
   });
+  environment = await bootNode(environment, [process.execPath, artifacts.cli, 'mini', 'node-runner']);
+  const ctr = join(options.kubernetesBinDir, 'ctr');
+  const controlPlane = instance.role === 'control-plane';
+  await importImages(environment, ctr, controlPlane ? options.images.controlPlane : options.images.worker);
+  if (controlPlane)
+    for (const [source, target] of options.images.tags) await tagImage(environment, ctr, source, target);
+  await writeFile(imagesPreloaded(nodeDir), `${new Date().toISOString()}\n`);
+  await startUnit(environment, BOOTSTRAPPER_UNIT);
   return {
     ...instance,
     dir: nodeDir,
     tpmSocket,
     swtpmPid: swtpm.pid,
-    bootstrapperPid,
-    initPort,
-    recoveryPort,
-    verifyPort,
+    initPort: ports.init,
+    recoveryPort: ports.recovery,
+    verifyPort: ports.verify,
     tampered,
-    bootstrapperCommand: [program, ...args],
-    bootstrapperEnv,
   };
 }
+
+/** Each node's pods get addresses from a /24 of 10.244.0.0/16 of their own. */
+export const podSubnet = (index: number): string => `10.244.${index}.0/24`;
+
+/** Debian's containernetworking-plugins. */
+export const CNI_BIN_DIR = '/usr/lib/cni';

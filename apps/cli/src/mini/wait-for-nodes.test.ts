@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -7,17 +6,13 @@ import { Kubectl, locateKubernetesPrograms } from '@constellation/control-plane'
 import { freePort } from '@constellation/swtpm';
 import { sharedKubernetes, tempDirForTest } from '@constellation/testing';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { UnitRunner, nodeLayout, unitLog } from '@constellation/node-environment';
+import type { NodeEnvironment } from '@constellation/node-environment';
 import type { MiniNode, MiniState } from './mini-state.js';
+import { BOOTSTRAPPER_UNIT } from './start-node.js';
 import { waitForNodes } from './wait-for-nodes.js';
 
-/** The pid of a process that has exited (and been reaped). */
-async function exitedPid(): Promise<number> {
-  const child = spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' });
-  await new Promise((resolve) => child.once('exit', resolve));
-  return child.pid ?? -1;
-}
-
-function miniNode(dir: string, name: string, role: MiniNode['role'], bootstrapperPid: number): MiniNode {
+function miniNode(dir: string, name: string, role: MiniNode['role']): MiniNode {
   return {
     name,
     role,
@@ -26,13 +21,10 @@ function miniNode(dir: string, name: string, role: MiniNode['role'], bootstrappe
     tpmSocket: join(dir, name, 'tpm', 'swtpm.sock'),
     swtpmPid: -1,
     ekPublicKeyHash: '00'.repeat(32),
-    bootstrapperPid,
     initPort: 0,
     recoveryPort: 0,
     verifyPort: 0,
     tampered: false,
-    bootstrapperCommand: [],
-    bootstrapperEnv: {},
   };
 }
 
@@ -46,7 +38,14 @@ function miniState(dir: string, nodes: MiniNode[]): MiniState {
     joinServicePort: 0,
     apiServerPort: 0,
     network: { mode: 'loopback', hostIp: '127.0.0.1', nodeIps: [], namespaces: [], bridge: '' },
-    artifacts: { root: dir, cli: '', bootstrapper: '', joinservice: '', kubeadm: '', joinserviceManifests: '' },
+    artifacts: {
+      root: dir,
+      cli: '',
+      bootstrapper: '',
+      joinservice: '',
+      joinserviceManifests: '',
+      joinserviceImage: { archive: '', reference: '' },
+    },
     nodes,
   };
 }
@@ -73,6 +72,40 @@ async function apiWithReadyNode(name: string): Promise<string> {
   return k.superAdminKubeconfig;
 }
 
+/**
+ * The node's unit runner, in this process, with the bootstrapper unit running `script` (its output
+ * is the unit's log), and the node's environment record that points mini at it.
+ */
+async function nodeWithBootstrapper(node: MiniNode, script: string): Promise<void> {
+  const layout = nodeLayout(node.dir);
+  await mkdir(join(node.dir, 'units'), { recursive: true });
+  const runner = new UnitRunner({
+    socket: layout.unitsSocket,
+    logs: layout.logs,
+    env: { PATH: process.env['PATH'] ?? '' },
+    units: [
+      {
+        name: BOOTSTRAPPER_UNIT,
+        exec: ['sh', '-c', script],
+        startAtBoot: true,
+        restart: 'no',
+        restartDelayMs: 0,
+      },
+    ],
+  });
+  await runner.boot();
+  onTestFinished(() => runner.shutdown());
+  const record: NodeEnvironment = {
+    name: node.name,
+    dir: node.dir,
+    netns: 'none',
+    mountNamespace: '/nonexistent',
+    cgroupRoot: '/nonexistent',
+    runnerPid: process.pid,
+  };
+  await writeFile(layout.record, JSON.stringify(record));
+}
+
 /** A node name of this test's own. */
 const uniqueName = (base: string): string => `${base}-${randomBytes(3).toString('hex')}`;
 
@@ -83,30 +116,28 @@ describe('waitForNodes', () => {
     const controlPlane = uniqueName('control-plane');
     const worker = uniqueName('worker');
     const kubeconfig = await apiWithReadyNode(controlPlane);
-    const state = miniState(dir, [
-      miniNode(dir, controlPlane, 'control-plane', process.pid),
-      miniNode(dir, worker, 'worker', await exitedPid()),
-    ]);
-    await mkdir(join(dir, worker), { recursive: true });
-    await writeFile(
-      join(dir, worker, 'bootstrapper.log'),
-      [
-        '{"message":"one"}',
-        '{"message":"two"}',
-        '{"message":"join ticket received"}',
-        // Node's report of an uncaught error: only its headline says what happened.
-        'node:internal/modules/esm/resolve:283',
-        '    throw new ERR_MODULE_NOT_FOUND(',
-        '          ^',
-        '',
-        "Error [ERR_MODULE_NOT_FOUND]: Cannot find module '/image/chunks/chunk-1.mjs' imported from /image/chunks/chunk-2.mjs",
-        '    at finalizeResolution (node:internal/modules/esm/resolve:283:11) {',
-        "  code: 'ERR_MODULE_NOT_FOUND',",
-        '}',
-        '',
-        'Node.js v20.20.2',
-        '',
-      ].join('\n'),
+    const workerNode = miniNode(dir, worker, 'worker');
+    const state = miniState(dir, [miniNode(dir, controlPlane, 'control-plane'), workerNode]);
+    const lines = [
+      '{"message":"one"}',
+      '{"message":"two"}',
+      '{"message":"join ticket received"}',
+      // Node's report of an uncaught error: only its headline says what happened.
+      'node:internal/modules/esm/resolve:283',
+      '    throw new ERR_MODULE_NOT_FOUND(',
+      '          ^',
+      '',
+      "Error [ERR_MODULE_NOT_FOUND]: Cannot find module '/image/chunks/chunk-1.mjs' imported from /image/chunks/chunk-2.mjs",
+      '    at finalizeResolution (node:internal/modules/esm/resolve:283:11) {',
+      "  code: 'ERR_MODULE_NOT_FOUND',",
+      '}',
+      '',
+      'Node.js v20.20.2',
+    ];
+    // The unit writes what the bootstrapper wrote, then fails as it did.
+    await nodeWithBootstrapper(
+      workerNode,
+      `printf '%s\\n' ${lines.map((l) => `'${l.replaceAll("'", `'\\''`)}'`).join(' ')}; exit 1`,
     );
     // A bound the test's own timeout is far below: only an early failure ends the wait in time.
     const failure = await waitForNodes({ state, kubeconfig, timeoutMs: 600_000 }).then(
@@ -114,7 +145,7 @@ describe('waitForNodes', () => {
       (err: unknown) => err as Error,
     );
     expect(failure.message).toBe(
-      `${worker}'s bootstrapper stopped before joining; its last log lines: {"message":"two"} | {"message":"join ticket received"} | Error [ERR_MODULE_NOT_FOUND]: Cannot find module '/image/chunks/chunk-1.mjs' imported from /image/chunks/chunk-2.mjs (all in ${join(dir, worker, 'bootstrapper.log')})`,
+      `${worker}'s bootstrapper stopped before joining; its last log lines: {"message":"two"} | {"message":"join ticket received"} | Error [ERR_MODULE_NOT_FOUND]: Cannot find module '/image/chunks/chunk-1.mjs' imported from /image/chunks/chunk-2.mjs (all in ${unitLog(workerNode.dir, BOOTSTRAPPER_UNIT)})`,
     );
   });
 
@@ -123,7 +154,7 @@ describe('waitForNodes', () => {
     const controlPlane = uniqueName('control-plane');
     const kubeconfig = await apiWithReadyNode(controlPlane);
     const verifyPort = await freePort();
-    const state = miniState(dir, [{ ...miniNode(dir, controlPlane, 'control-plane', process.pid), verifyPort }]);
+    const state = miniState(dir, [{ ...miniNode(dir, controlPlane, 'control-plane'), verifyPort }]);
     const failure = await waitForNodes({ state, kubeconfig, timeoutMs: 1_000 }).then(
       () => new Error('waitForNodes resolved'),
       (err: unknown) => err as Error,

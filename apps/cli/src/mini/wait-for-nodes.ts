@@ -1,12 +1,12 @@
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { pooledApiConfiguration } from '@constellation/kubeadm';
 import { canConnect } from '@constellation/swtpm';
 import { WaitAbandoned, waitUntil } from './bounded-wait.js';
 import { readJoinStatus } from './join-refusal.js';
-import { isRunning } from './mini-state.js';
-import type { MiniState } from './mini-state.js';
+import { readNodeEnvironment, unitLog, unitState } from '@constellation/node-environment';
+import type { MiniNode, MiniState } from './mini-state.js';
+import { BOOTSTRAPPER_UNIT } from './start-node.js';
 
 export interface MiniNodeResult {
   name: string;
@@ -35,6 +35,17 @@ async function lastTellingLines(path: string, count: number): Promise<string> {
         .join(' | ');
 }
 
+/** The first of `nodes` whose bootstrapper unit is no longer running (it failed or exited). */
+async function firstStoppedBootstrapper(nodes: readonly MiniNode[]): Promise<MiniNode | undefined> {
+  for (const node of nodes) {
+    const environment = await readNodeEnvironment(node.dir);
+    if (environment === undefined) continue;
+    const unit = await unitState(environment, BOOTSTRAPPER_UNIT).catch(() => undefined);
+    if (unit !== undefined && (unit.state === 'failed' || unit.state === 'inactive')) return node;
+  }
+  return undefined;
+}
+
 /** Whether a Node object's Ready condition is True. */
 export function nodeReady(node: k8s.V1Node): boolean {
   return node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
@@ -52,6 +63,8 @@ export async function waitForNodes(options: {
   state: MiniState;
   kubeconfig: string;
   timeoutMs: number;
+  /** Progress: each node as it becomes Ready. */
+  print?: (line: string) => void;
 }): Promise<MiniNodeResult[]> {
   const { state } = options;
   const kc = new k8s.KubeConfig();
@@ -63,15 +76,17 @@ export async function waitForNodes(options: {
   await waitUntil(
     async () => {
       const items = (await core.listNode()).items;
-      ready = new Set(items.filter(nodeReady).map((n) => n.metadata?.name ?? ''));
+      const now = new Set(items.filter(nodeReady).map((n) => n.metadata?.name ?? ''));
+      for (const name of now) if (!ready.has(name)) options.print?.(`${name}: Ready`);
+      ready = now;
       for (const node of state.nodes.filter((n) => ready.has(n.name) && !verifiable.has(n.name))) {
         if (await canConnect({ host: node.ip, port: node.verifyPort })) verifiable.add(node.name);
       }
       if (expected.every((name) => verifiable.has(name))) return true;
-      const dead = state.nodes.find((n) => !n.tampered && !ready.has(n.name) && !isRunning(n.bootstrapperPid));
+      const dead = await firstStoppedBootstrapper(state.nodes.filter((n) => !n.tampered && !ready.has(n.name)));
       if (dead !== undefined) {
         // Its last lines say why; the whole log goes with the workspace at `mini down`.
-        const log = join(dead.dir, 'bootstrapper.log');
+        const log = unitLog(dead.dir, BOOTSTRAPPER_UNIT);
         throw new WaitAbandoned(
           `${dead.name}'s bootstrapper stopped before joining; its last log lines: ${await lastTellingLines(log, 3)} (all in ${log})`,
         );

@@ -1,0 +1,43 @@
+import { readFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import type { MiniArtifacts } from './artifacts.js';
+import type { NodeImages } from './start-node.js';
+
+interface ImagesFile {
+  release: string;
+  images: { reference: string; archive: string }[];
+}
+
+/** Where a repository's image name without a registry is looked up (the kubelet asks for that name). */
+const normalised = (reference: string): string =>
+  /^[^/]+[.:][^/]*\//.test(reference) || reference.startsWith('localhost/') ? reference : `docker.io/${reference}`;
+
+/**
+ * The images a mini node image carries: the control plane's, the pod sandbox and a busybox for
+ * trying pods (built beside the programs by tools/kubernetes/images.mjs), and, on control planes,
+ * the JoinService's. No registry is contacted: kubeadm runs with imagePullPolicy Never.
+ */
+export async function nodeImages(kubernetesBinDir: string, artifacts: MiniArtifacts): Promise<NodeImages> {
+  const dir = join(dirname(kubernetesBinDir), 'images');
+  const file = await readFile(join(dir, 'images.json'), 'utf8').catch(() => {
+    throw new Error(
+      `no node images in ${dir}: run \`node tools/kubernetes/images.mjs\` (\`npm run mini\` does it for you)`,
+    );
+  });
+  const { images } = JSON.parse(file) as ImagesFile;
+  const archives = images.map((image) => ({ ...image, archive: join(dir, image.archive) }));
+  const sandbox = archives.find((image) => image.reference.includes('/pause:'));
+  if (sandbox === undefined) throw new Error(`${join(dir, 'images.json')} lists no pause image`);
+  const everyNode = archives.filter((image) => image === sandbox || image.reference.includes('/busybox:'));
+  const joinService = artifacts.joinserviceImage;
+  return {
+    controlPlane: [...archives.map((image) => image.archive), joinService.archive],
+    worker: everyNode.map((image) => image.archive),
+    tags: [[joinService.reference, normalised(joinService.reference)]],
+    sandbox: sandbox.reference,
+  };
+}
+
+/** The JoinService's image as the kubelet names it. */
+export const joinServiceImageName = (artifacts: MiniArtifacts): string =>
+  normalised(artifacts.joinserviceImage.reference);

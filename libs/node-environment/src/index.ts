@@ -1,0 +1,21 @@
+export type { NodeEnvironment, NodeEnvironmentOptions } from './node-environment.js';
+export {
+  bootNode,
+  createNodeEnvironment,
+  destroyNode,
+  importImages,
+  readNodeEnvironment,
+  resetForBoot,
+  runInNode,
+  shutdownNode,
+  startUnit,
+  tagImage,
+  unitLog,
+  unitState,
+} from './node-environment.js';
+export type { NodeLayout } from './node-layout.js';
+export { nodeLayout } from './node-layout.js';
+export type { UnitSpec, UnitsFile } from './unit.js';
+export { IGNORED_PREFLIGHT_CHECKS } from './kubelet-tuning.js';
+export { UnitRunner, runUnits } from './unit-runner.js';
+export { systemctl } from './systemctl.js';

@@ -1,0 +1,354 @@
+import { spawn } from 'node:child_process';
+import { chmod, mkdir, open, readFile, readdir, readlink, rm, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { runProgram } from '@constellation/control-plane';
+import { errorMessage } from '@constellation/errors';
+import { cgroupProcesses, createCgroupRoot, removeCgroupRoot } from './cgroup-root.js';
+import { cniConfig, containerdConfig } from './containerd-config.js';
+import { kubeletTuning } from './kubelet-tuning.js';
+import { MOUNT_NAMESPACE_DIR, createMountNamespace, removeMountNamespace } from './mount-namespace.js';
+import { NODE_BIND_MOUNTS, VOLATILE_DIRS, bindSource, nodeLayout } from './node-layout.js';
+import type { NodeLayout } from './node-layout.js';
+import { askUnitRunner } from './systemctl.js';
+import { containerdUnit, kubeletUnit } from './unit.js';
+import type { UnitSpec, UnitsFile } from './unit.js';
+
+export interface NodeEnvironmentOptions {
+  /** The node's directory on the host: its bind mounts' sources, logs and units live below it. */
+  dir: string;
+  name: string;
+  /** The node's network namespace (/run/netns/<name>), made beforehand with its address. */
+  netns: string;
+  /** Every node's name and address, for the node's /etc/hosts. */
+  hosts: { name: string; ip: string }[];
+  /** This node's pod subnet, and the other nodes' with their addresses (routes between them). */
+  podSubnet: string;
+  peerPodSubnets: { subnet: string; via: string }[];
+  /** The built programs: containerd, its runc shim, ctr, runc. */
+  binDir: string;
+  /** The pod sandbox image, as kubeadm names it. */
+  sandboxImage: string;
+  cniBinDir: string;
+  /** The kubelet as the node sees it (where node preparation installs it). */
+  kubelet: string;
+  /** The node image's own units (the bootstrapper), started after containerd and before the kubelet. */
+  units: UnitSpec[];
+  /** Directories in front of the units' PATH (where node preparation installs programs). */
+  path: string[];
+  /** The command that runs the unit runner, to which the units file's path is appended. */
+  runnerCommand: string[];
+  /** The command the node's `systemctl` runs, to which the control socket and systemctl's arguments are appended. */
+  systemctlCommand: string[];
+}
+
+/** What is needed to start, stop and remove the node again; kept in the node's directory. */
+export interface NodeEnvironment {
+  name: string;
+  dir: string;
+  netns: string;
+  /** The persistent mount namespace file. */
+  mountNamespace: string;
+  /** The node's cgroup root, below every v1 hierarchy. */
+  cgroupRoot: string;
+  /** The unit runner's pid while the node runs. */
+  runnerPid: number;
+}
+
+const inNamespaces = (env: NodeEnvironment, command: readonly string[]): [string, string[]] => [
+  'nsenter',
+  [`--net=/run/netns/${env.netns}`, `--mount=${env.mountNamespace}`, '--', ...command],
+];
+
+async function writeRecord(layout: NodeLayout, env: NodeEnvironment): Promise<void> {
+  await writeFile(layout.record, `${JSON.stringify(env, null, 2)}\n`);
+}
+
+export async function readNodeEnvironment(dir: string): Promise<NodeEnvironment | undefined> {
+  try {
+    return JSON.parse(await readFile(nodeLayout(dir).record, 'utf8')) as NodeEnvironment;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The node's /etc/hosts: loopback and every node, so that no node name is looked up in DNS. */
+function hostsFile(name: string, hosts: readonly { name: string; ip: string }[]): string {
+  return [
+    `127.0.0.1 localhost`,
+    `::1 localhost`,
+    ...hosts.map((h) => `${h.ip} ${h.name}`),
+    `# this node: ${name}`,
+    '',
+  ].join('\n');
+}
+
+/** sysctls and routes of the node's network namespace: forwarding for its pods, routes to the other nodes' pods. */
+async function configureNetwork(options: NodeEnvironmentOptions): Promise<void> {
+  const script = [
+    'echo 1 > /proc/sys/net/ipv4/ip_forward',
+    // kubeadm's preflight wants bridged traffic to pass iptables (the node's own, empty ones).
+    'if [ -e /proc/sys/net/bridge/bridge-nf-call-iptables ]; then echo 1 > /proc/sys/net/bridge/bridge-nf-call-iptables; fi',
+    ...options.peerPodSubnets.map((p) => `ip route replace ${p.subnet} via ${p.via}`),
+  ];
+  await runProgram('nsenter', [`--net=/run/netns/${options.netns}`, '--', 'sh', '-ec', script.join('\n')], {
+    timeoutMs: 10_000,
+  });
+}
+
+async function writeNodeFiles(options: NodeEnvironmentOptions, layout: NodeLayout, cgroupRoot: string): Promise<void> {
+  for (const target of NODE_BIND_MOUNTS) await mkdir(bindSource(layout, target), { recursive: true });
+  for (const dir of [join(layout.dir, 'etc', 'containerd'), layout.kubeadmPatches, layout.sbin, layout.logs])
+    await mkdir(dir, { recursive: true });
+  await mkdir(join(layout.dir, 'units'), { recursive: true, mode: 0o700 });
+  await writeFile(layout.hosts, hostsFile(options.name, options.hosts));
+  await writeFile(
+    layout.containerdConfig,
+    containerdConfig({
+      runc: join(options.binDir, 'runc'),
+      sandboxImage: options.sandboxImage,
+      cniBinDir: options.cniBinDir,
+      optDir: join(layout.dir, 'opt', 'containerd'),
+    }),
+  );
+  await writeFile(layout.cniConfig, cniConfig(options.podSubnet));
+  await writeFile(join(layout.kubeadmPatches, 'kubeletconfiguration+merge.yaml'), kubeletTuning(cgroupRoot));
+  const systemctl = join(layout.sbin, 'systemctl');
+  const words = [...options.systemctlCommand, layout.unitsSocket].map((w) => `'${w.replaceAll("'", `'\\''`)}'`);
+  await writeFile(
+    systemctl,
+    `#!/bin/sh\n# This node's systemctl: its unit runner answers.\nexec ${words.join(' ')} "$@"\n`,
+  );
+  await chmod(systemctl, 0o755);
+  const units: UnitsFile = {
+    socket: layout.unitsSocket,
+    logs: layout.logs,
+    env: {
+      PATH: [
+        layout.sbin,
+        ...options.path,
+        options.binDir,
+        '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+      ].join(':'),
+      HOME: '/root',
+    },
+    units: [
+      containerdUnit(join(options.binDir, 'containerd'), layout.containerdConfig),
+      ...options.units,
+      kubeletUnit(options.kubelet),
+    ],
+  };
+  await writeFile(layout.units, `${JSON.stringify(units, null, 2)}\n`, { mode: 0o600 });
+}
+
+/**
+ * Makes a machine of the node's directory: its files (containerd and CNI configuration, the
+ * kubelet's tuning as a kubeadm patch, /etc/hosts, its `systemctl`, its units), its cgroup root,
+ * its network settings and its mount namespace. Nothing runs yet: see bootNode.
+ */
+export async function createNodeEnvironment(options: NodeEnvironmentOptions): Promise<NodeEnvironment> {
+  const layout = nodeLayout(options.dir);
+  const cgroupRoot = `/constellation-${options.netns}`;
+  await writeNodeFiles(options, layout, cgroupRoot);
+  await createCgroupRoot(cgroupRoot);
+  await configureNetwork(options);
+  const env: NodeEnvironment = {
+    name: options.name,
+    dir: options.dir,
+    netns: options.netns,
+    mountNamespace: join(MOUNT_NAMESPACE_DIR, `${options.netns}.mnt`),
+    cgroupRoot,
+    runnerPid: 0,
+  };
+  await createMountNamespace(env.mountNamespace, bindMounts(layout));
+  await writeRecord(layout, env);
+  return env;
+}
+
+function bindMounts(layout: NodeLayout): Map<string, string> {
+  const binds = new Map<string, string>(NODE_BIND_MOUNTS.map((target) => [target, bindSource(layout, target)]));
+  binds.set('/etc/hosts', layout.hosts);
+  return binds;
+}
+
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${what} did not happen within ${timeoutMs} ms`);
+}
+
+const exists = (path: string): Promise<boolean> =>
+  stat(path).then(
+    () => true,
+    () => false,
+  );
+
+/** Powers the node on: its unit runner starts in its namespaces and boots containerd, the node's units and the kubelet. */
+export async function bootNode(env: NodeEnvironment, runnerCommand: readonly string[]): Promise<NodeEnvironment> {
+  const layout = nodeLayout(env.dir);
+  await rm(layout.unitsSocket, { force: true });
+  const log = await open(join(layout.logs, 'runner.log'), 'a', 0o600);
+  let pid: number;
+  try {
+    const [program, args] = inNamespaces(env, [...runnerCommand, layout.units]);
+    const child = spawn(program, args, { detached: true, stdio: ['ignore', log.fd, log.fd] });
+    pid = await new Promise<number>((resolve, reject) => {
+      child.once('spawn', () => {
+        resolve(child.pid ?? 0);
+      });
+      child.once('error', reject);
+    });
+    child.unref();
+  } finally {
+    await log.close();
+  }
+  const booted = { ...env, runnerPid: pid };
+  await writeRecord(layout, booted);
+  await waitFor(`${env.name}'s unit runner listening`, () => exists(layout.unitsSocket), 15_000).catch(
+    async (err: unknown) => {
+      const tail = (await readFile(join(layout.logs, 'runner.log'), 'utf8').catch(() => '')).split('\n').slice(-6);
+      throw new Error(`${errorMessage(err)}\n${tail.join('\n')}`, { cause: err });
+    },
+  );
+  return booted;
+}
+
+/** Runs a program in the node's namespaces (ctr, kubeadm, a look around) and returns its output. */
+export async function runInNode(
+  env: NodeEnvironment,
+  command: readonly string[],
+  timeoutMs: number,
+): Promise<{ stdout: string; stderr: string }> {
+  const [program, args] = inNamespaces(env, command);
+  return runProgram(program, args, { timeoutMs });
+}
+
+/** Imports OCI archives into the node's containerd (namespace k8s.io, where the kubelet looks). */
+export async function importImages(env: NodeEnvironment, ctr: string, archives: readonly string[]): Promise<void> {
+  const address = ['--address', '/run/containerd/containerd.sock', '--namespace', 'k8s.io'];
+  await waitFor(
+    `${env.name}'s containerd answering`,
+    () =>
+      runInNode(env, [ctr, ...address, 'version'], 5_000).then(
+        () => true,
+        () => false,
+      ),
+    30_000,
+  );
+  for (const archive of archives) await runInNode(env, [ctr, ...address, 'images', 'import', archive], 120_000);
+}
+
+/** Gives `name` to an image the node's containerd holds (an OCI archive keeps a short name as it is). */
+export async function tagImage(env: NodeEnvironment, ctr: string, source: string, target: string): Promise<void> {
+  await runInNode(
+    env,
+    [
+      ctr,
+      '--address',
+      '/run/containerd/containerd.sock',
+      '--namespace',
+      'k8s.io',
+      'images',
+      'tag',
+      '--force',
+      source,
+      target,
+    ],
+    30_000,
+  );
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Processes in the node's mount namespace (its programs and the containers' shims). */
+async function namespaceProcesses(mountNamespace: string): Promise<number[]> {
+  const inode = await stat(mountNamespace).then(
+    (s) => s.ino,
+    () => undefined,
+  );
+  if (inode === undefined) return [];
+  const pids: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const link = await readlink(`/proc/${entry}/ns/mnt`).catch(() => '');
+    if (link === `mnt:[${inode}]`) pids.push(Number(entry));
+  }
+  return pids;
+}
+
+/**
+ * Powers the node off: the unit runner stops the units (the kubelet, the node's own, containerd),
+ * then whatever is left is killed: the pods' containers in the node's cgroup root and the shims
+ * in its mount namespace. The namespace and the node's files stay (see destroyNode).
+ */
+export async function shutdownNode(env: NodeEnvironment): Promise<void> {
+  if (env.runnerPid > 0 && alive(env.runnerPid)) {
+    process.kill(env.runnerPid, 'SIGTERM');
+    await waitFor(`${env.name}'s units stopping`, () => Promise.resolve(!alive(env.runnerPid)), 40_000).catch(() => {
+      if (alive(env.runnerPid)) process.kill(env.runnerPid, 'SIGKILL');
+    });
+  }
+  for (let round = 0; round < 20; round++) {
+    const left = [...(await cgroupProcesses(env.cgroupRoot)), ...(await namespaceProcesses(env.mountNamespace))];
+    if (left.length === 0) return;
+    for (const pid of left) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`processes of ${env.name} are still running after SIGKILL`);
+}
+
+/**
+ * A reboot's effect on the machine: every mount of the node (state disk, pod volumes, pod network
+ * namespaces) is gone, its tmpfs directories are empty and its cgroups are new. (A kubelet that
+ * found its pods' old cgroups waited on them and never synced a pod.)
+ */
+export async function resetForBoot(env: NodeEnvironment): Promise<void> {
+  const layout = nodeLayout(env.dir);
+  await removeMountNamespace(env.mountNamespace);
+  await removeCgroupRoot(env.cgroupRoot);
+  await createCgroupRoot(env.cgroupRoot);
+  for (const dir of VOLATILE_DIRS) {
+    const source = bindSource(layout, dir);
+    await rm(source, { recursive: true, force: true });
+    await mkdir(source, { recursive: true });
+  }
+  await createMountNamespace(env.mountNamespace, bindMounts(layout));
+}
+
+/** Stops the node and removes what it had on the host beside its directory: namespace, cgroups. */
+export async function destroyNode(env: NodeEnvironment): Promise<void> {
+  await shutdownNode(env);
+  await removeMountNamespace(env.mountNamespace);
+  await removeCgroupRoot(env.cgroupRoot);
+}
+
+/** Asks the node's unit runner to start a unit (as `systemctl start` on the node would). */
+export async function startUnit(env: NodeEnvironment, unit: string): Promise<void> {
+  const answer = await askUnitRunner(nodeLayout(env.dir).unitsSocket, { verb: 'start', unit });
+  if (!answer.ok) throw new Error(`${env.name}: cannot start ${unit}: ${answer.message ?? 'no reason given'}`);
+}
+
+/** A unit's state on the node (active, inactive, activating, failed), and how it last ended. */
+export async function unitState(env: NodeEnvironment, unit: string): Promise<{ state: string; lastExit?: string }> {
+  const answer = await askUnitRunner(nodeLayout(env.dir).unitsSocket, { verb: 'status', unit }, 5_000);
+  if (!answer.ok) throw new Error(`${env.name}: ${answer.message ?? `no unit ${unit}`}`);
+  return { state: answer.state ?? 'unknown', ...(answer.message === undefined ? {} : { lastExit: answer.message }) };
+}
+
+/** The log file of a unit of the node. */
+export const unitLog = (dir: string, unit: string): string => join(nodeLayout(dir).logs, `${unit}.log`);
