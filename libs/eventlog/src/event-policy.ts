@@ -16,6 +16,13 @@ export interface EventPolicy {
   readonly kernelCommandLines?: readonly string[];
   /** SHA-256 digests (lower-case hex) allowed for EV_EFI_BOOT_SERVICES_APPLICATION events in PCR 4. */
   readonly bootApplications?: readonly string[];
+  /**
+   * Per PCR (decimal index), the SHA-256 digests (lower-case hex) allowed for every event that
+   * extends it, whatever its type; the log must show at least one event there. For measurements
+   * of our own, which a boot describes with untrusted data only: the node image's kernel and
+   * bootstrapper (mini: PCR 4 and 9), so that relabelling an event cannot move it out of a rule.
+   */
+  readonly pcrEventDigests?: Readonly<Record<string, readonly string[]>>;
 }
 
 /** The rule a violation breaks. */
@@ -39,6 +46,7 @@ export function checkEventPolicy(log: EventLog, policy: EventPolicy): EventPolic
     violations.push(...checkKernelCommandLines(viewed, policy.kernelCommandLines));
   }
   if (policy.bootApplications !== undefined) violations.push(...checkBootApplications(log, policy.bootApplications));
+  if (policy.pcrEventDigests !== undefined) violations.push(...checkPcrEventDigests(log, policy.pcrEventDigests));
   return violations;
 }
 
@@ -133,6 +141,41 @@ function checkBootApplications(log: EventLog, allowed: readonly string[]): Event
   return out;
 }
 
+function checkPcrEventDigests(
+  log: EventLog,
+  allowed: Readonly<Record<string, readonly string[]>>,
+): EventPolicyViolation[] {
+  if (!log.banks.includes('sha256')) {
+    return [
+      {
+        rule: 'pcrEventDigests',
+        event: undefined,
+        message: 'the log has no SHA-256 bank to compare event digests in',
+      },
+    ];
+  }
+  const out: EventPolicyViolation[] = [];
+  for (const [index, digests] of Object.entries(allowed).sort(([a], [b]) => Number(a) - Number(b))) {
+    const pcr = Number(index);
+    const events = log.events.filter((event) => event.pcr === pcr && extendsPcr(event));
+    if (events.length === 0) {
+      out.push({ rule: 'pcrEventDigests', event: undefined, message: `the log shows no event in PCR ${pcr}` });
+      continue;
+    }
+    for (const event of events) {
+      const digest = event.digests.get('sha256')?.toString('hex') ?? '';
+      if (!digests.includes(digest)) {
+        out.push({
+          rule: 'pcrEventDigests',
+          event,
+          message: `${event.typeName} digest sha256:${digest} is not allowed in PCR ${pcr} ${where(event)}`,
+        });
+      }
+    }
+  }
+  return out;
+}
+
 /**
  * The policy a known-good log satisfies (its reference state): Secure Boot as it was when it was
  * on, the kernel command lines it shows, the digests of the boot applications it loaded. Only data
@@ -166,6 +209,7 @@ export function eventPolicyFromLog(log: EventLog): EventPolicy {
 }
 
 const HEX64 = /^[0-9a-f]{64}$/;
+const RULES: readonly string[] = ['secureBoot', 'kernelCommandLines', 'bootApplications', 'pcrEventDigests'];
 
 /**
  * Checks an event policy read from a file (JSON or YAML, already parsed): unknown fields and bad
@@ -177,8 +221,8 @@ export function parseEventPolicy(value: unknown, source = 'eventPolicy'): EventP
   }
   const record = value as Record<string, unknown>;
   for (const key of Object.keys(record)) {
-    if (!['secureBoot', 'kernelCommandLines', 'bootApplications'].includes(key)) {
-      throw new RangeError(`${source}.${key}: unknown rule (known: secureBoot, kernelCommandLines, bootApplications)`);
+    if (!RULES.includes(key)) {
+      throw new RangeError(`${source}.${key}: unknown rule (known: ${RULES.join(', ')})`);
     }
   }
   const strings = (key: string, check?: RegExp): string[] | undefined => {
@@ -200,9 +244,34 @@ export function parseEventPolicy(value: unknown, source = 'eventPolicy'): EventP
   }
   const kernelCommandLines = strings('kernelCommandLines');
   const bootApplications = strings('bootApplications', HEX64);
+  const pcrEventDigests = perPcrDigests(record.pcrEventDigests, `${source}.pcrEventDigests`);
   return {
     ...(record.secureBoot === 'enabled' ? { secureBoot: 'enabled' as const } : {}),
     ...(kernelCommandLines === undefined ? {} : { kernelCommandLines }),
     ...(bootApplications === undefined ? {} : { bootApplications }),
+    ...(pcrEventDigests === undefined ? {} : { pcrEventDigests }),
   };
+}
+
+/** `{"9": ["<sha256 hex>", ...]}`: PCR indexes 0 to 23 as keys, non-empty digest lists. */
+function perPcrDigests(value: unknown, source: string): Record<string, string[]> | undefined {
+  if (value === undefined) return undefined;
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new RangeError(`${source}: expected an object of PCR index to SHA-256 digests`);
+  }
+  const entries = Object.entries(value as Record<string, unknown>);
+  if (entries.length === 0) throw new RangeError(`${source}: expected at least one PCR`);
+  const out: Record<string, string[]> = {};
+  for (const [pcr, list] of entries) {
+    if (!/^(?:[0-9]|1[0-9]|2[0-3])$/.test(pcr)) {
+      throw new RangeError(`${source}.${pcr}: expected a PCR index from 0 to 23`);
+    }
+    if (!Array.isArray(list) || list.length === 0 || list.some((s) => typeof s !== 'string' || !HEX64.test(s))) {
+      throw new RangeError(
+        `${source}.${pcr}: expected a non-empty list of 64 lower-case hex characters (SHA-256 digests)`,
+      );
+    }
+    out[pcr] = list as string[];
+  }
+  return out;
 }

@@ -35,3 +35,4 @@ export { EventLogWriter } from './event-log-writer.js';
 export type { EventLogWriterOptions, EventToWrite, WrittenEvent } from './event-log-writer.js';
 export { checkEventPolicy, eventPolicyFromLog, parseEventPolicy } from './event-policy.js';
 export type { EventPolicy, EventPolicyRule, EventPolicyViolation } from './event-policy.js';
+export { appendEventLog } from './append-event-log.js';
