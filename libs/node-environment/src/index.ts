@@ -4,6 +4,7 @@ export {
   createNodeEnvironment,
   destroyNode,
   importImages,
+  nodeProcesses,
   readNodeEnvironment,
   resetForBoot,
   runInNode,
@@ -19,3 +20,6 @@ export type { UnitSpec, UnitsFile } from './unit.js';
 export { IGNORED_PREFLIGHT_CHECKS } from './kubelet-tuning.js';
 export { UnitRunner, runUnits } from './unit-runner.js';
 export { systemctl } from './systemctl.js';
+export type { MiniNetwork, NodeNetwork } from './node-network.js';
+export { createNetwork, destroyNetwork, inNode } from './node-network.js';
+export { nodeProgramCommands } from './node-programs.js';

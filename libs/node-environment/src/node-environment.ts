@@ -285,6 +285,11 @@ async function namespaceProcesses(mountNamespace: string): Promise<number[]> {
   return pids;
 }
 
+/** Every process of the node: its units and shims (mount namespace) and its pods' containers (cgroup root). */
+export async function nodeProcesses(env: NodeEnvironment): Promise<number[]> {
+  return [...new Set([...(await namespaceProcesses(env.mountNamespace)), ...(await cgroupProcesses(env.cgroupRoot))])];
+}
+
 /**
  * Powers the node off: the unit runner stops the units (the kubelet, the node's own, containerd),
  * then whatever is left is killed: the pods' containers in the node's cgroup root and the shims
