@@ -8,7 +8,7 @@ import { createBootstrapToken } from './bootstrap-token.js';
 import type { BootstrapToken } from './bootstrap-token.js';
 import { sharedAdminCore } from './claim-records.fixture.js';
 import { INIT_TOKEN_GROUP } from './init-bootstrap-token.js';
-import { joinConfiguration } from './kubeadm-config.js';
+import { initConfiguration, joinConfiguration } from './kubeadm-config.js';
 import { KubeadmError, runKubeadm } from './kubeadm-runner.js';
 import { KUBELET_SERVING_CERT_FILE } from './kubelet-paths.js';
 
@@ -110,7 +110,42 @@ describe('kubeadm token discovery with our join configuration', () => {
   });
 
   it('refuses the token kubeadm init made from our configuration: the bootstrap signer never signs for it', async () => {
-    // The run's control plane ran kubeadm init's bootstrap-token phase with our InitConfiguration.
+    // kubeadm init's bootstrap-token phase with our InitConfiguration, as the run's control plane
+    // ran it at its start: its token lives 10 minutes (INIT_TOKEN_TTL), and a run is longer.
+    const k = sharedKubernetes();
+    const dir = await tempDirForTest();
+    await writeFile(
+      join(dir, 'init.yaml'),
+      initConfiguration({
+        nodeName: 'discovery-init',
+        nodeIp: k.ip,
+        bindPort: 6443,
+        clusterName: 'constellation',
+        kubernetesVersion: k.release,
+        controlPlaneEndpoint: new URL(k.apiServerUrl).host,
+        certSans: [],
+        kubeProxy: false,
+      }),
+      { mode: 0o600 },
+    );
+    await runKubeadm(
+      ['init', 'phase', 'bootstrap-token', '--config', join(dir, 'init.yaml'), '--kubeconfig', k.superAdminKubeconfig],
+      { program: join(k.binDir, 'kubeadm'), timeoutMs: 60_000 },
+    );
+    // A signing token made after it: once the bootstrap signer has signed that one, it has seen
+    // kubeadm's too, and the missing signature below is its decision, not its delay.
+    const control = await createBootstrapToken(core, 5 * 60_000, 'kubeadm join discovery test, signer control');
+    try {
+      await waitFor(
+        async () =>
+          (await core.readNamespacedConfigMap({ namespace: 'kube-public', name: 'cluster-info' })).data?.[
+            `jws-kubeconfig-${control.id}`
+          ] !== undefined,
+        { timeoutMs: 30_000, intervalMs: 250, description: "the bootstrap signer's signature for the control token" },
+      );
+    } finally {
+      await core.deleteNamespacedSecret({ namespace: 'kube-system', name: `bootstrap-token-${control.id}` });
+    }
     const secrets = (await core.listNamespacedSecret({ namespace: 'kube-system' })).items;
     const decoded = (data: Record<string, string> | undefined, key: string): string =>
       Buffer.from(data?.[key] ?? '', 'base64').toString();
