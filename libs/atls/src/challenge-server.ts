@@ -287,7 +287,8 @@ class ChallengeSession {
       return;
     }
     if (typeof admitted === 'function') {
-      if (this.keepSlot(admitted)) this.begin(hello, validator);
+      this.keepSlot(admitted);
+      this.begin(hello, validator);
       return;
     }
     // In line for a slot: the wait has its own bound (the admitter's), not the hello's.
@@ -299,7 +300,7 @@ class ChallengeSession {
           release(); // the caller went away while waiting
           return;
         }
-        if (!this.keepSlot(release)) return;
+        this.keepSlot(release);
         this.startTimer();
         this.begin(hello, validator);
       },
@@ -310,18 +311,11 @@ class ChallengeSession {
   }
 
   /**
-   * A slot this call was admitted to: its TPM's calls share it (see OutstandingChallenges). False
-   * when its source holds its bound of slots with unanswered challenges: the slot goes back at once
-   * (to the next call in line) and the call is refused.
+   * A slot this call was admitted to: its TPM's calls share it (see OutstandingChallenges).
    */
-  private keepSlot(release: () => void): boolean {
-    if (!this.countUnanswered()) {
-      release();
-      return false;
-    }
+  private keepSlot(release: () => void): void {
     if (this.place === undefined) this.releases.push(release);
     else this.place.adopt(release);
-    return true;
   }
 
   /**
@@ -350,8 +344,8 @@ class ChallengeSession {
   }
 
   /**
-   * The call takes a slot: it counts among its source's unanswered calls until its answer arrives.
-   * False when refused (the call is finished).
+   * The call counts among its source's unanswered calls until its answer arrives (from the moment
+   * its TPM is vouched for). False when refused: the call is finished, and its slot goes back.
    */
   private countUnanswered(): boolean {
     const { unanswered } = this.options;
@@ -420,8 +414,11 @@ class ChallengeSession {
         throw status === undefined ? err : new VettingRefusal(status);
       }
     }
+    // From here the call counts among its source's unanswered challenges: its TPM is one the
+    // platform knows (a hello naming an unknown TPM was refused above, with its own reason, and
+    // counted for nothing); over the source's bound it is refused before the host attests.
+    if (this.state !== 'preparing' || !this.countUnanswered()) return [pending, undefined];
     if (attester === undefined) return [pending, undefined];
-    if (this.state !== 'preparing') return [pending, undefined];
     // The key the attestation binds; made only for a node that asked (it is a tenth of a
     // millisecond of the service's CPU per call otherwise wasted).
     const key = ephemeralKey();
