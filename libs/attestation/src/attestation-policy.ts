@@ -1,20 +1,29 @@
+import type { EventPolicy } from '@constellation/eventlog';
 import { EkIdentityVerifier } from './ek-identity.js';
 import { AttestationConfigError } from './errors.js';
 import type { Measurements } from './measurements.js';
 import { TpmValidator } from './tpm-validator.js';
 import type { Validator } from './validator.js';
 
-/** What a verifier is configured with: the variant, the measurements and, for tpm2-ek, the EK roots. */
+/**
+ * What a verifier is configured with: the variant, the measurements, the rules on boot events
+ * (optional) and, for tpm2-ek, the EK roots.
+ */
 export type AttestationPolicy =
   | {
       variant: 'tpm2-ek';
       measurements: Measurements | (() => Measurements);
+      eventPolicy?: EventPolicy | (() => EventPolicy | undefined);
       /** Pinned EK CA roots, DER; never empty. */
       ekRoots: readonly Uint8Array[];
       /** EK CA intermediates the verifier knows, DER. */
       ekIntermediates?: readonly Uint8Array[];
     }
-  | { variant: 'qemu-vtpm'; measurements: Measurements | (() => Measurements) };
+  | {
+      variant: 'qemu-vtpm';
+      measurements: Measurements | (() => Measurements);
+      eventPolicy?: EventPolicy | (() => EventPolicy | undefined);
+    };
 
 /** A configured verifier: the quote validator and, for rooted variants, the identity verifier. */
 export interface AttestationVerifier {
@@ -34,7 +43,14 @@ export function createAttestationVerifier(
   warn: (message: string) => void = () => undefined,
 ): AttestationVerifier {
   if (policy.variant === 'qemu-vtpm') {
-    return { validator: new TpmValidator({ variant: 'qemu-vtpm', measurements: policy.measurements, warn }) };
+    return {
+      validator: new TpmValidator({
+        variant: 'qemu-vtpm',
+        measurements: policy.measurements,
+        ...(policy.eventPolicy === undefined ? {} : { eventPolicy: policy.eventPolicy }),
+        warn,
+      }),
+    };
   }
   if (policy.ekRoots.length === 0) {
     throw new AttestationConfigError(
@@ -42,7 +58,11 @@ export function createAttestationVerifier(
     );
   }
   return {
-    validator: new TpmValidator({ variant: 'tpm2-ek', measurements: policy.measurements }),
+    validator: new TpmValidator({
+      variant: 'tpm2-ek',
+      measurements: policy.measurements,
+      ...(policy.eventPolicy === undefined ? {} : { eventPolicy: policy.eventPolicy }),
+    }),
     identity: new EkIdentityVerifier({ roots: policy.ekRoots, intermediates: policy.ekIntermediates ?? [] }),
   };
 }

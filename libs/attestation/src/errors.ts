@@ -8,6 +8,10 @@ export type AttestationFailureReason =
   | 'nonce'
   | 'pcr-selection'
   | 'pcr-digest'
+  /** The TCG event log is malformed, too large, or does not replay to a quoted PCR. */
+  | 'event-log'
+  /** The event log breaks a rule of the event policy (Secure Boot, kernel command line, digests). */
+  | 'event-policy'
   | 'measurements'
   | 'user-data'
   /** The EK certificate chain does not validate to a pinned root (other CA, expired, malformed). */
@@ -27,7 +31,10 @@ export interface PcrMismatch {
   expected: string;
   actual: string;
   warnOnly: boolean;
-  /** The node's own account of what it measured into this PCR, when its event log replays to `actual`. */
+  /**
+   * The events that extended this PCR, when the node's event log replays to `actual`: from its
+   * TCG event log ("event 2 EV_IPL \"bootstrapper bundle\""), or from the older list of measured events.
+   */
   measuredEvents?: { description: string; digest: string }[];
 }
 

@@ -18,10 +18,24 @@ export { kdfa } from './kdf.js';
 export { attestationKeyMachineId, machineIdOf } from './machine-id.js';
 export type { Credential } from './make-credential.js';
 export { makeCredential } from './make-credential.js';
-export type { BootComponent } from './measured-boot.js';
-export { componentDigest, expectedMeasurements, measureBoot } from './measured-boot.js';
+export type { BootComponent, MeasureBootOptions } from './measured-boot.js';
+export {
+  bootComponentEvent,
+  bootEventPolicy,
+  componentDigest,
+  expectedMeasurements,
+  measureBoot,
+} from './measured-boot.js';
+export { MAX_EVENT_LOG_BYTES, MAX_EVENT_LOG_EVENTS, eventSummary } from './event-log-check.js';
+export type { AttestationFile } from './measurements.js';
 export type { Measurements } from './measurements.js';
-export { checkMeasurementPolicy, measurementsToFile, parseMeasurements } from './measurements.js';
+export {
+  attestationFileToJson,
+  checkMeasurementPolicy,
+  measurementsToFile,
+  parseAttestationFile,
+  parseMeasurements,
+} from './measurements.js';
 export { readPemCertificates } from './pem-file.js';
 
 export { TpmIssuer } from './tpm-issuer.js';

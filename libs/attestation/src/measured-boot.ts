@@ -1,4 +1,7 @@
 import { createHash } from 'node:crypto';
+import { rename, writeFile } from 'node:fs/promises';
+import { EventLogWriter, cString, filePathDevicePath, imageLoadEventData } from '@constellation/eventlog';
+import type { EventPolicy, EventToWrite } from '@constellation/eventlog';
 import type { MeasuredEvent } from '@constellation/proto';
 import { PCR_COUNT } from '@constellation/tpm';
 import type { Tpm } from '@constellation/tpm';
@@ -11,6 +14,15 @@ export interface BootComponent {
   description: string;
   /** SHA-256 of the component's bytes. */
   digest: Buffer;
+}
+
+export interface MeasureBootOptions {
+  /**
+   * Write a crypto-agile TCG event log (SHA-256 bank) of the extends to this file, in step with
+   * them: rewritten (atomically) after each extend, so it always holds exactly what was extended.
+   * What the node sends as its event log (the bootstrapper's --event-log).
+   */
+  eventLog?: string;
 }
 
 /** SHA-256 of a component's bytes. */
@@ -38,17 +50,69 @@ export function replayEvents(
 }
 
 /**
- * Extends each component's digest into its PCR (SHA-256 bank), as firmware and boot loader would,
- * and returns the event log.
+ * The TCG event a component is logged as: in PCR 4 an EV_EFI_BOOT_SERVICES_APPLICATION (what
+ * UEFI logs for a kernel or boot loader it starts; the description as its file path), elsewhere an
+ * EV_IPL whose data is the description. Either way the digest is the component's, and the data
+ * is only a label (it does not hash to the digest): policies name digests, never labels.
  */
-export async function measureBoot(tpm: Tpm, components: readonly BootComponent[]): Promise<MeasuredEvent[]> {
+export function bootComponentEvent(component: BootComponent): EventToWrite {
+  const digests = { sha256: component.digest };
+  if (component.pcr === 4) {
+    return {
+      pcr: 4,
+      type: 'EV_EFI_BOOT_SERVICES_APPLICATION',
+      data: imageLoadEventData({ length: 0, devicePath: filePathDevicePath(`\\${component.description}`) }),
+      digests,
+    };
+  }
+  return { pcr: component.pcr, type: 'EV_IPL', data: cString(component.description), digests };
+}
+
+/**
+ * Extends each component's digest into its PCR (SHA-256 bank), as firmware and boot loader would,
+ * and returns the older list of measured events. With `eventLog`, also writes the TCG event log
+ * of the extends, one event per component (bootComponentEvent), as firmware would.
+ */
+export async function measureBoot(
+  tpm: Tpm,
+  components: readonly BootComponent[],
+  options: MeasureBootOptions = {},
+): Promise<MeasuredEvent[]> {
   const events: MeasuredEvent[] = [];
+  const writer = options.eventLog === undefined ? undefined : new EventLogWriter({ banks: ['sha256'] });
+  const save = async (): Promise<void> => {
+    if (writer === undefined || options.eventLog === undefined) return;
+    const temporary = `${options.eventLog}.tmp`;
+    await writeFile(temporary, writer.bytes(), { mode: 0o644 });
+    await rename(temporary, options.eventLog);
+  };
+  await save(); // a log of no events, until the first extend
   for (const component of components) {
     if (component.digest.length !== 32) throw new RangeError(`digest of "${component.description}" must be 32 bytes`);
-    await tpm.pcrExtend(component.pcr, [{ hash: 'sha256', digest: component.digest }]);
+    // Logged before the extend and saved after it: a refused extend is never in the file.
+    const written = writer?.append(bootComponentEvent(component));
+    await tpm.pcrExtend(component.pcr, [
+      ...(written?.digests ?? [{ hash: 'sha256' as const, digest: component.digest }]),
+    ]);
+    await save();
     events.push({ pcr: component.pcr, digest: component.digest, description: component.description });
   }
   return events;
+}
+
+/**
+ * The event policy a boot with `components` satisfies: for every PCR they measure, exactly their
+ * digests (pcrEventDigests). A node whose bootstrapper differs is refused naming the event
+ * ("EV_IPL digest sha256:… is not allowed in PCR 9 (event 2, PCR 9)").
+ */
+export function bootEventPolicy(components: readonly BootComponent[]): EventPolicy {
+  const byPcr: Record<string, string[]> = {};
+  for (const component of components) {
+    const list = (byPcr[String(component.pcr)] ??= []);
+    const hex = component.digest.toString('hex');
+    if (!list.includes(hex)) list.push(hex);
+  }
+  return { pcrEventDigests: byPcr };
 }
 
 /**

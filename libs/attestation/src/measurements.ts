@@ -3,6 +3,8 @@ import { z } from 'zod';
 import { PCR_COUNT } from '@constellation/tpm';
 import { AttestationConfigError } from './errors.js';
 import { errorMessage } from '@constellation/errors';
+import { parseEventPolicy } from '@constellation/eventlog';
+import type { EventPolicy } from '@constellation/eventlog';
 
 /** The expected value of one PCR. */
 export interface Measurement {
@@ -22,12 +24,19 @@ const measurementSchema = z.strictObject({
   warnOnly: z.boolean().default(false),
 });
 
-const fileSchema = z.strictObject({
-  measurements: z.record(
-    z.string().regex(/^(?:[0-9]|1[0-9]|2[0-3])$/, `expected a PCR index from 0 to ${PCR_COUNT - 1}`),
-    measurementSchema,
-  ),
-});
+const measurementsSchema = z.record(
+  z.string().regex(/^(?:[0-9]|1[0-9]|2[0-3])$/, `expected a PCR index from 0 to ${PCR_COUNT - 1}`),
+  measurementSchema,
+);
+const fileSchema = z.strictObject({ measurements: measurementsSchema });
+const attestationFileSchema = z.strictObject({ measurements: measurementsSchema, eventPolicy: z.unknown().optional() });
+
+/** An attestation configuration file: the measurements and, optionally, the rules on boot events. */
+export interface AttestationFile {
+  measurements: Measurements;
+  /** Rules on the events of the node's TCG event log (docs/attestation.md, "Event log"). */
+  eventPolicy?: EventPolicy;
+}
 
 /** PCR 15 carries the cluster ID mark; see @constellation/nodelock. */
 const CLUSTER_PCR = 15;
@@ -85,6 +94,20 @@ export function checkMeasurementPolicy(
  * that name the field, and the set must obey `checkMeasurementPolicy` (PCR 15 zero, a boot measurement).
  */
 export function parseMeasurements(text: string, source = 'measurements'): Measurements {
+  return parseFile(text, source, false).measurements;
+}
+
+/**
+ * Parses an attestation configuration file (the JoinService's join-config key attestationConfig):
+ * `measurements` as parseMeasurements reads them, with the same rules (checkMeasurementPolicy),
+ * and an optional `eventPolicy` (parseEventPolicy: secureBoot, kernelCommandLines,
+ * bootApplications, pcrEventDigests). Errors name the field.
+ */
+export function parseAttestationFile(text: string, source = 'attestation config'): AttestationFile {
+  return parseFile(text, source, true);
+}
+
+function parseFile(text: string, source: string, withEventPolicy: boolean): AttestationFile {
   if (Buffer.byteLength(text) > MAX_FILE_BYTES) {
     throw new AttestationConfigError(`${source}: file larger than ${MAX_FILE_BYTES} bytes`);
   }
@@ -113,9 +136,18 @@ export function parseMeasurements(text: string, source = 'measurements'): Measur
       `${source}: measurements.__proto__: expected a PCR index from 0 to ${PCR_COUNT - 1}`,
     );
   }
-  const parsed = fileSchema.safeParse(content);
+  const parsed = (withEventPolicy ? attestationFileSchema : fileSchema).safeParse(content);
   if (!parsed.success) {
     throw new AttestationConfigError(`${source}: ${describeIssues(parsed.error.issues)}`);
+  }
+  let eventPolicy: EventPolicy | undefined;
+  const policyValue = 'eventPolicy' in parsed.data ? parsed.data.eventPolicy : undefined;
+  if (policyValue !== undefined) {
+    try {
+      eventPolicy = parseEventPolicy(policyValue, 'eventPolicy');
+    } catch (err) {
+      throw new AttestationConfigError(`${source}: ${errorMessage(err)}`);
+    }
   }
   const out = new Map<number, Measurement>();
   for (const [index, m] of Object.entries(parsed.data.measurements)) {
@@ -123,7 +155,15 @@ export function parseMeasurements(text: string, source = 'measurements'): Measur
   }
   const measurements = new Map([...out].sort(([a], [b]) => a - b));
   checkMeasurementPolicy(measurements, source);
-  return measurements;
+  return { measurements, ...(eventPolicy === undefined ? {} : { eventPolicy }) };
+}
+
+/** The file form parseAttestationFile reads (JSON.stringify it). */
+export function attestationFileToJson(
+  measurements: Measurements,
+  eventPolicy?: EventPolicy,
+): ReturnType<typeof measurementsToFile> & { eventPolicy?: EventPolicy } {
+  return { ...measurementsToFile(measurements), ...(eventPolicy === undefined ? {} : { eventPolicy }) };
 }
 
 /** The file form of `measurements`, with keys in index order (JSON.stringify it, or write YAML). */

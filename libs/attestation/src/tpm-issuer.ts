@@ -22,8 +22,13 @@ export interface TpmIssuerOptions {
   akAlgorithm?: KeyAlgorithm;
   /** PCRs to quote (SHA-256 bank); all 24 by default. */
   pcrs?: readonly number[];
-  /** The boot event log to include, read at issue time. */
+  /** The older list of measured events to include, read at issue time (tcgEventLog supersedes it). */
   eventLog?: () => readonly MeasuredEvent[];
+  /**
+   * The node's TCG event log (crypto-agile, the boot log with the bootstrapper's own events
+   * appended), read at issue time; undefined or empty: none. At most MAX_EVENT_LOG_BYTES.
+   */
+  tcgEventLog?: () => Uint8Array | undefined;
 }
 
 export interface RootedTpmIssuerOptions extends TpmIssuerOptions {
@@ -48,12 +53,14 @@ export class TpmIssuer implements Issuer {
   private readonly akAlgorithm: KeyAlgorithm;
   private readonly pcrs: number[];
   private readonly eventLog: () => readonly MeasuredEvent[];
+  private readonly tcgEventLog: () => Uint8Array | undefined;
 
   constructor(tpm: Tpm, options: TpmIssuerOptions = {}, rooted?: RootedIdentity) {
     this.tpm = tpm;
     this.akAlgorithm = options.akAlgorithm ?? DEFAULT_AK_ALGORITHM;
     this.pcrs = [...new Set(options.pcrs ?? ALL_PCRS)].sort((a, b) => a - b);
     this.eventLog = options.eventLog ?? (() => []);
+    this.tcgEventLog = options.tcgEventLog ?? (() => undefined);
     this.variant = variantByName(rooted === undefined ? 'qemu-vtpm' : 'tpm2-ek');
     if (rooted !== undefined) this.rooted = rooted;
   }
@@ -121,6 +128,7 @@ export class TpmIssuer implements Issuer {
             ],
             userData: Buffer.from(userData),
             eventLog: [...this.eventLog()],
+            tcgEventLog: Buffer.from(this.tcgEventLog() ?? []),
             ...(this.rooted === undefined ? {} : { identity: this.rooted.identity }),
           });
         }

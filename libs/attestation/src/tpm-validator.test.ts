@@ -14,7 +14,7 @@ import {
 import type { TpmPublic } from '@constellation/tpm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { quoteExtraData } from './binding.js';
-import { decodeDocument, encodeDocument } from './document.js';
+import { MAX_DOCUMENT_BYTES, decodeDocument, encodeDocument } from './document.js';
 import { AttestationError } from './errors.js';
 import type { AttestationFailureReason } from './errors.js';
 import { componentDigest, expectedMeasurements, measureBoot } from './measured-boot.js';
@@ -215,6 +215,7 @@ describe('TpmIssuer and TpmValidator on a real swtpm', () => {
         quotes: [{ ...quote, pcrs: [...values].map(([index, value]) => ({ index, value })) }],
         userData,
         eventLog: [],
+        tcgEventLog: Buffer.alloc(0),
       });
     });
     expectReason(() => validator.validate(sha1Bank, nonce), 'weak-hash', /SHA1 PCR bank/);
@@ -228,6 +229,7 @@ describe('TpmIssuer and TpmValidator on a real swtpm', () => {
         quotes: [{ ...quote, pcrs: [] }],
         userData,
         eventLog: [],
+        tcgEventLog: Buffer.alloc(0),
       });
     });
     expectReason(() => validator.validate(sha1Signed, nonce), 'weak-hash', /must sign with SHA-256/);
@@ -247,6 +249,7 @@ describe('TpmIssuer and TpmValidator on a real swtpm', () => {
         quotes: [{ ...quote, pcrs: [] }],
         userData: Buffer.alloc(0),
         eventLog: [],
+        tcgEventLog: Buffer.alloc(0),
       });
     });
     expectReason(() => validator.validate(document, nonce), 'attestation-key', /not a restricted/);
@@ -270,7 +273,11 @@ describe('TpmIssuer and TpmValidator on a real swtpm', () => {
       'malformed',
       /not a valid protobuf|no quote|quote 0/,
     );
-    expectReason(() => validator.validate(Buffer.alloc(70_000), nonce), 'malformed', /exceeds 65536/);
+    expectReason(
+      () => validator.validate(Buffer.alloc(MAX_DOCUMENT_BYTES + 1), nonce),
+      'malformed',
+      new RegExp(`exceeds ${MAX_DOCUMENT_BYTES}`),
+    );
     expectReason(() => validator.validate(Buffer.alloc(0), nonce), 'malformed', /empty/);
     expectReason(() => validator.validate(Buffer.from('definitely not an attestation'), nonce), 'malformed', /./);
   });

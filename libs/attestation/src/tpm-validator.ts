@@ -21,6 +21,9 @@ import type { ValidationResult, Validator } from './validator.js';
 import { unrootedVariantWarning, variantByName } from './variant.js';
 import type { Variant, VariantName } from './variant.js';
 import { errorMessage } from '@constellation/errors';
+import type { EventPolicy } from '@constellation/eventlog';
+import { checkEventLog, checkEventLogPolicy, explainPcr } from './event-log-check.js';
+import type { CheckedEventLog } from './event-log-check.js';
 
 export interface TpmValidatorOptions {
   /** Expected PCR values; a function is called per validation, so a reloaded file takes effect at once. */
@@ -32,22 +35,33 @@ export interface TpmValidatorOptions {
   variant?: Extract<VariantName, 'tpm2-ek' | 'qemu-vtpm'>;
   /** Told on every validation under an unrooted variant that its evidence proves no identity. */
   warn?: (message: string) => void;
+  /**
+   * Rules on the events of the node's TCG event log (Secure Boot, kernel command line, allowed
+   * digests), checked after the log's replay and before the PCR values; a function is called per
+   * validation, like `measurements`. None: the log is replayed, and read only to explain.
+   */
+  eventPolicy?: EventPolicy | (() => EventPolicy | undefined);
 }
 
 /**
  * Validates TPM quote documents (`tpm2-ek` and `qemu-vtpm`). In order: decode with limits, variant, attestation key
  * shape, then per quote the signature (before trusting anything it says), the nonce binding,
- * the PCR selection and the PCR digest; finally the measurements. Every failure is an
- * AttestationError whose reason and message say exactly what was wrong.
+ * the PCR selection and the PCR digest; then the TCG event log, whose replay must give every
+ * quoted PCR it extends (before anything else is compared); the event policy; finally the
+ * measurements. Every failure is an AttestationError whose reason and message say exactly what
+ * was wrong.
  */
 export class TpmValidator implements Validator {
   readonly variant: Variant;
   private readonly measurements: () => Measurements;
   private readonly warn: (message: string) => void;
+  private readonly eventPolicy: () => EventPolicy | undefined;
 
   constructor(options: TpmValidatorOptions) {
     const m = options.measurements;
     this.measurements = typeof m === 'function' ? m : () => m;
+    const p = options.eventPolicy;
+    this.eventPolicy = typeof p === 'function' ? p : () => p;
     this.variant = variantByName(options.variant ?? 'tpm2-ek');
     this.warn = options.warn ?? (() => undefined);
   }
@@ -71,7 +85,11 @@ export class TpmValidator implements Validator {
     for (const [i, quote] of doc.quotes.entries()) {
       for (const [pcr, value] of checkQuote(quote, i, ak, extraData)) pcrs.set(pcr, value);
     }
-    const mismatches = compare(this.measurements(), pcrs, doc);
+    // The log first: until its replay equals the quote, nothing it says is worth reading.
+    const measurements = this.measurements();
+    const eventLog = checkEventLog(doc.tcgEventLog, pcrs, measurements.keys());
+    checkEventLogPolicy(eventLog, this.eventPolicy());
+    const mismatches = compare(measurements, pcrs, doc, eventLog);
     const enforced = mismatches.filter((m) => !m.warnOnly);
     if (enforced.length > 0) {
       throw new AttestationError('measurements', describeMismatches(enforced), enforced);
@@ -86,6 +104,7 @@ export class TpmValidator implements Validator {
       warnings: mismatches.filter((m) => m.warnOnly),
       attestationKeyName: publicName(ak).toString('hex'),
       akPublic: Buffer.from(doc.akPublic),
+      ...(eventLog === undefined ? {} : { eventLog: eventLog.log }),
       ...(this.variant.rooted && identity !== undefined ? { identityClaim: identity } : {}),
     };
   }
@@ -169,6 +188,7 @@ function compare(
   measurements: Measurements,
   pcrs: ReadonlyMap<number, Buffer>,
   doc: AttestationDocument,
+  eventLog: CheckedEventLog | undefined,
 ): PcrMismatch[] {
   const mismatches: PcrMismatch[] = [];
   for (const [pcr, m] of [...measurements].sort(([a], [b]) => a - b)) {
@@ -183,7 +203,7 @@ function compare(
         actual: actual.toString('hex'),
         warnOnly: m.warnOnly,
       };
-      const events = explain(doc.eventLog, pcr, actual);
+      const events = explainPcr(eventLog, pcr) ?? explain(doc.eventLog, pcr, actual);
       if (events !== undefined) mismatch.measuredEvents = events;
       mismatches.push(mismatch);
     }
@@ -191,7 +211,7 @@ function compare(
   return mismatches;
 }
 
-/** The node's event log for `pcr`, if replaying it reproduces the quoted value (otherwise it explains nothing). */
+/** The older list of measured events for `pcr`, if replaying it reproduces the quoted value (otherwise it explains nothing). */
 function explain(log: readonly MeasuredEvent[], pcr: number, actual: Buffer): PcrMismatch['measuredEvents'] {
   const events = log.filter((e) => e.pcr === pcr);
   if (events.length === 0 || replayEvents(events, [pcr]).get(pcr)?.equals(actual) !== true) return undefined;

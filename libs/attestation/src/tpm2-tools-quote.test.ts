@@ -88,6 +88,7 @@ describe('quotes made by tpm2-tools', () => {
         ],
         userData,
         eventLog: [],
+        tcgEventLog: Buffer.alloc(0),
       });
       const validator = new TpmValidator({
         variant: 'qemu-vtpm',

@@ -1,6 +1,7 @@
 import type { TpmIdentity } from '@constellation/proto';
 import type { Variant } from './variant.js';
 import type { PcrMismatch } from './errors.js';
+import type { EventLog } from '@constellation/eventlog';
 
 /** What a successful validation established. */
 export interface ValidationResult {
@@ -9,6 +10,11 @@ export interface ValidationResult {
   userData: Buffer;
   /** Quoted SHA-256 PCR values by index. */
   pcrs: ReadonlyMap<number, Buffer>;
+  /**
+   * The node's TCG event log (its firmware's and the bootstrapper's events), when it sent one:
+   * its replay equals every quoted PCR it extends. Event data stays untrusted (docs/eventlog.md).
+   */
+  eventLog?: EventLog;
   /** Mismatches on warnOnly PCRs: accepted, but worth logging. */
   warnings: readonly PcrMismatch[];
   /** TPM name of the attestation key that signed (nameAlg || SHA-256(TPMT_PUBLIC)), hex. */

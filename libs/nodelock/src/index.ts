@@ -1,1 +1,2 @@
 export { NodeLock, isNodeMarked } from './node-lock.js';
+export { RuntimeEventLog } from './runtime-event-log.js';

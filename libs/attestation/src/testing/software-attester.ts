@@ -108,6 +108,7 @@ export class SoftwareAttester implements Issuer {
         ],
         userData: Buffer.from(userData),
         eventLog: [],
+        tcgEventLog: Buffer.alloc(0),
         ...(this.rooted === undefined ? {} : { identity: this.rooted.identity }),
       }),
     );

@@ -28,15 +28,29 @@ export interface AttestationDocument {
    */
   userData: Buffer;
   /**
-   * What the node says it measured, in order. Unauthenticated: validators use it only to explain
-   * a PCR mismatch, and only when replaying it reproduces the quoted PCR value.
+   * What the node says it measured, in order (the older, Constellation-only form, kept so that
+   * documents of earlier nodes still decode). Unauthenticated: validators use it only to explain
+   * a PCR mismatch, and only when replaying it reproduces the quoted PCR value. New nodes send
+   * tcg_event_log instead.
    */
   eventLog: MeasuredEvent[];
   /**
    * Who the TPM is: its endorsement key and the certificates that vouch for it. Required by the
    * rooted variant "tpm2-ek"; absent in "qemu-vtpm" documents, which trust any key.
    */
-  identity?: TpmIdentity | undefined;
+  identity?:
+    | TpmIdentity
+    | undefined;
+  /**
+   * The node's TCG PC Client event log in the crypto-agile format, exactly as
+   * /sys/kernel/security/tpm0/binary_bios_measurements holds it (on mini: the log its measured
+   * boot wrote), followed by the events the bootstrapper extended itself (the PCR 15 cluster-ID
+   * mark), encoded in the same banks (docs/eventlog.md). Empty when the node has no log. The
+   * validator parses it with limits, replays its SHA-256 bank and requires, for every quoted PCR
+   * the log extends, the replayed value to equal the quoted one before it compares anything else;
+   * only then does it read the events (event policy, explanations of mismatches).
+   */
+  tcgEventLog: Buffer;
 }
 
 /**
@@ -95,6 +109,7 @@ function createBaseAttestationDocument(): AttestationDocument {
     userData: Buffer.alloc(0),
     eventLog: [],
     identity: undefined,
+    tcgEventLog: Buffer.alloc(0),
   };
 }
 
@@ -117,6 +132,9 @@ export const AttestationDocument: MessageFns<AttestationDocument> = {
     }
     if (message.identity !== undefined) {
       TpmIdentity.encode(message.identity, writer.uint32(50).fork()).join();
+    }
+    if (message.tcgEventLog.length !== 0) {
+      writer.uint32(58).bytes(message.tcgEventLog);
     }
     return writer;
   },
@@ -182,6 +200,14 @@ export const AttestationDocument: MessageFns<AttestationDocument> = {
             message.identity = TpmIdentity.decode(reader, reader.uint32());
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.tcgEventLog = Buffer.from(reader.bytes());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -207,6 +233,7 @@ export const AttestationDocument: MessageFns<AttestationDocument> = {
     message.identity = (object.identity !== undefined && object.identity !== null)
       ? TpmIdentity.fromPartial(object.identity)
       : undefined;
+    message.tcgEventLog = object.tcgEventLog ?? Buffer.alloc(0);
     return message;
   },
 };
