@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 const entry = new URL('./main.ts', import.meta.url).pathname;
 const run = (...args: string[]) => runTypeScript(entry, args, { timeoutMs: 30_000 });
 // Real logs from real machines (README there), with the PCR values their replay must give.
-const logs = join(repoRoot(), '..', 'shared', 'testdata', 'eventlogs');
+const logs = join(repoRoot(), 'testdata', 'eventlogs');
 const expected = JSON.parse(await readFile(join(logs, 'expected-pcrs.json'), 'utf8')) as Record<
   string,
   { pcrs: Record<string, Record<string, string>> }

@@ -7,7 +7,7 @@ import type { EventLog } from './parse-event-log.js';
 import { eventsForPcr, pcrBanksToJson, replayEventLog } from './replay.js';
 import { realLogs, tpm2Eventlog } from './testdata.fixture.js';
 
-// Logs from real machines that nobody on this project wrote (README in ../shared/testdata/eventlogs).
+// Logs from real machines that nobody on this project wrote (README in testdata/eventlogs).
 const logs = await realLogs();
 
 function details(

@@ -2,8 +2,8 @@ import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { repoRoot, runChecked } from '@constellation/testing';
 
-/** The real event logs of `../shared/testdata/eventlogs/` (README there) and their expected PCRs. */
-export const EVENTLOG_DIR = join(repoRoot(), '..', 'shared', 'testdata', 'eventlogs');
+/** The real event logs of `testdata/eventlogs/` (README there) and their expected PCRs. */
+export const EVENTLOG_DIR = join(repoRoot(), 'testdata', 'eventlogs');
 
 export interface RealLog {
   readonly name: string;
