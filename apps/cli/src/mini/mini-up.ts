@@ -25,7 +25,7 @@ import { spawnDetached } from './detached.js';
 import { deployJoinService } from './joinservice-deployment.js';
 import { isRunning, miniDir, readMiniState, writeMiniState } from './mini-state.js';
 import type { MiniState } from './mini-state.js';
-import { createNetwork } from './network.js';
+import { createNetwork } from '@constellation/node-environment';
 import { nodeImages } from './node-images.js';
 import { publishSignedComponents, signManifest } from './signed-components.js';
 import { CNI_BIN_DIR, startNode } from './start-node.js';
@@ -40,7 +40,7 @@ export interface MiniUpOptions {
   /** Workers whose bootstrapper bundle is modified (to see a tampered node refused). */
   tamperedWorkers?: number;
   kubernetesVersion?: string;
-  /** How long to wait for every node to join. */
+  /** How long to wait for every node to join (default: 2 min and 45 s per node after the first). */
   joinTimeoutMs?: number;
   /** Node networking; `auto` uses network namespaces when running as root. */
   network?: 'auto' | 'namespaces' | 'loopback';
@@ -237,7 +237,8 @@ async function bringUp(bring: Bring): Promise<MiniNodeResult[]> {
   return waitForNodes({
     state,
     kubeconfig: files.kubeconfig,
-    timeoutMs: options.joinTimeoutMs ?? 240_000,
+    // Control planes join one at a time, about 20 s each on 2 idle cores; workers in parallel.
+    timeoutMs: options.joinTimeoutMs ?? 120_000 + 45_000 * (state.nodes.length - 1),
     print: (line) => {
       progress(bring, line);
     },
