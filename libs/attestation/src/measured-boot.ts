@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { rename, writeFile } from 'node:fs/promises';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { EventLogWriter, cString, filePathDevicePath, imageLoadEventData } from '@constellation/eventlog';
 import type { EventPolicy, EventToWrite } from '@constellation/eventlog';
 import type { MeasuredEvent } from '@constellation/proto';
@@ -86,6 +87,7 @@ export async function measureBoot(
     await writeFile(temporary, writer.bytes(), { mode: 0o644 });
     await rename(temporary, options.eventLog);
   };
+  if (options.eventLog !== undefined) await mkdir(dirname(options.eventLog), { recursive: true });
   await save(); // a log of no events, until the first extend
   for (const component of components) {
     if (component.digest.length !== 32) throw new RangeError(`digest of "${component.description}" must be 32 bytes`);
