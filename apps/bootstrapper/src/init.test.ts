@@ -1,5 +1,5 @@
 import { X509Certificate, createPrivateKey, randomBytes } from 'node:crypto';
-import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
+import { rm, stat, writeFile } from 'node:fs/promises';
 import { connect } from 'node:tls';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -21,14 +21,7 @@ import {
 } from '@constellation/kubeadm';
 import { InitServiceClient, InitStep, StepState } from '@constellation/proto';
 import { readFile } from 'node:fs/promises';
-import {
-  createTempDir,
-  installTypeScriptCommand,
-  runCommand,
-  sleep,
-  waitFor,
-  withTimeout,
-} from '@constellation/testing';
+import { sleep, waitFor, withTimeout } from '@constellation/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BootstrapOutcome } from './bootstrapper.js';
 import { MAX_SECRET_CHECKS } from './init-service.js';
@@ -38,45 +31,38 @@ import {
   TestNode,
   callInit,
   initRequest,
+  instanceIp,
   kubernetesRelease,
   startCluster,
   startJoinServiceProcess,
 } from './node.fixture.js';
 import type { Cluster } from './node.fixture.js';
 import { errorMessage } from '@constellation/errors';
-import { KUBEADM_STANDIN_ENTRY, apiFailure } from '@constellation/sandbox/testing';
+import { apiFailure } from './api-failure.fixture.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-/**
- * kubeadm, preceded by the kubelet's start-up check of its serving certificate: present at the
- * KubeletConfiguration's paths (under $KUBEADM_STANDIN_ROOT), chained to the cluster CA for
- * server auth (openssl verify -purpose sslserver), and the key its own.
- */
-function kubeletStartupWrapper(standin: string): string {
-  return `#!/bin/sh
-config=""; previous=""
-for arg in "$@"; do [ "$previous" = "--config" ] && config="$arg"; previous="$arg"; done
-if [ "$1" = init ]; then
-  cert="$KUBEADM_STANDIN_ROOT$(sed -n 's/^tlsCertFile: //p' "$config")"
-  key="$KUBEADM_STANDIN_ROOT$(sed -n 's/^tlsPrivateKeyFile: //p' "$config")"
-  if [ ! -f "$cert" ] || [ ! -f "$key" ]; then echo "kubelet: open $cert: no such file or directory" >&2; exit 1; fi
-  openssl verify -purpose sslserver -CAfile "$KUBEADM_STANDIN_ROOT/etc/kubernetes/pki/ca.crt" "$cert" >&2 || exit 1
-  if [ "$(openssl x509 -in "$cert" -noout -pubkey)" != "$(openssl pkey -in "$key" -pubout)" ]; then
-    echo "kubelet: tls: private key does not match public key" >&2; exit 1
-  fi
-fi
-exec ${standin} "$@"
-`;
+/** The certificate a TLS server at host:port presents. */
+function servedCertificate(host: string, port: number): Promise<X509Certificate> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host, port, rejectUnauthorized: false, timeout: 5_000 }, () => {
+      const peer = socket.getPeerX509Certificate();
+      socket.destroy();
+      if (peer === undefined) reject(new Error(`${host}:${port} presented no certificate`));
+      else resolve(peer);
+    });
+    socket.once('timeout', () => socket.destroy(new Error(`${host}:${port} did not answer within 5 s`)));
+    socket.once('error', reject);
+  });
 }
 
 async function freshNode(
-  options: { kubeadm?: string; unrooted?: boolean; minimumKubernetesVersion?: string } = {},
+  options: { kubeadm?: string; machine?: boolean; unrooted?: boolean; minimumKubernetesVersion?: string } = {},
 ): Promise<{ cluster: Cluster; node: TestNode; outcome: Promise<BootstrapOutcome> }> {
-  // The node's address is the cluster's network namespace's, where its control plane runs.
+  // The node's address is its network namespace's; with a machine, its control plane runs there.
   const cluster = await startCluster([{ name: 'control-plane-0', role: 'control-plane' }]);
   cleanups.push(() => cluster.close());
   const node = await TestNode.create(cluster, 'control-plane-0', options);
@@ -87,12 +73,13 @@ async function freshNode(
   return { cluster, node, outcome };
 }
 
-describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
+describe('InitServer on a real swtpm and LUKS2 image, initialising a real node (kubeadm, kubelet, containerd)', () => {
   it('initialises the cluster: progress for every step, PCR 15 marked, disk re-keyed, working kubeconfig', async () => {
-    const { cluster, node, outcome } = await freshNode();
-    const instanceIp = cluster.network.ip;
+    const { cluster, node, outcome } = await freshNode({ machine: true });
+    const nodeIp = instanceIp(cluster, 'control-plane-0');
     const request = initRequest();
-    const { messages, error } = await callInit(node, request);
+    const { messages, error, identityError } = await callInit(node, request);
+    expect(identityError).toBeUndefined();
     expect(error).toBeUndefined();
     const steps = messages.flatMap((m) =>
       m.kind?.$case === 'progress' && m.kind.value.state === StepState.STEP_STATE_SUCCEEDED ? [m.kind.value.step] : [],
@@ -144,7 +131,7 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
     expect(apiServer?.dnsNames).toEqual(
       expect.arrayContaining(['control-plane-0', 'kubernetes.default.svc.cluster.local']),
     );
-    expect(apiServer?.ips).toEqual(expect.arrayContaining(['10.96.0.1', instanceIp, '127.0.0.1']));
+    expect(apiServer?.ips).toEqual(expect.arrayContaining(['10.96.0.1', nodeIp, '127.0.0.1']));
     // Exactly what the API server's certificate carries (real kubeadm's certs phase made it).
     const apiServerCertificate = new X509Certificate(
       await readFile(join(node.context.paths.kubernetesPki, 'apiserver.crt')),
@@ -166,14 +153,14 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
     expect(nameBinding.data).toEqual({ nodeName: 'control-plane-0', ekPublicKeyHash });
     const addressBinding = await core.readNamespacedConfigMap({
       namespace: 'kube-system',
-      name: nodeAddressBindingName(instanceIp),
+      name: nodeAddressBindingName(nodeIp),
     });
-    expect(addressBinding.data).toEqual({ nodeName: 'control-plane-0', ekPublicKeyHash, address: instanceIp });
+    expect(addressBinding.data).toEqual({ nodeName: 'control-plane-0', ekPublicKeyHash, address: nodeIp });
     expect(node.kubeletStarts).toBe(1);
   });
 
   it('an unrooted (qemu-vtpm) node records its disk under the id the JoinService knows it by, claims no name or address, and rejoins after a reboot', async () => {
-    const { cluster, node, outcome } = await freshNode({ unrooted: true });
+    const { cluster, node, outcome } = await freshNode({ unrooted: true, machine: true });
     const request = initRequest();
     const { messages, error } = await callInit(node, request);
     expect(error).toBeUndefined();
@@ -201,15 +188,19 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
     const rejoinKey = deriveStateDiskKey(request.masterSecret, request.masterSalt, uuid, undefined);
     expect(await node.context.disk.testPassphrase(rejoinKey)).toBe(true);
     // It proves no identity, so it claims nothing a bare-metal join by a proven machine would be refused for.
-    for (const name of [nodeNameBindingName('control-plane-0'), nodeAddressBindingName(cluster.network.ip)]) {
+    for (const name of [
+      nodeNameBindingName('control-plane-0'),
+      nodeAddressBindingName(instanceIp(cluster, 'control-plane-0')),
+    ]) {
       const failure = await apiFailure(core.readNamespacedConfigMap({ namespace: 'kube-system', name }));
       expect(failure.code, name).toBe(404);
     }
     // Rebooted, it rejoins through a qemu-vtpm JoinService (a peer control plane's, in a real
-    // cluster) that finds its disk under the same id.
+    // cluster) that finds its disk under the same id. That peer's API server is this node's: its
+    // machine keeps running, only its TPM power-cycles.
     const joinService = await startJoinServiceProcess(cluster, node, request, { attestationVariant: 'qemu-vtpm' });
     cleanups.push(() => joinService.stop());
-    await node.reboot();
+    await node.reboot({ machine: false });
     expect(await withTimeout(node.bootstrapper().run(), 60_000, 'rejoin')).toBe('rejoined');
     expect(node.logger.entries.find((e) => e.message === 'rejoined the cluster')?.fields['source']).toBe(
       'rejoin-ticket',
@@ -219,25 +210,10 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
 
   // Item: the kubelet kubeadm init starts reads KubeletConfiguration tlsCertFile/tlsPrivateKeyFile
   // at start-up, and with server certificate reload (feature gate ReloadKubeletServerCertificateFile,
-  // on since 1.31) it fails when they are missing. A kubeadm wrapper plays that kubelet.
+  // on since 1.31) it fails when they are missing: kubeadm init would then wait for it in vain. The
+  // real kubelet serves the certificate the bootstrapper wrote.
   it("writes the first node's serving certificate where the KubeletConfiguration points, before kubeadm init, from the cluster CA", async () => {
-    const tools = await createTempDir('kubelet-startup-');
-    cleanups.push(() => tools.remove());
-    const standin = await installTypeScriptCommand(join(tools.path, 'standin'), 'kubeadm', KUBEADM_STANDIN_ENTRY);
-    const kubeadm = join(tools.path, 'kubeadm');
-    await writeFile(kubeadm, kubeletStartupWrapper(standin), { mode: 0o755 });
-    // The wrapper can fail: a root without the files is refused as the kubelet would refuse it.
-    const bare = join(tools.path, 'bare');
-    await mkdir(bare);
-    await writeFile(join(bare, 'init.yaml'), 'tlsCertFile: /run/state/kubelet/pki/kubelet-serving.crt\n');
-    const refused = await runCommand(kubeadm, ['init', '--config', join(bare, 'init.yaml')], {
-      timeoutMs: 10_000,
-      env: { ...process.env, KUBEADM_STANDIN_ROOT: bare },
-    });
-    expect(refused.code).toBe(1);
-    expect(refused.stderr).toContain('kubelet: open ');
-
-    const { cluster, node, outcome } = await freshNode({ kubeadm });
+    const { cluster, node, outcome } = await freshNode({ machine: true });
     const { error } = await callInit(node, initRequest());
     expect(error).toBeUndefined();
     expect(await withTimeout(outcome, 10_000, 'outcome')).toBe('initialized');
@@ -248,8 +224,17 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
     expect(serving.checkIssued(ca) && serving.verify(ca.publicKey)).toBe(true);
     expect(serving.subject).toBe('O=system:nodes\nCN=system:node:control-plane-0');
     expect(serving.keyUsage).toEqual(['1.3.6.1.5.5.7.3.1']);
-    expect(serving.subjectAltName).toBe(`DNS:control-plane-0, IP Address:${cluster.network.ip}`);
+    const nodeIp = instanceIp(cluster, 'control-plane-0');
+    expect(serving.subjectAltName).toBe(`DNS:control-plane-0, IP Address:${nodeIp}`);
     expect(serving.checkPrivateKey(createPrivateKey(await readFile(node.context.paths.kubeletServingKey)))).toBe(true);
+    // The node's kubelet serves it on its port (10250, in the node's network namespace), which it
+    // opens a moment after kubeadm saw it healthy.
+    const served = await waitFor(() => servedCertificate(nodeIp, 10250), {
+      timeoutMs: 30_000,
+      intervalMs: 250,
+      description: "the kubelet's serving port",
+    });
+    expect(served.fingerprint256).toBe(serving.fingerprint256);
     expect((await stat(node.context.paths.kubeletServingKey)).mode & 0o777).toBe(0o600);
     const admin = new k8s.KubeConfig();
     admin.loadFromFile(node.context.paths.adminConf);
@@ -259,7 +244,7 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
   });
 
   it('lets exactly one of ten concurrent Init calls proceed; the others are told the node is being initialised', async () => {
-    const { node, outcome } = await freshNode();
+    const { node, outcome } = await freshNode({ machine: true });
     // Ten CLIs connect and verify the node first (a handshake after the winner took the lock would
     // see PCR 15 marked and refuse the node before sending anything), then all call Init at once.
     const clients = Array.from({ length: 10 }, () => {
@@ -315,7 +300,7 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
   });
 
   it('refuses a wrong init secret with no progress and no logs, and stays ready for the right one', async () => {
-    const { node, outcome } = await freshNode();
+    const { node, outcome } = await freshNode({ machine: true });
     const wrong = await callInit(node, initRequest({ initSecret: Buffer.from('guess') }));
     expect(wrong.error).toMatchObject({ code: grpc.status.PERMISSION_DENIED, details: 'wrong init secret' });
     expect(wrong.messages).toEqual([]);
@@ -467,7 +452,7 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
   });
 
   it('before the point of no return, a failure is retry-safe: no reset, no reboot, the node keeps serving', async () => {
-    const { cluster, node, outcome } = await freshNode();
+    const { cluster, node, outcome } = await freshNode({ machine: true });
     const hash = (await (await fetch(`${cluster.metadata.url}/initsecrethash`)).json()) as { initSecretHash: string };
     cluster.metadata.update((doc) => ({ ...doc, initSecretHash: '' }));
     const unavailable = await callInit(node, initRequest());
@@ -480,7 +465,7 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
   });
 
   it("reads the node's own metadata before the point of no return: a wrong address or endpoint fails retry-safe, naming the field", async () => {
-    const { cluster, node, outcome } = await freshNode();
+    const { cluster, node, outcome } = await freshNode({ machine: true });
     const original = await (await fetch(`${cluster.metadata.url}/endpoint`)).json();
     const withIp = (ip: string): void => {
       cluster.metadata.update((doc) => ({ ...doc, instances: doc.instances.map((i) => ({ ...i, ip })) }));
@@ -503,7 +488,7 @@ describe('InitServer on a real swtpm, LUKS2 image and kubeadm stand-in', () => {
       ],
       [
         () => {
-          withIp(cluster.network.ip);
+          withIp(instanceIp(cluster, 'control-plane-0'));
           cluster.metadata.update((doc) => ({ ...doc, endpoint: { ...doc.endpoint, apiServerPort: 0 } }));
         },
         'instance metadata /endpoint: unexpected answer: apiServerPort: expected an integer from 1 to 65535, got 0',

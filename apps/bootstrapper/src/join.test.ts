@@ -14,6 +14,7 @@ import {
   TestNode,
   callInit,
   initRequest,
+  instanceIp,
   kubernetesRelease,
   startCluster,
   startJoinServiceProcess,
@@ -27,6 +28,8 @@ import type { Cluster } from './node.fixture.js';
 let cluster: Cluster;
 let controlPlane: TestNode;
 let worker: TestNode;
+/** What beforeAll started, stopped last started first even when it failed half-way. */
+const started: (() => Promise<void>)[] = [];
 let joinService: RunningJoinService | undefined;
 const request = initRequest();
 const clusterId = deriveClusterId(
@@ -46,20 +49,22 @@ async function stopJoinService(): Promise<void> {
 beforeAll(async () => {
   cluster = await startCluster([
     { name: 'control-plane-0', role: 'control-plane' },
-    { name: 'worker-1', role: 'worker', ip: '127.0.0.2' },
-    { name: 'worker-2', role: 'worker', ip: '127.0.0.3' },
-    { name: 'worker-3', role: 'worker', ip: '127.0.0.4' },
+    { name: 'worker-1', role: 'worker' },
+    { name: 'worker-2', role: 'worker' },
+    { name: 'worker-3', role: 'worker' },
   ]);
-  controlPlane = await TestNode.create(cluster, 'control-plane-0');
-  worker = await TestNode.create(cluster, 'worker-1');
-});
+  started.push(() => cluster.close());
+  // Real machines: the control plane runs kubeadm init, the worker kubeadm join.
+  controlPlane = await TestNode.create(cluster, 'control-plane-0', { machine: true });
+  started.push(() => controlPlane.stop());
+  worker = await TestNode.create(cluster, 'worker-1', { machine: true });
+  started.push(() => worker.stop());
+}, 120_000);
 
 afterAll(async () => {
   await stopJoinService();
-  await worker.stop();
-  await controlPlane.stop();
-  await cluster.close();
-});
+  for (const stop of started.splice(0).reverse()) await stop();
+}, 120_000);
 
 describe('join, rejoin and recovery with the real JoinService', () => {
   it('a worker started before the cluster exists keeps retrying, then joins once the JoinService serves', async () => {
@@ -124,18 +129,18 @@ describe('join, rejoin and recovery with the real JoinService', () => {
     const serving = new X509Certificate(await readFile(paths.kubeletServingCert));
     expect(serving.checkPrivateKey(createPrivateKey(await readFile(paths.kubeletServingKey)))).toBe(true);
     expect(serving.keyUsage).toEqual(['1.3.6.1.5.5.7.3.1']);
-    expect(serving.subjectAltName).toBe('DNS:worker-1, IP Address:127.0.0.2');
+    expect(serving.subjectAltName).toBe(`DNS:worker-1, IP Address:${instanceIp(cluster, 'worker-1')}`);
     expect((await stat(paths.kubeletServingKey)).mode & 0o777).toBe(0o600);
 
     // The client credential is a node credential the API server accepts: system:node:worker-1
     // may read its own Node (Node authorizer), and nothing of the control plane's PKI.
     const admin = new k8s.KubeConfig();
     admin.loadFromFile(controlPlane.context.paths.adminConf);
-    const cluster = admin.getCurrentCluster();
-    if (cluster === null) throw new Error('admin.conf has no cluster');
+    const apiCluster = admin.getCurrentCluster();
+    if (apiCluster === null) throw new Error('admin.conf has no cluster');
     const kubelet = new k8s.KubeConfig();
     kubelet.loadFromOptions({
-      clusters: [cluster],
+      clusters: [apiCluster],
       users: [
         {
           name: 'kubelet',
@@ -143,7 +148,7 @@ describe('join, rejoin and recovery with the real JoinService', () => {
           keyData: Buffer.from(pair).toString('base64'),
         },
       ],
-      contexts: [{ name: 'kubelet', cluster: cluster.name, user: 'kubelet' }],
+      contexts: [{ name: 'kubelet', cluster: apiCluster.name, user: 'kubelet' }],
       currentContext: 'kubelet',
     });
     const api = kubelet.makeApiClient(k8s.CoreV1Api);
@@ -261,7 +266,7 @@ describe('join, rejoin and recovery with the real JoinService', () => {
     });
     await new Promise<void>((resolve) => hop.listen(0, '127.0.0.1', resolve));
     const { port } = hop.address() as AddressInfo;
-    const node = await TestNode.create(cluster, 'worker-2');
+    const node = await TestNode.create(cluster, 'worker-2', { machine: true });
     try {
       // A first boot's disk, as the node's assessment leaves it.
       const passphrase = randomBytes(32);

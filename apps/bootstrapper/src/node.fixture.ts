@@ -1,13 +1,14 @@
-// Test fixture: simulated machines for the bootstrapper. Each has a real swtpm (measured boot),
-// a LUKS2 image file, its own root directory and the kubeadm stand-in on PATH; all share an
-// instance metadata server. The bootstrapper code under test is exactly the product code. The
-// stand-in's init runs the real control plane (the run's built programs) in the cluster's own
-// network namespace: kubeadm advertises no loopback address, so the control plane's machine has
-// that namespace's address, reachable from the host where the bootstrappers and tests run.
+// Test fixture: machines for the bootstrapper. Each has a real swtpm (measured boot), a LUKS2
+// image file and its own root directory; all share an instance metadata server, on the host end of
+// the nodes' network (one network namespace per node on a bridge, as in mini). The bootstrapper
+// code under test is exactly the product code, run in the test's process so that the tests can
+// look at its lock, TPM, disk and log and make its steps fail. A node that runs kubeadm has a real
+// machine below it (test-machine.fixture.ts): its namespaces, containerd and kubelet, and the real
+// kubeadm with the node image's settings, so its control plane runs as static pods.
 import { randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { copyFile, mkdir, readFile, truncate, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
 import { AttestedChannelCredentials, proveServerIdentity } from '@constellation/atls';
 import {
@@ -26,23 +27,17 @@ import { MemoryLogger } from '@constellation/logger/testing';
 import { NodeLock } from '@constellation/nodelock';
 import { InitServiceClient, RecoveryServiceClient, grpcMessageLimits } from '@constellation/proto';
 import type { InitRequest, InitResponse } from '@constellation/proto';
-import { BIN_DIR_ENV, MetadataServer, NETNS_ENV, stopApiServer } from '@constellation/sandbox';
-import {
-  API_SERVER_PORT,
-  createNetworkNamespace,
-  deleteNetworkNamespace,
-  inNetworkNamespace,
-} from '@constellation/control-plane';
-import type { NetworkNamespace } from '@constellation/control-plane';
+import { MetadataServer } from '@constellation/sandbox';
 import type { InstanceInfo } from '@constellation/sandbox';
+import { API_SERVER_PORT } from '@constellation/control-plane';
+import { createNetwork, destroyNetwork, inNode } from '@constellation/node-environment';
+import type { NodeNetwork } from '@constellation/node-environment';
 import { StateDisk } from '@constellation/state-disk';
 import { createEkCa } from '@constellation/swtpm';
 import type { EkCa } from '@constellation/swtpm';
 import {
   createTempDir,
   freePort,
-  installTypeScriptCommand,
-  kubernetesBinDir,
   repoRoot,
   sharedKubernetes,
   startSwtpm,
@@ -59,7 +54,8 @@ import { joinServiceCheck } from './join-service-check.js';
 import { MetadataClient } from './metadata-client.js';
 import { nodePaths } from './node-paths.js';
 import { RecentLog } from './recent-log.js';
-import { KUBEADM_STANDIN_ENTRY } from '@constellation/sandbox/testing';
+import { startTestMachine } from './test-machine.fixture.js';
+import type { TestMachine } from './test-machine.fixture.js';
 
 export const BOOT: BootComponent[] = [
   { pcr: 4, description: 'kernel', digest: componentDigest('kernel v1') },
@@ -71,13 +67,15 @@ export const INIT_SECRET = Buffer.from('mini-init-secret-0123456789');
 /** The Kubernetes release the built programs are (what the tests' init requests and nodes use). */
 export const kubernetesRelease = (): string => sharedKubernetes().release;
 
-/** A machine of a test cluster; a control plane without an address gets the cluster's namespace's. */
+/** A machine of a test cluster; one without an address gets its network namespace's. */
 export type TestInstance = Omit<InstanceInfo, 'ip'> & { ip?: string };
 
 export interface Cluster {
   metadata: MetadataServer;
-  /** Where the control plane's programs run; its `ip` is the control-plane machine's address. */
-  network: NetworkNamespace;
+  /** The nodes' network: a namespace per instance, in the order given, on a bridge with the host. */
+  network: NodeNetwork;
+  /** Every instance as the metadata server lists it, with its address. */
+  instances: InstanceInfo[];
   dir: TempDir;
   /** The per-cluster EK CA that manufactures every node's TPM. */
   ekCa: EkCa;
@@ -85,47 +83,63 @@ export interface Cluster {
   ekVerifier: EkIdentityVerifier;
   apiServerPort: number;
   joinServicePort: number;
+  /** The machines started for this cluster's nodes: close() removes those a test left behind. */
+  machines: Set<TestMachine>;
   close(): Promise<void>;
+}
+
+/** The address of the instance `name` (its network namespace's unless the test gave one). */
+export function instanceIp(cluster: Cluster, name: string): string {
+  const instance = cluster.instances.find((i) => i.name === name);
+  if (instance === undefined) throw new Error(`no instance ${name} in the test cluster`);
+  return instance.ip;
 }
 
 export async function startCluster(machines: TestInstance[]): Promise<Cluster> {
   const dir = await createTempDir('constellation-cluster-');
-  const network = await createNetworkNamespace();
-  // The control plane's port in its own namespace: kubeadm's.
-  const apiServerPort = API_SERVER_PORT;
-  const joinServicePort = await freePort();
-  const instances: InstanceInfo[] = machines.map((m) => ({
-    ...m,
-    ip: m.ip ?? (m.role === 'control-plane' ? network.ip : ''),
-  }));
-  const controlPlane = instances.find((i) => i.role === 'control-plane');
-  // On the host end of the namespace's link: reachable from the host and from the namespace (the
-  // JoinService runs there, on the control plane's address).
-  const metadata = await MetadataServer.start(
-    {
+  const network = await createNetwork('namespaces', machines.length);
+  try {
+    // The control plane's port in its own namespace: kubeadm's.
+    const apiServerPort = API_SERVER_PORT;
+    const joinServicePort = await freePort();
+    const instances: InstanceInfo[] = machines.map((m, i) => ({ ...m, ip: m.ip ?? network.nodeIps[i] ?? '' }));
+    const controlPlane = instances.find((i) => i.role === 'control-plane');
+    // On the host end of the bridge: reachable from the host and from every node's namespace.
+    const metadata = await MetadataServer.start(
+      {
+        instances,
+        endpoint: { host: controlPlane?.ip ?? network.hostIp, apiServerPort, joinServicePort, initPort: 0 },
+        initSecretHash: await hashInitSecret(INIT_SECRET, { log2N: 10, r: 8, p: 1 }),
+      },
+      0,
+      network.hostIp,
+    );
+    const ekCa = await createEkCa(join(dir.path, 'ek-ca'), { name: 'Bootstrapper test' });
+    const roots = pemCertificatesToDer(await readFile(ekCa.rootCertPath, 'utf8'));
+    const machinesStarted = new Set<TestMachine>();
+    return {
+      metadata,
+      network,
       instances,
-      endpoint: { host: controlPlane?.ip ?? network.ip, apiServerPort, joinServicePort, initPort: 0 },
-      initSecretHash: await hashInitSecret(INIT_SECRET, { log2N: 10, r: 8, p: 1 }),
-    },
-    0,
-    network.hostIp,
-  );
-  const ekCa = await createEkCa(join(dir.path, 'ek-ca'), { name: 'Bootstrapper test' });
-  const roots = pemCertificatesToDer(await readFile(ekCa.rootCertPath, 'utf8'));
-  return {
-    metadata,
-    network,
-    dir,
-    ekCa,
-    ekVerifier: new EkIdentityVerifier({ roots }),
-    apiServerPort,
-    joinServicePort,
-    close: async () => {
-      await metadata.close();
-      await deleteNetworkNamespace(network);
-      await dir.remove();
-    },
-  };
+      dir,
+      ekCa,
+      ekVerifier: new EkIdentityVerifier({ roots }),
+      apiServerPort,
+      joinServicePort,
+      machines: machinesStarted,
+      close: async () => {
+        for (const machine of machinesStarted) await machine.destroy();
+        machinesStarted.clear();
+        await metadata.close();
+        await destroyNetwork(network);
+        await dir.remove();
+      },
+    };
+  } catch (err) {
+    await destroyNetwork(network);
+    await dir.remove();
+    throw err;
+  }
 }
 
 export class TestNode {
@@ -135,33 +149,51 @@ export class TestNode {
   readonly root: string;
   /** How clients of this node (the CLI) check its TPM identity: the cluster's pinned EK root. */
   readonly ekVerifier: EkIdentityVerifier;
+  /** The node's machine, for a node created with `machine: true`. */
+  readonly machine: TestMachine | undefined;
   kubeletStarts = 0;
   fatalErrors: Error[] = [];
   initPort = 0;
   recoveryPort = 0;
+  /** The node's name (its root directory's). */
+  get name(): string {
+    return basename(this.root);
+  }
+
   /** Ends the starts of this node's bootstrappers that have not passed the point of no return. */
   private readonly stopping = new AbortController();
+  private readonly cluster: Cluster;
 
   private constructor(
     context: NodeContext,
     logger: MemoryLogger,
     swtpm: Swtpm,
     root: string,
-    ekVerifier: EkIdentityVerifier,
+    cluster: Cluster,
+    machine: TestMachine | undefined,
   ) {
     this.context = context;
     this.logger = logger;
     this.swtpm = swtpm;
     this.root = root;
-    this.ekVerifier = ekVerifier;
+    this.cluster = cluster;
+    this.ekVerifier = cluster.ekVerifier;
+    this.machine = machine;
   }
 
+  /**
+   * A node of `cluster`. With `machine: true` it has a real machine below the bootstrapper, which
+   * kubeadm and the kubelet need; without one, a kubeadm run fails saying so (the tests that never
+   * get that far, or give their own `kubeadm`, spare the machine's start).
+   */
   static async create(
     cluster: Cluster,
     name: string,
     options: {
       boot?: BootComponent[];
       kubeadm?: string;
+      /** Start the node's machine: namespaces, containerd, the real kubeadm and kubelet. */
+      machine?: boolean;
       apiServerBindPort?: number;
       /** Attest with the qemu-vtpm variant: quotes only, no EK identity (and no JoinService check). */
       unrooted?: boolean;
@@ -170,8 +202,46 @@ export class TestNode {
     } = {},
   ): Promise<TestNode> {
     const root = join(cluster.dir.path, name);
+    const index = cluster.instances.findIndex((i) => i.name === name);
+    const instance = cluster.instances[index];
+    if (instance === undefined) throw new Error(`no instance ${name} in the test cluster`);
     const swtpm = await startSwtpm({ stateDir: join(root, 'tpm'), manufacture: { ca: cluster.ekCa, vmid: name } });
-    const tpm = new Tpm(new SocketTransport({ host: swtpm.host, port: swtpm.port, keepConnection: true }));
+    let machine: TestMachine | undefined;
+    let tpm: Tpm | undefined;
+    try {
+      if (options.machine === true) {
+        machine = await startTestMachine({
+          root,
+          name,
+          role: instance.role,
+          network: cluster.network,
+          index,
+          hosts: cluster.instances.map((i) => ({ name: i.name, ip: i.ip })),
+        });
+        cluster.machines.add(machine);
+      }
+      tpm = new Tpm(new SocketTransport({ host: swtpm.host, port: swtpm.port, keepConnection: true }));
+      return await TestNode.assemble(cluster, name, root, swtpm, tpm, machine, options);
+    } catch (err) {
+      await tpm?.close();
+      if (machine !== undefined) {
+        cluster.machines.delete(machine);
+        await machine.destroy();
+      }
+      await swtpm.stop();
+      throw err;
+    }
+  }
+
+  private static async assemble(
+    cluster: Cluster,
+    name: string,
+    root: string,
+    swtpm: Swtpm,
+    tpm: Tpm,
+    machine: TestMachine | undefined,
+    options: Parameters<typeof TestNode.create>[2] & object,
+  ): Promise<TestNode> {
     const events = await measureBoot(tpm, options.boot ?? BOOT);
     // The platform records the machine's EK when it provisions it.
     const ekPublicKeyHash = swtpm.manufactured?.ekPublicKeyHash ?? '';
@@ -189,8 +259,7 @@ export class TestNode {
     const image = join(root, 'state.img');
     await writeFile(image, '');
     await truncate(image, 32 * 1024 * 1024);
-    const kubeadm =
-      options.kubeadm ?? (await installTypeScriptCommand(join(root, 'bin'), 'kubeadm', KUBEADM_STANDIN_ENTRY));
+    const kubeadm = options.kubeadm ?? machine?.kubeadm ?? (await noMachineKubeadm(root));
     const recentLog = new RecentLog();
     const logger = new MemoryLogger();
     const metadata = new MetadataClient(cluster.metadata.url, name);
@@ -215,31 +284,30 @@ export class TestNode {
         ...(check === undefined ? {} : { joinServiceCheck: check }),
         logger,
         recentLog,
-        // init starts the control plane (about 10 to 25 s on a busy 2-core machine).
+        // The real kubeadm init starts the control plane as static pods (about 10 to 30 s on a
+        // busy 2-core machine), with the node image's settings, as mini's bootstrapper flags set them.
         kubeadm: {
           program: kubeadm,
-          env: {
-            ...process.env,
-            KUBEADM_STANDIN_ROOT: root,
-            [BIN_DIR_ENV]: kubernetesBinDir(),
-            [NETNS_ENV]: cluster.network.name,
-          },
+          env: process.env,
           timeoutMs: 150_000,
+          ...(machine === undefined ? {} : { node: machine.kubeadmNode }),
         },
         apiServerBindPort: options.apiServerBindPort ?? cluster.apiServerPort,
         defaultKubernetesVersion: kubernetesRelease(),
         ...(options.minimumKubernetesVersion === undefined
           ? {}
           : { minimumKubernetesVersion: options.minimumKubernetesVersion }),
-        startKubelet: () => {
+        // systemctl start kubelet on the machine, counted.
+        startKubelet: async () => {
           node.kubeletStarts++;
-          return Promise.resolve();
+          await machine?.startKubelet();
         },
       },
       logger,
       swtpm,
       root,
-      cluster.ekVerifier,
+      cluster,
+      machine,
     );
     return node;
   }
@@ -294,8 +362,15 @@ export class TestNode {
     if (ended !== 'initialized') throw new Error(`the bootstrapper ended ${ended}, not initialized`);
   }
 
-  /** Power-cycles the machine's TPM (PCRs back to zero) and replays the measured boot. */
-  async reboot(): Promise<void> {
+  /**
+   * Reboots the node: its machine (when it has one) is powered off and on (units, containers and
+   * mounts go; containerd starts again, the kubelet waits for the bootstrapper), its TPM is power
+   * cycled (PCRs back to zero) and the measured boot replayed. `machine: false` power-cycles the
+   * TPM alone, for a test whose JoinService stands for a peer control plane's and needs this
+   * node's API server to keep answering.
+   */
+  async reboot(options: { machine?: boolean } = {}): Promise<void> {
+    if (options.machine !== false) await this.machine?.reboot();
     await new SwtpmControl(this.swtpm.host, this.swtpm.ctrlPort).reset();
     await this.context.tpm.startup();
     await measureBoot(this.context.tpm, BOOT);
@@ -306,10 +381,25 @@ export class TestNode {
   async stop(): Promise<void> {
     // A bootstrapper still serving Init and polling the JoinService would outlive the test.
     this.stopping.abort();
-    await stopApiServer(this.root);
+    if (this.machine !== undefined) {
+      this.cluster.machines.delete(this.machine);
+      await this.machine.destroy();
+    }
     await this.context.tpm.close();
     await this.swtpm.stop();
   }
+}
+
+/** kubeadm of a node without a machine: a run fails, naming what is missing. */
+async function noMachineKubeadm(root: string): Promise<string> {
+  const program = join(root, 'bin', 'kubeadm');
+  await mkdir(dirname(program), { recursive: true });
+  await writeFile(
+    program,
+    '#!/bin/sh\necho "this test node has no machine to run kubeadm on (TestNode.create with machine: true)" >&2\nexit 1\n',
+    { mode: 0o755 },
+  );
+  return program;
 }
 
 export function initRequest(overrides: Partial<InitRequest> = {}): InitRequest {
@@ -400,22 +490,24 @@ export async function startJoinServiceProcess(
     masterSecretToJson({ key: request.masterSecret, salt: request.masterSalt }),
     { mode: 0o600 },
   );
-  // On the control plane's machine: in the cluster's network namespace, on its address.
-  const [program, args] = inNetworkNamespace(cluster.network, process.execPath, [
+  // On the control plane's machine: in its network namespace, on its address (its API server's).
+  const ip = instanceIp(cluster, controlPlane.name);
+  const index = cluster.instances.findIndex((i) => i.name === controlPlane.name);
+  const [program, args] = inNode(cluster.network, index, process.execPath, [
     '--conditions=@constellation/source',
     '--import',
     'tsx',
     join(repoRoot(), 'apps/joinservice/src/main.ts'),
-    `--host=${cluster.network.ip}`,
+    `--host=${ip}`,
     `--port=${cluster.joinServicePort}`,
-    `--metrics-host=${cluster.network.ip}`,
+    `--metrics-host=${ip}`,
     '--metrics-port=0',
     '--health-port=0',
     `--config-dir=${join(dir, 'config')}`,
     `--master-secret-file=${join(dir, 'mastersecret.json')}`,
     `--pki-dir=${controlPlane.context.paths.kubernetesPki}`,
     `--kubeconfig=${controlPlane.context.paths.adminConf}`,
-    `--api-server-endpoint=${cluster.network.ip}:${cluster.apiServerPort}`,
+    `--api-server-endpoint=${ip}:${cluster.apiServerPort}`,
     `--instance-registry-url=${cluster.metadata.url}`,
     `--attestation-variant=${options.attestationVariant ?? 'tpm2-ek'}`,
     // An unrooted control plane serves no agent: it has no identity to prove its host with.

@@ -18,6 +18,8 @@ let controlPlane: TestNode;
 let joinService: RunningJoinService | undefined;
 const request = initRequest();
 const scripts: string[] = [];
+/** What beforeAll started, stopped last started first even when it failed half-way. */
+const started: (() => Promise<void>)[] = [];
 
 async function script(body: string): Promise<string> {
   const path = join('/tmp', `kubeadm-${randomBytes(4).toString('hex')}`);
@@ -29,26 +31,27 @@ async function script(body: string): Promise<string> {
 beforeAll(async () => {
   cluster = await startCluster([
     { name: 'control-plane-0', role: 'control-plane' },
-    ...WORKERS.map((name, i) => ({ name, role: 'worker' as const, ip: `127.0.1.${i + 1}` })),
-    { name: 'cp-prep-fails', role: 'control-plane', ip: '127.0.2.1' },
-    { name: 'cp-kubeadm-hangs', role: 'control-plane', ip: '127.0.2.3' },
-    { name: 'died-mid-join', role: 'worker', ip: '127.0.3.1' },
-    { name: 'restarts-after-join', role: 'worker', ip: '127.0.3.2' },
+    ...WORKERS.map((name) => ({ name, role: 'worker' as const })),
+    { name: 'cp-prep-fails', role: 'control-plane' },
+    { name: 'cp-kubeadm-hangs', role: 'control-plane' },
+    { name: 'died-mid-join', role: 'worker' },
+    { name: 'restarts-after-join', role: 'worker' },
   ]);
-  controlPlane = await TestNode.create(cluster, 'control-plane-0');
+  started.push(() => cluster.close());
+  controlPlane = await TestNode.create(cluster, 'control-plane-0', { machine: true });
+  started.push(() => controlPlane.stop());
   const outcome = controlPlane.bootstrapper().run();
   await waitFor(() => controlPlane.initPort > 0, { timeoutMs: 20_000, description: 'the InitServer' });
   expect((await callInit(controlPlane, request)).error).toBeUndefined();
   expect(await withTimeout(outcome, 20_000, 'init')).toBe('initialized');
   joinService = await startJoinServiceProcess(cluster, controlPlane, request);
-}, 150_000);
+}, 170_000);
 
 afterAll(async () => {
   await joinService?.stop();
-  await controlPlane.stop();
-  await cluster.close();
+  for (const stop of started.splice(0).reverse()) await stop();
   for (const path of scripts) await rm(path, { force: true });
-});
+}, 120_000);
 
 /** Runs `node` until its outcome settles; the bootstrapper must have taken the lock and then failed fatally. */
 async function failsFatally(node: TestNode, outcome: Promise<BootstrapOutcome>, reason: RegExp): Promise<void> {
@@ -91,7 +94,8 @@ describe('join: every failure after the lock ends in the fatal action', () => {
   });
 
   it('the kubelet does not start', async () => {
-    const node = await TestNode.create(cluster, 'kubelet-fails');
+    // The real kubeadm join runs (and starts the kubelet itself); the bootstrapper's own start fails.
+    const node = await TestNode.create(cluster, 'kubelet-fails', { machine: true });
     node.context.startKubelet = () => Promise.reject(new Error('systemctl start kubelet exited with 1 (on purpose)'));
     try {
       await failsFatally(node, node.bootstrapper().run(), /systemctl start kubelet exited with 1/);
@@ -140,12 +144,16 @@ describe('init: every failure after the lock ends in the fatal action', () => {
   it('the kubelet does not start', async () => {
     // A cluster of its own: kubeadm init points the admin kubeconfig at the cluster endpoint.
     const own = await startCluster([{ name: 'cp-kubelet-fails', role: 'control-plane' }]);
-    const node = await TestNode.create(own, 'cp-kubelet-fails');
-    node.context.startKubelet = () => Promise.reject(new Error('kubelet start refused (on purpose)'));
     try {
-      await initFails(node, /kubelet start refused/);
+      // The real kubeadm init runs (and starts the kubelet itself); the bootstrapper's own start fails.
+      const node = await TestNode.create(own, 'cp-kubelet-fails', { machine: true });
+      node.context.startKubelet = () => Promise.reject(new Error('kubelet start refused (on purpose)'));
+      try {
+        await initFails(node, /kubelet start refused/);
+      } finally {
+        await node.stop();
+      }
     } finally {
-      await node.stop();
       await own.close();
     }
   });
@@ -184,7 +192,7 @@ describe('a bootstrapper restarted during the boot in which it passed the point 
   });
 
   it('that died after its node joined starts the kubelet again', async () => {
-    const node = await TestNode.create(cluster, 'restarts-after-join');
+    const node = await TestNode.create(cluster, 'restarts-after-join', { machine: true });
     try {
       expect(await withTimeout(node.bootstrapper().run(), 60_000, 'join')).toBe('joined');
       expect(node.kubeletStarts).toBe(1);

@@ -20,6 +20,8 @@ import type { BootstrapOutcome, Cluster } from './node.fixture.js';
  */
 let cluster: Cluster;
 let node: TestNode;
+/** What beforeAll started, stopped last started first even when it failed half-way. */
+const started: (() => Promise<void>)[] = [];
 let outcome: Promise<BootstrapOutcome>;
 const request = initRequest();
 const measurementSecret = deriveMeasurementSecret(request.masterSecret, request.masterSalt);
@@ -40,7 +42,10 @@ function recover(client: RecoveryServiceClient, body: RecoverRequest): Promise<R
 
 beforeAll(async () => {
   cluster = await startCluster([{ name: 'control-plane-0', role: 'control-plane' }]);
-  node = await TestNode.create(cluster, 'control-plane-0');
+  started.push(() => cluster.close());
+  // A real machine: the node runs kubeadm init, and its kubelet again once it has its keys.
+  node = await TestNode.create(cluster, 'control-plane-0', { machine: true });
+  started.push(() => node.stop());
   await node.initialise(request);
   await node.reboot();
   const testPassphrase = node.context.disk.testPassphrase.bind(node.context.disk);
@@ -50,12 +55,11 @@ beforeAll(async () => {
   };
   outcome = node.bootstrapper().run();
   await waitFor(() => node.recoveryPort > 0, { timeoutMs: 20_000, description: 'the recovery server' });
-}, 90_000);
+}, 170_000);
 
 afterAll(async () => {
-  await node.stop();
-  await cluster.close();
-});
+  for (const stop of started.splice(0).reverse()) await stop();
+}, 120_000);
 
 describe("a member's owner looping Recover calls with the cluster's measurement secret", () => {
   it("costs the node no disk check, and the operator's recover gets through", async () => {

@@ -15,6 +15,8 @@ import { RECOVERY_RETRY_AFTER_MS } from './recovery-service.js';
 
 let cluster: Cluster;
 let node: TestNode;
+/** What beforeAll started, stopped last started first even when it failed half-way. */
+const started: (() => Promise<void>)[] = [];
 let outcome: Promise<BootstrapOutcome>;
 const request = initRequest();
 const measurementSecret = deriveMeasurementSecret(request.masterSecret, request.masterSalt);
@@ -78,7 +80,10 @@ async function refusal(call: Promise<RecoverResponse>): Promise<grpc.ServiceErro
 
 beforeAll(async () => {
   cluster = await startCluster([{ name: 'control-plane-0', role: 'control-plane' }]);
-  node = await TestNode.create(cluster, 'control-plane-0');
+  started.push(() => cluster.close());
+  // A real machine: the node runs kubeadm init, and its kubelet again once it has its keys.
+  node = await TestNode.create(cluster, 'control-plane-0', { machine: true });
+  started.push(() => node.stop());
   await node.initialise(request);
 
   // Full control-plane shutdown: no JoinService, so only recovery can give this node its keys.
@@ -111,12 +116,11 @@ beforeAll(async () => {
   };
   outcome = node.bootstrapper().run();
   await waitFor(() => node.recoveryPort > 0, { timeoutMs: 20_000, description: 'the recovery server' });
-}, 90_000);
+}, 170_000);
 
 afterAll(async () => {
-  await node.stop();
-  await cluster.close();
-});
+  for (const stop of started.splice(0).reverse()) await stop();
+}, 120_000);
 
 describe('Recover on a control plane waiting for recovery', () => {
   it('says which disk it would open and which cluster it recorded, both public', async () => {

@@ -23,6 +23,8 @@ import type { Cluster } from './node.fixture.js';
  */
 let cluster: Cluster;
 let node: TestNode;
+/** What beforeAll started, stopped last started first even when it failed half-way. */
+const started: (() => Promise<void>)[] = [];
 const request = initRequest();
 const services: grpc.Server[] = [];
 
@@ -62,19 +64,21 @@ beforeAll(async () => {
     { name: 'control-plane-0', role: 'control-plane' },
     { name: 'control-plane-1', role: 'control-plane', ip: '127.0.0.2' },
   ]);
-  node = await TestNode.create(cluster, 'control-plane-0');
+  started.push(() => cluster.close());
+  // A real machine: the node runs kubeadm init, and its kubelet again once it has its keys.
+  node = await TestNode.create(cluster, 'control-plane-0', { machine: true });
+  started.push(() => node.stop());
   await node.initialise(request);
   await node.reboot();
   // The cluster's endpoint (its load balancer) now leads to the host's 127.0.0.1, where the test's
   // fake JoinService listens: the first endpoint the rebooted member tries.
   cluster.metadata.update((doc) => ({ ...doc, endpoint: { ...doc.endpoint, host: '127.0.0.1' } }));
-}, 180_000);
+}, 170_000);
 
 afterAll(async () => {
   for (const server of services) server.forceShutdown();
-  await node.stop();
-  await cluster.close();
-});
+  for (const stop of started.splice(0).reverse()) await stop();
+}, 120_000);
 
 describe('a rebooting member whose first JoinService endpoint is a fake', () => {
   it("spends no disk check on the fake's tickets and rejoins through the genuine JoinService behind it", async () => {

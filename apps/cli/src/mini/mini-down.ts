@@ -5,7 +5,7 @@ import { pathExists } from '@constellation/files';
 import { destroyNode, readNodeEnvironment } from '@constellation/node-environment';
 import { workspaceFiles } from '../workspace.js';
 import { miniDir, readMiniState, stopProcess } from './mini-state.js';
-import { destroyNetwork } from './network.js';
+import { destroyNetwork } from '@constellation/node-environment';
 
 /**
  * Every machine's directory, whether or not `mini up` got as far as recording the node: one that

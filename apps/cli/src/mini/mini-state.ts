@@ -4,7 +4,7 @@ import { UsageError } from '@constellation/command-line';
 import { selfCommand } from '../self-command.js';
 import { writeWorkspaceFile } from '../workspace.js';
 import type { MiniArtifacts } from './artifacts.js';
-import type { MiniNetwork } from './network.js';
+import type { MiniNetwork } from '@constellation/node-environment';
 
 export interface MiniNode {
   name: string;

@@ -18,7 +18,7 @@ import { SocketTransport, Tpm } from '@constellation/tpm';
 import type { MiniArtifacts } from './artifacts.js';
 import { bootstrapperDigest, bootstrapperFiles } from './boot-chain.js';
 import type { MiniNode } from './mini-state.js';
-import type { MiniNetwork } from './network.js';
+import type { MiniNetwork } from '@constellation/node-environment';
 import { MINI_OS } from './signed-components.js';
 
 export interface StartNodeOptions {

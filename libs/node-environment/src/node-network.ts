@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
 
 /**
- * How mini's nodes reach each other. `namespaces` (as root): one Linux network namespace per node
+ * How a cluster's nodes (mini's, and the tests' machines) reach each other. `namespaces` (as root): one Linux network namespace per node
  * with its own address on a bridge, so nodes use the real ports (9000, 6443, 30090) and see each
  * other as separate machines; TPMs and the metadata server stay on the host side of the bridge,
  * like a hypervisor's. `loopback` (otherwise): addresses 127.0.0.10, .11, … and free ports.
@@ -98,3 +98,6 @@ export function inNode(
     ? ['nsenter', [`--net=/run/netns/${ns}`, '--', program, ...args]]
     : [program, [...args]];
 }
+
+/** The nodes' network under a name that is not mini's (the tests' machines use it too). */
+export type NodeNetwork = MiniNetwork;
