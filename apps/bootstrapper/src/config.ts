@@ -16,6 +16,10 @@ export const BOOTSTRAPPER_DEFAULTS = {
   tpm: '/dev/tpmrm0',
   attestationVariant: 'tpm2-ek',
   measuredPcrs: [4, 8, 9, 11, 12, 13],
+  /** The firmware's TCG event log, as the kernel exposes it (securityfs). */
+  eventLog: '/sys/kernel/security/tpm0/binary_bios_measurements',
+  /** The bootstrapper's own events (the PCR 15 mark), on /run: gone at reboot, as the PCRs are. */
+  runtimeEventLog: '/run/constellation/runtime-event-log',
   stateDisk: '/dev/disk/by-partlabel/state',
   metadataUrl: 'http://10.42.0.1:8080',
   initHost: '0.0.0.0',
@@ -53,6 +57,10 @@ export interface BootstrapperFlags {
   ekIntermediates?: string;
   ekRoots?: string;
   measuredPcrs: number[];
+  /** The boot's TCG event log, sent with every attestation (under --root). */
+  eventLog: string;
+  /** The bootstrapper's own event log (under --root). */
+  runtimeEventLog: string;
   stateDisk: string;
   diskKdf: 'default' | 'fast';
   metadataUrl: string;

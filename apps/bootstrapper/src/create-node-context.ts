@@ -1,8 +1,10 @@
-import { TpmIssuer, unrootedVariantWarning } from '@constellation/attestation';
+import { join } from 'node:path';
+import { MAX_EVENT_LOG_BYTES, TpmIssuer, unrootedVariantWarning } from '@constellation/attestation';
 import type { Issuer } from '@constellation/attestation';
 import type { ServiceCheck } from '@constellation/atls';
 import type { Logger } from '@constellation/logger';
-import { NodeLock } from '@constellation/nodelock';
+import { NodeLock, openNodeEventLog } from '@constellation/nodelock';
+import type { NodeEventLog } from '@constellation/nodelock';
 import { BOOTSTRAPPER_DEFAULTS } from './config.js';
 import type { BootstrapperConfig } from './config.js';
 import { joinServiceCheck } from './join-service-check.js';
@@ -17,13 +19,15 @@ async function createIssuer(
   { tpm, endorsementKeys }: Pick<OpenedNode, 'tpm' | 'endorsementKeys'>,
   config: BootstrapperConfig,
   logger: Logger,
+  tcgEventLog: () => Buffer | undefined,
 ): Promise<Issuer> {
   if (config.attestationVariant === 'qemu-vtpm') {
-    const issuer = new TpmIssuer(tpm);
+    const issuer = new TpmIssuer(tpm, { tcgEventLog });
     logger.warn(unrootedVariantWarning(issuer.variant));
     return issuer;
   }
   const issuer = await TpmIssuer.rooted(tpm, {
+    tcgEventLog,
     ekIntermediates: config.ekIntermediateCertificates,
     ...(endorsementKeys === undefined ? {} : { endorsementKeys }),
   });
@@ -78,8 +82,18 @@ export async function createNodeContext(
   const metadata = new MetadataClient(config.metadataUrl, config.nodeName);
   let issuer: Issuer;
   let checkJoinService: ServiceCheck | undefined;
+  let eventLog: NodeEventLog | undefined;
   try {
-    issuer = await createIssuer(node, config, logger);
+    // Read at each attestation, which comes after the log is open below.
+    issuer = await createIssuer(node, config, logger, () => eventLog?.tcgEventLog());
+    // The boot's log and the bootstrapper's own: every attestation carries them (docs/eventlog.md).
+    eventLog = await openNodeEventLog({
+      bootLog: join(config.root, config.eventLog),
+      runtimeLog: join(config.root, config.runtimeEventLog),
+      tpm,
+      maxBytes: MAX_EVENT_LOG_BYTES,
+      logger,
+    });
     checkJoinService =
       config.attestationVariant === 'tpm2-ek'
         ? await joinServiceCheck({
@@ -101,7 +115,7 @@ export async function createNodeContext(
     tpm,
     issuer,
     disk,
-    lock: new NodeLock(tpm),
+    lock: new NodeLock(tpm, { eventLog: eventLog.runtime }),
     metadata,
     ...(checkJoinService === undefined ? {} : { joinServiceCheck: checkJoinService }),
     logger,

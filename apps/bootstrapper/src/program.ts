@@ -45,6 +45,16 @@ function withIdentityOptions<Args extends unknown[], Opts extends OptionValues>(
       "PCRs the node image measures; the JoinService's host must show this node's own values",
       parsePcrList,
       [...DEFAULTS.measuredPcrs],
+    )
+    .option(
+      '--event-log <file>',
+      "the boot's TCG event log (crypto-agile), sent with every attestation together with the bootstrapper's own events; missing: none is sent (the verifier then compares PCR values only)",
+      DEFAULTS.eventLog,
+    )
+    .option(
+      '--runtime-event-log <file>',
+      'where the bootstrapper logs what it extends itself (the PCR 15 cluster-ID mark) during this boot',
+      DEFAULTS.runtimeEventLog,
     );
 }
 
