@@ -8,7 +8,7 @@ import {
   serviceTlsIdentity,
 } from '@constellation/atls';
 import { createAttestationVerifier, readPemCertificates } from '@constellation/attestation';
-import type { AttestationPolicy, Measurements } from '@constellation/attestation';
+import type { AttestationPolicy, EventPolicy, Measurements } from '@constellation/attestation';
 import { errorMessage } from '@constellation/errors';
 import { masterSecretFromJson } from '@constellation/keys';
 import type { Logger } from '@constellation/logger';
@@ -230,7 +230,8 @@ async function attestationPolicy(
   measurements: MeasurementsSource,
 ): Promise<AttestationPolicy> {
   const current = (): Measurements => measurements.current();
-  if (settings.attestationVariant === 'qemu-vtpm') return { variant: 'qemu-vtpm', measurements: current };
+  const eventPolicy = (): EventPolicy | undefined => measurements.currentEventPolicy();
+  if (settings.attestationVariant === 'qemu-vtpm') return { variant: 'qemu-vtpm', measurements: current, eventPolicy };
   if (settings.ekRootsPath === undefined)
     throw new Error('attestation variant "tpm2-ek" needs the pinned EK CA roots (join-config key ekRoots)');
   const ekRoots = (await readPemCertificates(settings.ekRootsPath)).certificates;
@@ -238,7 +239,7 @@ async function attestationPolicy(
     settings.ekIntermediatesPath === undefined
       ? []
       : (await readPemCertificates(settings.ekIntermediatesPath)).certificates;
-  return { variant: 'tpm2-ek', measurements: current, ekRoots, ekIntermediates };
+  return { variant: 'tpm2-ek', measurements: current, eventPolicy, ekRoots, ekIntermediates };
 }
 
 function instanceRegistry(settings: JoinServiceSettings): InstanceRegistry | undefined {

@@ -3,12 +3,12 @@ import { watch } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
-import { parseMeasurements } from '@constellation/attestation';
-import type { Measurements } from '@constellation/attestation';
+import { parseAttestationFile } from '@constellation/attestation';
+import type { EventPolicy, Measurements } from '@constellation/attestation';
 import type { Logger } from '@constellation/logger';
 
 export interface MeasurementsSourceOptions {
-  /** The attestation config file (`{"measurements": {...}}`, JSON or YAML). */
+  /** The attestation config file (`{"measurements": {...}, "eventPolicy": {...}}`, JSON or YAML; eventPolicy optional). */
   path: string;
   logger: Logger;
   /** Called after every successful load with the new generation. */
@@ -20,13 +20,14 @@ export interface MeasurementsSourceOptions {
 }
 
 /**
- * The measurements currently in force, reloaded when their file changes. The directory is
+ * The measurements and the event policy currently in force, reloaded together when their file changes. The directory is
  * watched rather than the file, because ConfigMap volumes replace files by swapping a `..data`
  * symlink; the content hash decides whether anything changed. A file that does not parse is
  * logged and counted and the last good measurements stay in force.
  */
 export class MeasurementsSource {
   private measurements: Measurements = new Map();
+  private eventPolicy: EventPolicy | undefined;
   private hash = '';
   private failedHash = '';
   private generation = 0;
@@ -66,6 +67,11 @@ export class MeasurementsSource {
     return this.measurements;
   }
 
+  /** The rules on boot events loaded with the measurements; undefined: none. */
+  currentEventPolicy(): EventPolicy | undefined {
+    return this.eventPolicy;
+  }
+
   get loadedGeneration(): number {
     return this.generation;
   }
@@ -102,11 +108,16 @@ export class MeasurementsSource {
   private apply(text: string): void {
     const hash = createHash('sha256').update(text).digest('hex');
     if (hash === this.hash) return;
-    const parsed = parseMeasurements(text, this.options.path);
-    this.measurements = parsed;
+    const parsed = parseAttestationFile(text, this.options.path);
+    this.measurements = parsed.measurements;
+    this.eventPolicy = parsed.eventPolicy;
     this.hash = hash;
     this.generation++;
-    this.options.logger.info('measurements loaded', { generation: this.generation, pcrs: [...parsed.keys()] });
+    this.options.logger.info('measurements loaded', {
+      generation: this.generation,
+      pcrs: [...parsed.measurements.keys()],
+      eventRules: Object.keys(parsed.eventPolicy ?? {}),
+    });
     this.options.onLoaded?.(this.generation);
   }
 

@@ -44,3 +44,4 @@ export { TpmValidator } from './tpm-validator.js';
 export type { ValidationResult, Validator } from './validator.js';
 
 export { unrootedVariantWarning, variantByName } from './variant.js';
+export type { EventPolicy } from '@constellation/eventlog';
