@@ -2,7 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import { serviceServerCredentials } from '@constellation/atls';
 import { DummyIssuer } from '@constellation/attestation/testing';
 import { JoinServiceService } from '@constellation/proto';
-import { MetadataServer } from '@constellation/sandbox';
+import { MetadataServer } from '@constellation/instance-metadata';
 import { JoinServiceConnection } from './join-service-client.js';
 import { MetadataClient } from './metadata-client.js';
 import type { NodeContext } from './node-context.js';

@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { performance } from 'node:perf_hooks';
 import { hashInitSecret } from '@constellation/keys';
-import { MetadataServer } from '@constellation/sandbox';
+import { MetadataServer } from '@constellation/instance-metadata';
 import { createEkCa } from '@constellation/swtpm';
 import { StateDisk } from '@constellation/state-disk';
 import { createTempDir, repoRoot, runChecked, startSwtpm } from '@constellation/testing';

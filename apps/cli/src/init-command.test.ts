@@ -3,7 +3,7 @@ import { readFile, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { componentDigest, expectedMeasurements, measureBoot } from '@constellation/attestation';
 import { hashInitSecret } from '@constellation/keys';
-import { MetadataServer } from '@constellation/sandbox';
+import { MetadataServer } from '@constellation/instance-metadata';
 import { repoRoot, startSwtpm, tempDirForTest, useTestEkCa, waitFor, withTimeout } from '@constellation/testing';
 import { SocketTransport, Tpm } from '@constellation/tpm';
 import { describe, expect, it } from 'vitest';

@@ -32,8 +32,8 @@ import {
   RejoinTicketRequest,
 } from '@constellation/proto';
 import type { IssueJoinTicketRequest } from '@constellation/proto';
-import { MetadataServer } from '@constellation/sandbox';
-import type { InstanceInfo } from '@constellation/sandbox';
+import { MetadataServer } from '@constellation/instance-metadata';
+import type { InstanceInfo } from '@constellation/instance-metadata';
 import { createEkCa } from '@constellation/swtpm';
 import type { EkCa } from '@constellation/swtpm';
 import { createTempDir, startSwtpm } from '@constellation/testing';

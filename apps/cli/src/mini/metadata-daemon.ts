@@ -1,6 +1,6 @@
 import { readFile, writeFile } from 'node:fs/promises';
-import { MetadataServer } from '@constellation/sandbox';
-import type { MetadataDocument } from '@constellation/sandbox';
+import { MetadataServer } from '@constellation/instance-metadata';
+import type { MetadataDocument } from '@constellation/instance-metadata';
 import { parseLoadBalancerSpec, startApiLoadBalancer } from './api-load-balancer.js';
 
 /**
