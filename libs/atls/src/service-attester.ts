@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { chmod, rm } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
+import { withUnixSocketPath } from '@constellation/files';
 import { activationProof } from '@constellation/attestation';
 import type { Issuer, RootedIdentity } from '@constellation/attestation';
 import { noopLogger } from '@constellation/logger';
@@ -175,12 +176,17 @@ export async function serveAttestationAgent(
   // proofs are host proofs: they verify nowhere but in a joining node's check of this host.
   addActivationService(server, rooted, new ActivationBudget({ perConnection: false }), { protocol: 'host' });
   await rm(socketPath, { force: true });
-  await new Promise<void>((resolve, reject) => {
-    server.bindAsync(`unix:${socketPath}`, grpc.ServerCredentials.createInsecure(), (err) => {
-      if (err) reject(err);
-      else resolve();
-    });
-  });
+  // A node's directory in a deep workspace gives a path longer than a socket address holds.
+  await withUnixSocketPath(
+    socketPath,
+    (path) =>
+      new Promise<void>((resolve, reject) => {
+        server.bindAsync(`unix:${path}`, grpc.ServerCredentials.createInsecure(), (err) => {
+          if (err) reject(err);
+          else resolve();
+        });
+      }),
+  );
   await chmod(socketPath, 0o600);
   logger.info('attestation agent listening', { socket: socketPath });
   return {

@@ -4,3 +4,4 @@ export { pathExists } from './path-exists.js';
 export { syncDirectory } from './sync-directory.js';
 
 export { writeFileAtomic } from './write-file-atomic.js';
+export { MAX_UNIX_SOCKET_PATH_BYTES, withUnixSocketPath } from './unix-socket-path.js';

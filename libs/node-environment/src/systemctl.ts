@@ -1,10 +1,15 @@
 import { connect } from 'node:net';
+import { withUnixSocketPath } from '@constellation/files';
 import type { UnitAnswer, UnitRequest } from './unit-runner.js';
 
 /** Asks the node's unit runner; bounded, since a stop may wait for a unit's grace period. */
 export function askUnitRunner(socket: string, request: UnitRequest, timeoutMs = 30_000): Promise<UnitAnswer> {
+  return withUnixSocketPath(socket, (path) => ask(path, socket, request, timeoutMs));
+}
+
+function ask(path: string, socket: string, request: UnitRequest, timeoutMs: number): Promise<UnitAnswer> {
   return new Promise((resolve, reject) => {
-    const connection = connect(socket);
+    const connection = connect(path);
     let reply = '';
     const timer = setTimeout(() => {
       connection.destroy();

@@ -6,6 +6,7 @@ import type { Server, Socket } from 'node:net';
 import { dirname, join } from 'node:path';
 import { existsSync } from 'node:fs';
 import { errorMessage } from '@constellation/errors';
+import { withUnixSocketPath } from '@constellation/files';
 import { expandCommandLine, parseEnvironmentFile } from './unit.js';
 import type { UnitSpec, UnitsFile } from './unit.js';
 
@@ -196,10 +197,14 @@ export class UnitRunner {
       this.serve(socket);
     });
     const server = this.server;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.file.socket, resolve);
-    });
+    await withUnixSocketPath(
+      this.file.socket,
+      (path) =>
+        new Promise<void>((resolve, reject) => {
+          server.once('error', reject);
+          server.listen(path, resolve);
+        }),
+    );
     await chmod(this.file.socket, 0o600);
   }
 

@@ -1,4 +1,3 @@
-import { measureBoot } from '@constellation/attestation';
 import { UsageError } from '@constellation/command-line';
 import { bootNode, readNodeEnvironment, resetForBoot, shutdownNode } from '@constellation/node-environment';
 import type { NodeEnvironment } from '@constellation/node-environment';
@@ -7,7 +6,7 @@ import { selfCommand } from '../self-command.js';
 import { bootChain } from './boot-chain.js';
 import { nodeImage, readMiniState } from './mini-state.js';
 import type { MiniNode, MiniState } from './mini-state.js';
-import { tamperedBootstrapper } from './start-node.js';
+import { measuredBoot, tamperedBootstrapper } from './start-node.js';
 
 async function environmentOf(workspace: string, node: MiniNode): Promise<NodeEnvironment> {
   const environment = await readNodeEnvironment(node.dir);
@@ -68,10 +67,10 @@ async function powerOn(workspace: string, state: MiniState, node: MiniNode): Pro
   const tpm = new Tpm(new SocketTransport({ path: node.tpmSocket }));
   try {
     await tpm.startup();
-    const bundle = node.tampered ? tamperedBootstrapper(node.dir, bootstrapper) : bootstrapper;
-    await measureBoot(tpm, await bootChain(bundle));
   } finally {
     await tpm.close();
   }
+  const bundle = node.tampered ? tamperedBootstrapper(node.dir, bootstrapper) : bootstrapper;
+  await measuredBoot(node.tpmSocket, await bootChain(bundle), bundle, node.tampered, node.dir);
   await bootNode(await environmentOf(workspace, node), [process.execPath, cli, 'mini', 'node-runner']);
 }

@@ -75,12 +75,22 @@ async function writeImageFiles(
   return { ekRoots, ekIntermediates };
 }
 
-/** Power-on: the TPM measures the boot chain (a tampered node's bootstrapper has another digest). */
-async function measuredBoot(
+/**
+ * The node's firmware event log, as the bootstrapper reads it (`--event-log`, below its root):
+ * the measured boot writes a real TCG log (crypto-agile, SHA-256) in step with its extends.
+ */
+export const BOOT_EVENT_LOG = '/var/lib/measured-boot/binary_bios_measurements';
+
+/**
+ * Power-on: the TPM measures the boot chain (a tampered node's bootstrapper has another digest)
+ * and the node's event log records each measurement, as firmware and boot loader do.
+ */
+export async function measuredBoot(
   tpmSocket: string,
   boot: BootComponent[],
   bundle: string,
   tampered: boolean,
+  nodeDir: string,
 ): Promise<void> {
   const tpm = new Tpm(new SocketTransport({ path: tpmSocket }));
   try {
@@ -90,7 +100,7 @@ async function measuredBoot(
           { pcr: 9, description: 'bootstrapper bundle', digest: await bootstrapperDigest(bundle) },
         ]
       : boot;
-    await measureBoot(tpm, chain);
+    await measureBoot(tpm, chain, { eventLog: join(nodeDir, BOOT_EVENT_LOG) });
   } finally {
     await tpm.close();
   }
@@ -146,7 +156,7 @@ export async function startNode(options: StartNodeOptions): Promise<MiniNode> {
     pidFile: join(nodeDir, 'tpm', 'swtpm.pid'),
     logFile: join(nodeDir, 'tpm', 'swtpm.log'),
   });
-  await measuredBoot(tpmSocket, options.boot, bundle, tampered);
+  await measuredBoot(tpmSocket, options.boot, bundle, tampered, nodeDir);
   const disk = join(nodeDir, 'state.img');
   await writeFile(disk, '');
   await truncate(disk, 32 * 1024 * 1024);
@@ -173,6 +183,7 @@ export async function startNode(options: StartNodeOptions): Promise<MiniNode> {
       `--init-port=${ports.init}`,
       `--recovery-port=${ports.recovery}`,
       `--verify-port=${ports.verify}`,
+      `--event-log=${BOOT_EVENT_LOG}`,
       `--manifest-url=${options.metadataUrl}/artifacts/manifests/{{.Board}}/{{.OSVersion}}/{{.KubernetesVersion}}.json`,
       `--api-server-bind-port=${options.apiServerPort}`,
       // The node image's kubeadm settings: the kubelet tuned to this host, images preloaded.
