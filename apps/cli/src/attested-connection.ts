@@ -34,9 +34,14 @@ export async function connectAttested<C extends grpc.Client>(
   Client: ClientConstructor<C>,
   endpoint: string,
   attestation: ClusterAttestation,
-  options: { measurements?: Measurements; warn?: (message: string) => void } = {},
+  options: { measurements?: Measurements; enforceEventPolicy?: boolean; warn?: (message: string) => void } = {},
 ): Promise<AttestedConnection<C>> {
-  const verifier = createAttestationVerifier(attestationPolicy(attestation, options.measurements), options.warn);
+  const verifier = createAttestationVerifier(
+    attestationPolicy(attestation, options.measurements, {
+      ...(options.enforceEventPolicy === undefined ? {} : { enforceEventPolicy: options.enforceEventPolicy }),
+    }),
+    options.warn,
+  );
   const credentials = new AttestedChannelCredentials([verifier.validator]);
   const client = createClient(Client, endpoint, credentials.credentials, credentials.channelOptions);
   if (verifier.identity === undefined) return { client, credentials, identity: undefined };

@@ -1,10 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
-import { parseDocument } from 'yaml';
+import { parseDocument, stringify } from 'yaml';
 import { z } from 'zod';
 import { UsageError } from '@constellation/command-line';
-import { parseMeasurements, pemCertificatesToDer } from '@constellation/attestation';
-import type { AttestationPolicy, Measurements } from '@constellation/attestation';
+import { parseAttestationFile, pemCertificatesToDer } from '@constellation/attestation';
+import type { AttestationPolicy, EventPolicy, Measurements } from '@constellation/attestation';
 import { errorMessage } from '@constellation/errors';
 import { SUPPORTED_KUBERNETES_MINORS, unsupportedKubernetesVersion } from '@constellation/kubeadm';
 
@@ -22,12 +22,14 @@ export interface ClusterConfig {
 /**
  * What nodes must prove: with "tpm2-ek" (the default) the TPM's EK certificate must chain to
  * `ekRoots` (PEM, pinned here) and the quotes must match `measurements`; "qemu-vtpm" checks the
- * quotes only and proves no machine identity.
+ * quotes only and proves no machine identity. Either way the node's event log must replay to its
+ * quote, and `eventPolicy` (optional) adds rules on its events.
  */
 export type ClusterAttestation =
   | {
       variant: 'tpm2-ek';
       measurements: Measurements;
+      eventPolicy?: EventPolicy;
       ekRoots: string;
       ekIntermediates: string;
       /**
@@ -36,15 +38,28 @@ export type ClusterAttestation =
        */
       firstControlPlaneEk?: string;
     }
-  | { variant: 'qemu-vtpm'; measurements: Measurements };
+  | { variant: 'qemu-vtpm'; measurements: Measurements; eventPolicy?: EventPolicy };
 
-/** The verifier policy this configuration pins. */
-export function attestationPolicy(attestation: ClusterAttestation, measurements?: Measurements): AttestationPolicy {
+/**
+ * The verifier policy this configuration pins. `options.measurements` replaces the measurements
+ * (verify's report-only set); `options.enforceEventPolicy: false` leaves the event policy to the
+ * caller (verify reports its violations instead of refusing the connection).
+ */
+export function attestationPolicy(
+  attestation: ClusterAttestation,
+  measurements?: Measurements,
+  options: { enforceEventPolicy?: boolean } = {},
+): AttestationPolicy {
   const m = measurements ?? attestation.measurements;
-  if (attestation.variant === 'qemu-vtpm') return { variant: 'qemu-vtpm', measurements: m };
+  const events =
+    options.enforceEventPolicy === false || attestation.eventPolicy === undefined
+      ? {}
+      : { eventPolicy: attestation.eventPolicy };
+  if (attestation.variant === 'qemu-vtpm') return { variant: 'qemu-vtpm', measurements: m, ...events };
   return {
     variant: 'tpm2-ek',
     measurements: m,
+    ...events,
     ekRoots: pemCertificatesToDer(attestation.ekRoots),
     ekIntermediates: pemCertificatesToDer(attestation.ekIntermediates),
   };
@@ -88,8 +103,13 @@ const schema = z.strictObject({
         )
         .optional(),
       measurements: z.record(z.string(), z.unknown()),
+      eventPolicy: z.unknown().optional(),
     }),
-    z.strictObject({ variant: z.literal('qemu-vtpm'), measurements: z.record(z.string(), z.unknown()) }),
+    z.strictObject({
+      variant: z.literal('qemu-vtpm'),
+      measurements: z.record(z.string(), z.unknown()),
+      eventPolicy: z.unknown().optional(),
+    }),
   ]),
 });
 
@@ -122,26 +142,35 @@ export async function loadClusterConfig(path: string): Promise<ClusterConfig> {
     throw new UsageError(`${path}: ${field === '' ? '' : `${field}: `}${message}`);
   }
   let measurements: Measurements;
+  let eventPolicy: EventPolicy | undefined;
   try {
     // The rule every reader of measurements obeys (checkMeasurementPolicy), a boot measurement
     // included: with PCR 15 alone, init sent the master secret to any software on a genuine TPM
-    // and verify called it matching (red-team finding).
-    measurements = parseMeasurements(
-      JSON.stringify({ measurements: parsed.data.attestation.measurements }),
+    // and verify called it matching (red-team finding). The event policy, read by the same parser
+    // as the JoinService's attestationConfig, names its field on error.
+    ({ measurements, eventPolicy } = parseAttestationFile(
+      JSON.stringify({
+        measurements: parsed.data.attestation.measurements,
+        ...(parsed.data.attestation.eventPolicy === undefined
+          ? {}
+          : { eventPolicy: parsed.data.attestation.eventPolicy }),
+      }),
       `${path}: attestation`,
-    );
+    ));
   } catch (err) {
     throw new UsageError(errorMessage(err));
   }
   const attestation = parsed.data.attestation;
+  const events = eventPolicy === undefined ? {} : { eventPolicy };
   return {
     ...parsed.data,
     attestation:
       attestation.variant === 'qemu-vtpm'
-        ? { variant: 'qemu-vtpm', measurements }
+        ? { variant: 'qemu-vtpm', measurements, ...events }
         : {
             variant: 'tpm2-ek',
             measurements,
+            ...events,
             ekRoots: attestation.ekCertificateAuthorities.roots,
             ekIntermediates: attestation.ekCertificateAuthorities.intermediates,
             ...(attestation.firstControlPlaneEk === undefined
@@ -186,8 +215,25 @@ export function configYaml(config: ClusterConfig): string {
     '  # PCR index -> expected SHA-256 value. PCR 15 must be zero until the node joins a cluster.',
     '  # warnOnly: true reports a mismatch without refusing the node.',
     `  measurements:${measurements === '' ? ' {}' : `\n${measurements}`}`,
+    ...eventPolicyYaml(config.attestation.eventPolicy),
     '',
   ].join('\n');
+}
+
+/** The event policy block (docs/attestation.md, "Event log"), or a commented example. */
+function eventPolicyYaml(policy: EventPolicy | undefined): string[] {
+  const comment = [
+    "  # Rules on the events of the node's TCG event log, checked once the log replays to the quote:",
+    '  # secureBoot: enabled; kernelCommandLines: [exact lines]; bootApplications: [SHA-256 of',
+    '  # EV_EFI_BOOT_SERVICES_APPLICATION events in PCR 4]; pcrEventDigests: {"<pcr>": [SHA-256 of',
+    '  # every event of that PCR]}. `constellation config measurements from-eventlog` writes them.',
+  ];
+  if (policy === undefined) return [...comment, '  # eventPolicy:', '  #   secureBoot: enabled'];
+  const body = stringify({ eventPolicy: policy }, { indent: 2 })
+    .trimEnd()
+    .split('\n')
+    .map((line) => `  ${line}`);
+  return [...comment, ...body];
 }
 
 function attestationYaml(attestation: ClusterAttestation): string[] {

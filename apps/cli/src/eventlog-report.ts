@@ -151,6 +151,27 @@ function detailsText(details: EventDetails): string | undefined {
   }
 }
 
+/**
+ * One event for reading: index, PCR, type, its digests, and what its data says (untrusted, with
+ * whether the digests confirm it). `indent` goes before every line (verify nests them under a PCR).
+ */
+export function eventLines(event: LogEvent, indent = ''): string[] {
+  const view = describeEventData(event);
+  const lines = [`${indent}#${event.index}  PCR ${event.pcr}  ${event.typeName}  (${event.data.length} bytes of data)`];
+  if (event.typeName === 'EV_NO_ACTION') {
+    lines.push(`${indent}    not extended (EV_NO_ACTION)`);
+  } else {
+    for (const [bank, digest] of event.digests) lines.push(`${indent}    ${bank.padEnd(6)} ${digest.toString('hex')}`);
+  }
+  const text = detailsText(view.details);
+  if (text !== undefined) {
+    lines.push(
+      `${indent}    untrusted, ${view.hashesToDigests ? 'hashes to its digests' : 'not confirmed by the digests'}: ${text}`,
+    );
+  }
+  return lines;
+}
+
 /** The events and the replayed PCRs, for reading. */
 export function eventLogText(path: string, log: EventLog): string {
   const lines: string[] = [];
@@ -164,21 +185,7 @@ export function eventLogText(path: string, log: EventLog): string {
     '"hashes to its digests" means the digests confirm it, "not confirmed by the digests" that only the log says so.',
     '',
   );
-  for (const event of log.events) {
-    const view = describeEventData(event);
-    lines.push(`#${event.index}  PCR ${event.pcr}  ${event.typeName}  (${event.data.length} bytes of data)`);
-    if (event.typeName === 'EV_NO_ACTION') {
-      lines.push('    not extended (EV_NO_ACTION)');
-    } else {
-      for (const [bank, digest] of event.digests) lines.push(`    ${bank.padEnd(6)} ${digest.toString('hex')}`);
-    }
-    const text = detailsText(view.details);
-    if (text !== undefined) {
-      lines.push(
-        `    untrusted, ${view.hashesToDigests ? 'hashes to its digests' : 'not confirmed by the digests'}: ${text}`,
-      );
-    }
-  }
+  for (const event of log.events) lines.push(...eventLines(event));
   lines.push('', 'Replayed PCRs');
   for (const [bank, values] of replayEventLog(log)) {
     lines.push(`  ${bank}`);

@@ -1,4 +1,6 @@
 import type { Measurements } from '@constellation/attestation';
+import { checkEventPolicy, describeEventData, eventsForPcr } from '@constellation/eventlog';
+import type { EventLog, LogEvent } from '@constellation/eventlog';
 import { UsageError } from '@constellation/command-line';
 import { markedPcr15 } from '@constellation/keys';
 import { HealthClient } from '@constellation/proto';
@@ -15,6 +17,10 @@ export interface VerifyReport {
   pcrs: PcrReport[];
   attestationKey: string;
   endorsementKey?: string;
+  /** Events in the node's TCG event log (it replays to the quote); absent: the node sent none. */
+  eventLogEvents?: number;
+  /** Why the node's events break the configured event policy, one message per rule and event. */
+  eventPolicyViolations: string[];
 }
 
 export interface PcrReport {
@@ -22,6 +28,19 @@ export interface PcrReport {
   expected: string;
   actual: string;
   matches: boolean;
+  /** For a PCR that does not match: the events that extended it, from the node's event log. */
+  events?: PcrEvent[];
+}
+
+/** One event that extended a PCR: its SHA-256 digest and what its data says (untrusted). */
+export interface PcrEvent {
+  index: number;
+  type: string;
+  sha256: string;
+  /** The event data's decoded kind, and whether it hashes to the digests (otherwise only the log says so). */
+  data: { kind: string; hashesToDigests: boolean };
+  /** The event itself, for `eventLines` (not part of the JSON). */
+  event: LogEvent;
 }
 
 /**
@@ -46,8 +65,10 @@ export async function verifyNode(
   let connection;
   try {
     // With tpm2-ek the node must also prove its TPM identity before it is reported as verified.
+    // The log's replay is still enforced (the validator's own check); the event policy is reported.
     connection = await connectAttested(HealthClient, endpoint, config.attestation, {
       measurements: reportOnly,
+      enforceEventPolicy: false,
       warn,
     });
   } catch (err) {
@@ -63,14 +84,44 @@ export async function verifyNode(
   }
   const result = credentials.result;
   if (result === undefined) throw new UsageError(`${endpoint} answered without an attestation`);
-  const pcrs = [...expected].map(([pcr, m]) => {
+  const log = result.eventLog;
+  const pcrs = [...expected].map(([pcr, m]): PcrReport => {
     const actual = result.pcrs.get(pcr)?.toString('hex') ?? '(not quoted)';
-    return { pcr, expected: m.expected.toString('hex'), actual, matches: actual === m.expected.toString('hex') };
+    const matches = actual === m.expected.toString('hex');
+    return {
+      pcr,
+      expected: m.expected.toString('hex'),
+      actual,
+      matches,
+      ...(matches || log === undefined ? {} : { events: pcrEvents(log, pcr) }),
+    };
   });
+  const policy = config.attestation.eventPolicy;
+  const eventPolicyViolations =
+    policy === undefined
+      ? []
+      : log === undefined
+        ? ["the event policy needs the node's event log, and the node sent none"]
+        : checkEventPolicy(log, policy).map((v) => `${v.message} [rule ${v.rule}]`);
   return {
     node: endpoint,
     pcrs,
     attestationKey: result.attestationKeyName,
     ...(identity === undefined ? {} : { endorsementKey: identity.ekPublicKeyHash }),
+    ...(log === undefined ? {} : { eventLogEvents: log.events.length }),
+    eventPolicyViolations,
   };
+}
+
+function pcrEvents(log: EventLog, pcr: number): PcrEvent[] {
+  return eventsForPcr(log, pcr).map((event) => {
+    const view = describeEventData(event);
+    return {
+      index: event.index,
+      type: event.typeName,
+      sha256: event.digests.get('sha256')?.toString('hex') ?? '',
+      data: { kind: view.details.kind, hashesToDigests: view.hashesToDigests },
+      event,
+    };
+  });
 }

@@ -18,7 +18,7 @@ const RUNTIME_ROOM = 4 * 1024;
 export interface NodeEventLog {
   /** The bootstrapper's own events (the PCR 15 mark); NodeLock appends to it. */
   runtime: RuntimeEventLog;
-  /** The log for the attestation document, read at each issue; undefined: none. */
+  /** The log for the attestation document, read at each issue; undefined: none (no boot log to send). */
   tcgEventLog: () => Buffer | undefined;
 }
 
@@ -29,7 +29,10 @@ export interface NodeEventLog {
  * boot log's banks. The node sends the boot log
  * with the runtime log's events appended. A boot log that is missing, too large, malformed, in
  * the SHA-1 format or without a SHA-256 bank is not sent (the quote is SHA-256: it could not be
- * checked), and the log says why; the runtime log is then sent alone (SHA-256 bank).
+ * checked), and the log says why; then no log is sent at all (the runtime log, SHA-256 bank, is
+ * still kept): a log of PCR 15 alone would claim that the node's measured boot PCRs were never
+ * extended, and the verifier would rightly refuse it; without a log, PCR values are compared as
+ * before.
  */
 export async function openNodeEventLog(options: {
   bootLog: string;
@@ -60,13 +63,12 @@ export async function openNodeEventLog(options: {
   let cached: { count: number; bytes: Buffer | undefined } | undefined;
   const tcgEventLog = (): Buffer | undefined => {
     if (cached?.count !== runtime.eventCount) {
-      const runtimeBytes = runtime.eventCount === 0 ? undefined : runtime.bytes();
       const bytes =
         boot === undefined
-          ? runtimeBytes
-          : runtimeBytes === undefined
+          ? undefined
+          : runtime.eventCount === 0
             ? boot.bytes
-            : appendEventLog(boot.bytes, runtimeBytes, { maxBytes }).bytes;
+            : appendEventLog(boot.bytes, runtime.bytes(), { maxBytes }).bytes;
       cached = { count: runtime.eventCount, bytes };
     }
     return cached.bytes;
