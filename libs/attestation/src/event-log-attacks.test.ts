@@ -33,8 +33,8 @@ const BOOT: BootComponent[] = [
   { pcr: 9, description: 'bootstrapper bundle', digest: componentDigest('bootstrapper.mjs v1') },
 ];
 const MEASURED = [4, 9, 15];
-const REAL_LOG = join(repoRoot(), '..', 'shared', 'testdata', 'eventlogs', 'rhel8-uefi.bin');
-const SHA1_LOG = join(repoRoot(), '..', 'shared', 'testdata', 'eventlogs', 'debian-10.bin');
+const REAL_LOG = join(repoRoot(), 'testdata', 'eventlogs', 'rhel8-uefi.bin');
+const SHA1_LOG = join(repoRoot(), 'testdata', 'eventlogs', 'debian-10.bin');
 
 let dir: string;
 let swtpm: Swtpm;

@@ -63,7 +63,7 @@ describe("the node's event log: the boot log with the bootstrapper's events appe
     const said = (): string[] => lines.splice(0).filter((line) => !line.startsWith('info event log '));
     expect((await open(join(dir, 'missing'))).tcgEventLog()).toBeUndefined();
     expect(said()).toEqual([expect.stringMatching(/^info no boot event log: the node attests without one/)]);
-    const sha1 = await open(join(repoRoot(), '..', 'shared', 'testdata', 'eventlogs', 'debian-10.bin'));
+    const sha1 = await open(join(repoRoot(), 'testdata', 'eventlogs', 'debian-10.bin'));
     expect(sha1.tcgEventLog()).toBeUndefined();
     expect(said()).toEqual([
       expect.stringMatching(/^warn boot event log has no SHA-256 bank: not sent .*"format":"sha1"/),
