@@ -110,7 +110,7 @@ export async function startTestMachine(place: MachinePlace): Promise<TestMachine
       '# the test machine: kubeadm and the kubelet are the built programs\n',
       { mode: 0o644 },
     );
-    environment = await bootNode(created, runnerCommand);
+    environment = await bootNode(created);
     await importImages(environment, join(binDir, 'ctr'), images.archives);
   } catch (err) {
     await destroyNode(environment);
@@ -141,7 +141,7 @@ export async function startTestMachine(place: MachinePlace): Promise<TestMachine
     reboot: async () => {
       await shutdownNode(machine.environment);
       await resetForBoot(machine.environment);
-      machine.environment = await bootNode(machine.environment, runnerCommand);
+      machine.environment = await bootNode(machine.environment);
     },
     destroy: () => destroyNode(machine.environment),
   };

@@ -50,6 +50,8 @@ export interface NodeEnvironment {
   mountNamespace: string;
   /** The node's cgroup root, below every v1 hierarchy. */
   cgroupRoot: string;
+  /** The command that runs the node's unit runner (the units file's path is appended). */
+  runnerCommand: string[];
   /** The unit runner's pid while the node runs. */
   runnerPid: number;
 }
@@ -157,6 +159,7 @@ export async function createNodeEnvironment(options: NodeEnvironmentOptions): Pr
     netns: options.netns,
     mountNamespace: join(MOUNT_NAMESPACE_DIR, `${options.netns}.mnt`),
     cgroupRoot,
+    runnerCommand: [...options.runnerCommand],
     runnerPid: 0,
   };
   await createMountNamespace(env.mountNamespace, bindMounts(layout));
@@ -186,13 +189,13 @@ const exists = (path: string): Promise<boolean> =>
   );
 
 /** Powers the node on: its unit runner starts in its namespaces and boots containerd, the node's units and the kubelet. */
-export async function bootNode(env: NodeEnvironment, runnerCommand: readonly string[]): Promise<NodeEnvironment> {
+export async function bootNode(env: NodeEnvironment): Promise<NodeEnvironment> {
   const layout = nodeLayout(env.dir);
   await rm(layout.unitsSocket, { force: true });
   const log = await open(join(layout.logs, 'runner.log'), 'a', 0o600);
   let pid: number;
   try {
-    const [program, args] = inNamespaces(env, [...runnerCommand, layout.units]);
+    const [program, args] = inNamespaces(env, [...env.runnerCommand, layout.units]);
     const child = spawn(program, args, { detached: true, stdio: ['ignore', log.fd, log.fd] });
     pid = await new Promise<number>((resolve, reject) => {
       child.once('spawn', () => {

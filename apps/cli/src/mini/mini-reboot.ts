@@ -62,7 +62,7 @@ export async function miniReboot(
 
 /** TPM power cycle, measured boot, then the node's unit runner boots its units. */
 async function powerOn(workspace: string, state: MiniState, node: MiniNode): Promise<void> {
-  const { bootstrapper, cli } = nodeImage(state, workspace);
+  const { bootstrapper } = nodeImage(state, workspace);
   await new SwtpmControl({ path: `${node.tpmSocket}.ctrl` }).reset();
   const tpm = new Tpm(new SocketTransport({ path: node.tpmSocket }));
   try {
@@ -72,5 +72,5 @@ async function powerOn(workspace: string, state: MiniState, node: MiniNode): Pro
   }
   const bundle = node.tampered ? tamperedBootstrapper(node.dir, bootstrapper) : bootstrapper;
   await measuredBoot(node.tpmSocket, await bootChain(bundle), bundle, node.tampered, node.dir);
-  await bootNode(await environmentOf(workspace, node), [process.execPath, cli, 'mini', 'node-runner']);
+  await bootNode(await environmentOf(workspace, node));
 }

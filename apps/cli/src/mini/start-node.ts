@@ -219,7 +219,7 @@ export async function startNode(options: StartNodeOptions): Promise<MiniNode> {
     runnerCommand: [process.execPath, artifacts.cli, 'mini', 'node-runner'],
     systemctlCommand: [process.execPath, artifacts.cli, 'mini', 'systemctl'],
   });
-  environment = await bootNode(environment, [process.execPath, artifacts.cli, 'mini', 'node-runner']);
+  environment = await bootNode(environment);
   const ctr = join(options.kubernetesBinDir, 'ctr');
   const controlPlane = instance.role === 'control-plane';
   await importImages(environment, ctr, controlPlane ? options.images.controlPlane : options.images.worker);

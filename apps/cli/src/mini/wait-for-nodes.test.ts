@@ -101,6 +101,7 @@ async function nodeWithBootstrapper(node: MiniNode, script: string): Promise<voi
     netns: 'none',
     mountNamespace: '/nonexistent',
     cgroupRoot: '/nonexistent',
+    runnerCommand: [],
     runnerPid: process.pid,
   };
   await writeFile(layout.record, JSON.stringify(record));
