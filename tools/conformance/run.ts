@@ -317,7 +317,8 @@ function checkCluster(cluster: Cluster, release: string): void {
   if (waiting.length > 0) {
     log(
       `warning: kube-system pods not Ready: ${waiting.map((p) => `${p.metadata.name} (${p.status?.phase ?? '?'})`).join(', ')}; ` +
-        'the suite waits for them (--system-pods-startup-timeout, default 10m) and fails every spec if they stay so',
+        'the suite waits for them (--system-pods-startup-timeout, default 10m) and fails every spec if they stay so; ' +
+        `to let it start anyway: npm run conformance -- … -- --allowed-not-ready-nodes=${waiting.length}`,
     );
   }
 }

@@ -99,6 +99,10 @@ const PROGRAMS = [
 const DEBIAN = {
   agnhost: ['bash', 'curl', 'bind9-dnsutils', 'netcat-openbsd', 'libc-bin', 'iproute2'],
   glibcDns: ['bash', 'coreutils', 'libc-bin', 'grep', 'sed', 'bind9-dnsutils'],
+  // busybox 1.35's ash (Debian's) drops environment variables whose names are not identifiers
+  // (data-1, 1-data-1), which the env-prefix specs expect in `sh -c env`; bash passes them on, as
+  // the ash of busybox 1.37 (upstream's image) does.
+  busybox: ['bash'],
   nginx: ['nginx'],
 };
 
@@ -475,8 +479,10 @@ async function buildImages(bin, scratch, out, started, total) {
     },
     {
       reference: REF.busybox,
-      what: 'busybox: Debian’s busybox-static',
-      fill(rootfs) {
+      what: 'busybox: Debian’s busybox-static, with Debian’s bash as sh',
+      async fill(rootfs) {
+        debian.busybox = await debianRootfs(DEBIAN.busybox, debs, rootfs);
+        symlinkSync('bash', join(rootfs, 'bin', 'sh'));
         addBusybox(rootfs);
         addBaseFiles(rootfs);
       },
