@@ -66,7 +66,7 @@ const bootstrapperLog = (node: { dir: string }): Promise<string> =>
   readFile(unitLog(node.dir, BOOTSTRAPPER_UNIT), 'utf8');
 
 describe('constellation mini', () => {
-  it('brings up a cluster whose honest nodes join and whose tampered node is refused by PCR, then cleans up completely', async () => {
+  it('brings up a cluster whose honest nodes join and whose tampered nodes are refused by PCR or by their event log, then cleans up completely', async () => {
     const workspace = await tempDirForTest();
     const up = await constellation(
       workspace,
@@ -74,9 +74,13 @@ describe('constellation mini', () => {
       'up',
       ...binDirFlag(),
       '--workers',
-      '3',
+      '5',
       '--tampered-workers',
-      '1',
+      '3',
+      // worker-1 runs a modified bootstrapper and its log says so; worker-2's log claims the
+      // image's digest instead; worker-3's log leaves the bootstrapper out.
+      '--tamper',
+      'bootstrapper,log-digest,log-removed',
     );
     const stateFile = join(workspace, 'constellation-mini', 'mini.json');
     const state = JSON.parse(
@@ -89,17 +93,28 @@ describe('constellation mini', () => {
       expect(up.stderr).toContain('init:   ✓ kubeadm init');
       const table = up.stdout.toString();
       expect(table).toMatch(/control-plane-0\s+control-plane\s+\S+\s+initialised\s+True\s+measurements match/);
-      expect(table).toMatch(/worker-2\s+worker\s+\S+\s+joined\s+True\s+measurements match/);
-      expect(table).toMatch(/worker-3\s+worker\s+\S+\s+joined\s+True\s+measurements match/);
+      expect(table).toMatch(/worker-4\s+worker\s+\S+\s+joined\s+True\s+measurements match/);
+      expect(table).toMatch(/worker-5\s+worker\s+\S+\s+joined\s+True\s+measurements match/);
       expect(table).toMatch(
-        /worker-1\s+worker\s+\S+\s+not joined\s+False\s+attestation rejected: measurements do not match: PCR 9: expected [0-9a-f]{64}, actual [0-9a-f]{64}/,
+        /worker-1\s+worker\s+\S+\s+not joined\s+False\s+attestation rejected: event policy not satisfied: EV_IPL digest sha256:[0-9a-f]{64} is not allowed in PCR 9 \(event 2, PCR 9\) \[rule pcrEventDigests\]/,
+      );
+      // The logs that lie are refused by their replay, before any value is compared.
+      expect(table).toMatch(
+        /worker-2\s+worker\s+\S+\s+not joined\s+False\s+attestation rejected: event log does not replay to the quoted PCR 9: its event gives [0-9a-f]{64}, the quote says [0-9a-f]{64} \(events altered, added or removed\)/,
+      );
+      expect(table).toMatch(
+        /worker-3\s+worker\s+\S+\s+not joined\s+False\s+attestation rejected: event log does not replay to the quoted PCR 9: the log has no event for it, the quote says [0-9a-f]{64}, not its reset value \(events removed\)/,
       );
 
       // The cluster is real: the admin kubeconfig lists exactly the honest nodes.
       const kc = new k8s.KubeConfig();
       kc.loadFromFile(join(workspace, 'constellation-admin.conf'));
       const nodes = (await kc.makeApiClient(k8s.CoreV1Api).listNode()).items.map((n) => n.metadata?.name).sort();
-      expect(nodes).toEqual(['control-plane-0', 'worker-2', 'worker-3']);
+      expect(nodes).toEqual(['control-plane-0', 'worker-4', 'worker-5']);
+      // The cluster's configuration holds the image's events as policy, and so does the JoinService's.
+      expect(await readFile(join(workspace, 'constellation-conf.yaml'), 'utf8')).toMatch(
+        /eventPolicy:\n\s+pcrEventDigests:\n\s+"?4"?:\n\s+- [0-9a-f]{64}\n\s+"?9"?:\n\s+- [0-9a-f]{64}/,
+      );
       expect((await readFile(join(workspace, 'constellation-mastersecret.json'))).length).toBeGreaterThan(0);
 
       // Node preparation ran on every honest node: signed manifest verified, kubeadm installed by digest, kubelet.env last.
@@ -116,18 +131,31 @@ describe('constellation mini', () => {
           );
       }
 
-      // status and the JoinService's log name the PCR with expected and actual value.
+      // status and the JoinService's log say why, naming the event or the PCR that does not replay.
       const status = await constellation(workspace, 'status');
       expect(status.code).toBe(0);
       expect(status.stdout.toString()).toMatch(
-        /worker-1\s+worker\s+False\s+refused\s+NOT JOINED: attestation rejected: measurements do not match: PCR 9: expected [0-9a-f]{64}, actual [0-9a-f]{64}/,
+        /worker-1\s+worker\s+False\s+refused\s+NOT JOINED: attestation rejected: event policy not satisfied: EV_IPL digest sha256:[0-9a-f]{64} is not allowed in PCR 9 \(event 2, PCR 9\)/,
+      );
+      expect(status.stdout.toString()).toMatch(
+        /worker-2\s+worker\s+False\s+refused\s+NOT JOINED: attestation rejected: event log does not replay to the quoted PCR 9/,
       );
       // The JoinService's log is its pod's: kubectl logs, through the node's kubelet.
       const logs = await kubectl(workspace, 'logs', '-n', 'kube-system', '-l', 'k8s-app=join-service', '--tail=-1');
       expect(logs.code, logs.stderr).toBe(0);
       const joinLog = logs.stdout.toString();
-      expect(joinLog).toMatch(/"reason":"attestation:measurements"/);
-      expect(joinLog).toMatch(/PCR 9: expected [0-9a-f]{64}, actual [0-9a-f]{64}/);
+      const refusals = joinLog.split('\n').filter((line) => line.includes('"message":"challenge refused"'));
+      const refusedFor = (reason: string, error: RegExp): boolean =>
+        refusals.some((line) => line.includes(`"reason":"${reason}"`) && error.test(line));
+      expect(refusedFor('attestation:event-policy', /EV_IPL digest sha256:[0-9a-f]{64} is not allowed in PCR 9/)).toBe(
+        true,
+      );
+      expect(refusedFor('attestation:event-log', /does not replay to the quoted PCR 9: its event gives/)).toBe(true);
+      expect(refusedFor('attestation:event-log', /does not replay to the quoted PCR 9: the log has no event/)).toBe(
+        true,
+      );
+      // It runs with the image's events as policy (join-config's attestationConfig).
+      expect(joinLog).toMatch(/"message":"measurements loaded".*"eventRules":\["pcrEventDigests"\]/);
       expect(joinLog).not.toMatch(/"token":"[a-z0-9]{6}\.[a-z0-9]{16}"/);
 
       // Every honest worker was admitted under tpm2-ek with exactly the EK the platform registered.
@@ -165,7 +193,7 @@ describe('constellation mini', () => {
       // Real nodes: the kubelet and containerd of the built release on every honest node, the control
       // plane and the JoinService as pods.
       const wide = await kubectl(workspace, 'get', 'nodes', '-o', 'wide');
-      for (const name of ['control-plane-0', 'worker-2', 'worker-3'])
+      for (const name of ['control-plane-0', 'worker-4', 'worker-5'])
         expect(wide.stdout.toString()).toMatch(
           new RegExp(`${name}\\s+Ready\\s+\\S+\\s+\\S+\\s+v1\\.37\\.2\\s.*containerd://2\\.`),
         );
@@ -186,7 +214,7 @@ describe('constellation mini', () => {
       for (const pod of ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler'])
         expect(pods.stdout.toString()).toMatch(new RegExp(`${pod}-control-plane-0\\s+1/1\\s+Running\\s`));
       expect(pods.stdout.toString()).toMatch(/join-service-[a-z0-9]{5}\s+1\/1\s+Running\s.*control-plane-0/);
-      const described = await kubectl(workspace, 'describe', 'node', 'worker-2');
+      const described = await kubectl(workspace, 'describe', 'node', 'worker-4');
       expect(described.code, described.stderr).toBe(0);
       expect(described.stdout.toString()).toContain('Kubelet Version:            v1.37.2');
       // A pod from an image the node carries (no registry), on a worker; exec into it.
@@ -196,7 +224,7 @@ describe('constellation mini', () => {
         'try-me',
         '--image=localhost/constellation/busybox:mini',
         '--image-pull-policy=Never',
-        '--overrides={"spec":{"nodeName":"worker-3"}}',
+        '--overrides={"spec":{"nodeName":"worker-5"}}',
         '--',
         'sleep',
         '3600',
@@ -218,7 +246,7 @@ describe('constellation mini', () => {
         '--image=localhost/constellation/busybox:mini',
         '--image-pull-policy=Never',
         '--restart=Never',
-        '--overrides={"spec":{"nodeName":"worker-2"}}',
+        '--overrides={"spec":{"nodeName":"worker-4"}}',
         '--',
         'ping',
         '-c',
@@ -233,7 +261,7 @@ describe('constellation mini', () => {
           (
             await kubectl(workspace, 'get', 'pod', 'ping-across', '-o', 'jsonpath={.status.phase}')
           ).stdout.toString() === 'Succeeded',
-        { timeoutMs: 60_000, description: 'a pod on worker-2 pinging the pod on worker-3' },
+        { timeoutMs: 60_000, description: 'a pod on worker-4 pinging the pod on worker-5' },
       );
 
       // A second mini up does not break the running cluster.
@@ -253,7 +281,7 @@ describe('constellation mini', () => {
       expect(down.code).toBe(0);
     }
     const pids = [state.metadataPid, ...state.nodes.map((n) => n.swtpmPid)];
-    expect(pids.length).toBe(5);
+    expect(pids.length).toBe(7);
     expect(pids.filter(isRunning)).toEqual([]);
     // Nothing of the nodes is left: no mounts (namespaces, pod volumes), no cgroups.
     const mounts = await readFile('/proc/self/mountinfo', 'utf8');
@@ -323,6 +351,7 @@ describe('constellation mini', () => {
       expect(verified.code, verified.stderr).toBe(0);
       const report = JSON.parse(verified.stdout.toString()) as {
         pcrs: { pcr: number; matches: boolean; actual: string }[];
+        eventPolicyViolations: string[];
       };
       expect(report.pcrs.map((p) => [p.pcr, p.matches])).toEqual([
         [4, true],
@@ -330,6 +359,7 @@ describe('constellation mini', () => {
         [15, true],
       ]);
       expect(report.pcrs.find((p) => p.pcr === 15)?.actual).not.toBe('0'.repeat(64));
+      expect(report.eventPolicyViolations).toEqual([]);
 
       // A changed expectation is reported PCR by PCR and fails the command.
       const config = join(workspace, 'constellation-conf.yaml');
@@ -339,6 +369,19 @@ describe('constellation mini', () => {
       expect(mismatch.code).toBe(1);
       expect(mismatch.stdout.toString()).toMatch(/PCR {2}4 {2}MISMATCH {2}expected (ab){32}/);
       expect(mismatch.stderr).toContain('does not match the expected measurements: PCR 4');
+      // ...with the events that extended it, from the node's log replayed against its quote.
+      expect(mismatch.stdout.toString()).toMatch(
+        /extended by 1 event \(data untrusted unless the digests confirm it\):\n\s+#1 {2}PCR 4 {2}EV_EFI_BOOT_SERVICES_APPLICATION/,
+      );
+      expect(mismatch.stdout.toString()).toMatch(/^event log: \d+ events, replayed to the quote$/m);
+      // A bootstrapper digest the policy does not allow is named by its event.
+      await writeFile(config, original.replace(/("?9"?:\n\s+- )[0-9a-f]{64}/, `$1${'cd'.repeat(32)}`));
+      const disallowed = await constellation(workspace, 'verify', '--node', `${worker.ip}:${worker.verifyPort}`);
+      expect(disallowed.code).toBe(1);
+      expect(disallowed.stdout.toString()).toMatch(
+        /^EVENT POLICY {2}.*EV_IPL digest sha256:[0-9a-f]{64} is not allowed in PCR 9 \(event 2, PCR 9\) \[rule pcrEventDigests\]$/m,
+      );
+      expect(disallowed.stderr).toContain('does not satisfy the event policy');
       await writeFile(config, original);
 
       expect((await constellation(workspace, 'mini', 'reboot', 'worker-1')).code).toBe(0);

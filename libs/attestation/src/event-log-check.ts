@@ -75,9 +75,10 @@ export function checkEventLog(
       continue;
     }
     if (!actual.equals(value)) {
+      const count = eventsForPcr(log, pcr).length;
       throw new AttestationError(
         'event-log',
-        `event log does not replay to the quoted PCR ${pcr}: its ${eventsForPcr(log, pcr).length} events give ${value.toString('hex')}, the quote says ${actual.toString('hex')} (events altered, added or removed)`,
+        `event log does not replay to the quoted PCR ${pcr}: its ${count === 1 ? 'event gives' : `${count} events give`} ${value.toString('hex')}, the quote says ${actual.toString('hex')} (events altered, added or removed)`,
       );
     }
     replayed.add(pcr);

@@ -1,13 +1,24 @@
-import { Command, Option } from '@commander-js/extra-typings';
+import { Command, InvalidArgumentError, Option } from '@commander-js/extra-typings';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import { parseInteger } from '@constellation/command-line';
 import { CLI_DEFAULTS } from '../config.js';
 import type { MiniUpResult } from '../mini/mini-up.js';
 import { selfCommand } from '../self-command.js';
+import { TAMPER_MODES } from '../mini/tamper.js';
+import type { Tamper } from '../mini/tamper.js';
 import { formatTable, outputOption, writeJson, writeResult } from './command-context.js';
 import type { CommandContext } from './command-context.js';
 
 /** The node table `mini up` prints. */
+function parseTamperModes(value: string): Tamper[] {
+  return value.split(',').map((mode) => {
+    const known = TAMPER_MODES.find((m) => m === mode.trim());
+    if (known === undefined)
+      throw new InvalidArgumentError(`"${mode}" is not a tamper mode (expected ${TAMPER_MODES.join(', ')})`);
+    return known;
+  });
+}
+
 function nodeTable(result: MiniUpResult): string {
   return formatTable([
     ['NODE', 'ROLE', 'ADDRESS', 'STATE', 'READY', 'ATTESTATION'],
@@ -21,7 +32,7 @@ function miniUpCommand(context: CommandContext): CommandUnknownOpts {
     .description('start nodes (each with its own swtpm, state disk and bootstrapper), init and join them')
     .addHelpText(
       'after',
-      '\nThe control plane is the real one (etcd, kube-apiserver, kube-controller-manager, kube-scheduler), run\nfrom the programs `node tools/kubernetes/build.mjs` builds; that command prints their directory.\n\nExamples:\n  constellation mini up --kubernetes-bin-dir "$(node tools/kubernetes/build.mjs)"\n  constellation mini up --kubernetes-bin-dir DIR --workers 8\n  constellation mini up --kubernetes-bin-dir DIR --tampered-workers 1   # see a modified node refused\n',
+      '\nThe control plane is the real one (etcd, kube-apiserver, kube-controller-manager, kube-scheduler), run\nfrom the programs `node tools/kubernetes/build.mjs` builds; that command prints their directory.\n\nExamples:\n  constellation mini up --kubernetes-bin-dir "$(node tools/kubernetes/build.mjs)"\n  constellation mini up --kubernetes-bin-dir DIR --workers 8\n  constellation mini up --kubernetes-bin-dir DIR --tampered-workers 1   # see a modified node refused\n  constellation mini up --kubernetes-bin-dir DIR --workers 2 --tampered-workers 2 --tamper log-digest,log-removed   # a node whose event log lies\n',
     )
     .addOption(
       new Option(
@@ -51,6 +62,13 @@ function miniUpCommand(context: CommandContext): CommandUnknownOpts {
         .argParser((v) => parseInteger(v, 0, mini.maxWorkers))
         .default(0),
     )
+    .addOption(
+      new Option(
+        '--tamper <modes>',
+        `what each tampered worker's event log says, comma-separated in worker order, the last repeating (default bootstrapper): ${TAMPER_MODES.join(', ')} (the truth; the image's digest in place of the measured one; no event for the bootstrapper)`,
+      )
+        .argParser(parseTamperModes),
+    )
     .addOption(outputOption())
     .action(async (options) => {
       const workspace = context.workspace();
@@ -60,6 +78,7 @@ function miniUpCommand(context: CommandContext): CommandUnknownOpts {
         controlPlanes: options.controlPlanes,
         workers: options.workers,
         tamperedWorkers: options.tamperedWorkers,
+        ...(options.tamper === undefined ? {} : { tamper: options.tamper }),
         network: options.network,
         kubernetesBinDir: options.kubernetesBinDir,
         print: context.print,

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
-import { measurementsToFile } from '@constellation/attestation';
+import { attestationFileToJson } from '@constellation/attestation';
 import type { Kubectl } from '@constellation/control-plane';
 import { ekCaPaths } from '@constellation/swtpm';
 import { readClusterState } from '../cluster-state.js';
@@ -51,7 +51,9 @@ async function joinServiceInputs(workspace: string, state: MiniState): Promise<M
       kind: 'ConfigMap',
       metadata: { name: 'join-config', namespace: 'kube-system' },
       data: {
-        attestationConfig: JSON.stringify(measurementsToFile(config.attestation.measurements)),
+        attestationConfig: JSON.stringify(
+          attestationFileToJson(config.attestation.measurements, config.attestation.eventPolicy),
+        ),
         ekRoots: await readFile(ekCa.rootCertPath, 'utf8'),
         ekIntermediates: await readFile(ekCa.intermediateCertPath, 'utf8'),
       },

@@ -71,6 +71,8 @@ async function powerOn(workspace: string, state: MiniState, node: MiniNode): Pro
     await tpm.close();
   }
   const bundle = node.tampered ? tamperedBootstrapper(node.dir, bootstrapper) : bootstrapper;
-  await measuredBoot(node.tpmSocket, await bootChain(bundle), bundle, node.tampered, node.dir);
+  // Records before --tamper held no mode: their tampered nodes were "bootstrapper".
+  const tamper = node.tampered ? (node.tamper ?? 'bootstrapper') : undefined;
+  await measuredBoot(node.tpmSocket, await bootChain(bootstrapper), bundle, tamper, node.dir);
   await bootNode(await environmentOf(workspace, node));
 }

@@ -5,6 +5,7 @@ import { selfCommand } from '../self-command.js';
 import { writeWorkspaceFile } from '../workspace.js';
 import type { MiniArtifacts } from './artifacts.js';
 import type { MiniNetwork } from '@constellation/node-environment';
+import type { Tamper } from './tamper.js';
 
 export interface MiniNode {
   name: string;
@@ -20,6 +21,8 @@ export interface MiniNode {
   recoveryPort: number;
   verifyPort: number;
   tampered: boolean;
+  /** How a tampered node differs (absent in records written before the modes existed). */
+  tamper?: Tamper;
 }
 
 /** What `mini down` needs to stop and remove; written as soon as anything runs. */

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { expectedMeasurements } from '@constellation/attestation';
+import { bootEventPolicy, expectedMeasurements } from '@constellation/attestation';
 import type { BootComponent } from '@constellation/attestation';
 import { UsageError } from '@constellation/command-line';
 import { errorMessage } from '@constellation/errors';
@@ -24,7 +24,7 @@ import { waitUntil } from './bounded-wait.js';
 import { spawnDetached } from './detached.js';
 import { deployJoinService } from './joinservice-deployment.js';
 import { isRunning, miniDir, readMiniState, writeMiniState } from './mini-state.js';
-import type { MiniState } from './mini-state.js';
+import type { MiniNode, MiniState } from './mini-state.js';
 import { createNetwork } from '@constellation/node-environment';
 import { nodeImages } from './node-images.js';
 import { publishSignedComponents, signManifest } from './signed-components.js';
@@ -32,6 +32,7 @@ import { CNI_BIN_DIR, startNode } from './start-node.js';
 import type { NodeImages } from './start-node.js';
 import { waitForNodes } from './wait-for-nodes.js';
 import type { MiniNodeResult } from './wait-for-nodes.js';
+import type { Tamper } from './tamper.js';
 
 export interface MiniUpOptions {
   workspace: string;
@@ -39,6 +40,8 @@ export interface MiniUpOptions {
   workers: number;
   /** Workers whose bootstrapper bundle is modified (to see a tampered node refused). */
   tamperedWorkers?: number;
+  /** What each tampered worker's event log says, in worker order; the last repeats ("bootstrapper" by default). */
+  tamper?: readonly Tamper[];
   kubernetesVersion?: string;
   /** How long to wait for every node to join (default: 2 min and 45 s per node after the first). */
   joinTimeoutMs?: number;
@@ -86,8 +89,28 @@ function progress(bring: Pick<Bring, 'options' | 'started'>, line: string): void
  * runs the real `kubeadm init`; the JoinService is deployed as its DaemonSet, and the other control
  * planes and the workers join through it with the real `kubeadm join`.
  */
+/** What the progress line says about a tampered node. */
+function tamperNote(node: MiniNode): string {
+  if (!node.tampered) return '';
+  const log = node.tamper === undefined || node.tamper === 'bootstrapper' ? '' : `, event log: ${node.tamper}`;
+  return ` (bootstrapper bundle MODIFIED${log})`;
+}
+
+/** Each --tamper mode names a tampered worker: more modes than such workers is a mistake to say. */
+function checkTamperOptions(options: MiniUpOptions): void {
+  const modes = options.tamper?.length ?? 0;
+  const tampered = options.tamperedWorkers ?? 0;
+  if (tampered > options.workers)
+    throw new UsageError(`--tampered-workers ${tampered} is more than --workers ${options.workers}`);
+  if (modes > Math.max(tampered, 1) || (modes > 0 && tampered === 0))
+    throw new UsageError(
+      `--tamper lists ${modes} modes for ${tampered} tampered workers: give --tampered-workers ${Math.max(modes, 1)} or fewer modes`,
+    );
+}
+
 export async function miniUp(options: MiniUpOptions): Promise<MiniUpResult> {
   const started = Date.now();
+  checkTamperOptions(options);
   await refuseRunningCluster(options.workspace);
   const programs = await locateKubernetesPrograms(options.kubernetesBinDir);
   const built = await findArtifacts();
@@ -207,6 +230,8 @@ async function bringUp(bring: Bring): Promise<MiniNodeResult[]> {
       attestation: {
         variant: 'tpm2-ek',
         measurements,
+        // Each measured PCR's events must carry exactly the image's digests: a refusal names the event.
+        eventPolicy: bootEventPolicy(bring.boot),
         ekRoots: await readFile(ekCa.rootCertPath, 'utf8'),
         ekIntermediates: await readFile(ekCa.intermediateCertPath, 'utf8'),
         firstControlPlaneEk: first.ekPublicKeyHash,
@@ -330,11 +355,12 @@ async function startCloud(bring: Bring): Promise<string> {
 
 async function startNodes(bring: Bring, image: { publicKey: string; ekCa: EkCa }): Promise<void> {
   const { options, state, artifacts } = bring;
-  const tampered = new Set(
+  const modes = options.tamper ?? ['bootstrapper'];
+  const tampered = new Map(
     bring.instances
       .filter((i) => i.role === 'worker')
       .slice(0, options.tamperedWorkers ?? 0)
-      .map((i) => i.name),
+      .map((i, n) => [i.name, modes[Math.min(n, modes.length - 1)] ?? 'bootstrapper'] as const),
   );
   const hosts = bring.instances.map(({ name, ip }) => ({ name, ip }));
   for (const [index, instance] of (bring.instances as (Instance & { ekPublicKeyHash: string })[]).entries()) {
@@ -352,13 +378,13 @@ async function startNodes(bring: Bring, image: { publicKey: string; ekCa: EkCa }
       images: bring.images,
       boot: bring.boot,
       image,
-      tampered: tampered.has(instance.name),
+      tamper: tampered.get(instance.name),
     });
     state.nodes.push(node);
     await writeMiniState(options.workspace, state);
     progress(
       bring,
-      `${instance.name}: swtpm (EK sha256:${node.ekPublicKeyHash.slice(0, 12)}…), measured boot, LUKS2 disk, containerd with the node image's images, bootstrapper started${node.tampered ? ' (bootstrapper bundle MODIFIED)' : ''} (${((Date.now() - nodeStarted) / 1000).toFixed(1)} s)`,
+      `${instance.name}: swtpm (EK sha256:${node.ekPublicKeyHash.slice(0, 12)}…), measured boot, LUKS2 disk, containerd with the node image's images, bootstrapper started${tamperNote(node)} (${((Date.now() - nodeStarted) / 1000).toFixed(1)} s)`,
     );
   }
 }

@@ -1,6 +1,7 @@
 import { appendFile, copyFile, cp, mkdir, truncate, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { measureBoot } from '@constellation/attestation';
+import { bootComponentEvent, measureBoot } from '@constellation/attestation';
+import { EventLogWriter } from '@constellation/eventlog';
 import type { BootComponent } from '@constellation/attestation';
 import { startSwtpmProcess } from '@constellation/swtpm';
 import {
@@ -18,6 +19,7 @@ import { SocketTransport, Tpm } from '@constellation/tpm';
 import type { MiniArtifacts } from './artifacts.js';
 import { bootstrapperDigest, bootstrapperFiles } from './boot-chain.js';
 import type { MiniNode } from './mini-state.js';
+import type { Tamper } from './tamper.js';
 import type { MiniNetwork } from '@constellation/node-environment';
 import { MINI_OS } from './signed-components.js';
 
@@ -40,8 +42,8 @@ export interface StartNodeOptions {
   boot: BootComponent[];
   /** What the node image carries: the vendor's signing key and the EK CA's public certificates. */
   image: { publicKey: string; ekCa: EkCa };
-  /** Run a modified bootstrapper bundle (its measured boot says so). */
-  tampered: boolean;
+  /** Run a modified bootstrapper bundle, and what its event log says about it. */
+  tamper: Tamper | undefined;
 }
 
 export interface NodeImages {
@@ -83,26 +85,35 @@ export const BOOT_EVENT_LOG = '/var/lib/measured-boot/binary_bios_measurements';
 
 /**
  * Power-on: the TPM measures the boot chain (a tampered node's bootstrapper has another digest)
- * and the node's event log records each measurement, as firmware and boot loader do.
+ * and the node's event log records each measurement, as firmware and boot loader do. `boot` is
+ * the image's chain; a tampered node's log may lie about it, as an attacker's would.
  */
 export async function measuredBoot(
   tpmSocket: string,
   boot: BootComponent[],
   bundle: string,
-  tampered: boolean,
+  tamper: Tamper | undefined,
   nodeDir: string,
 ): Promise<void> {
   const tpm = new Tpm(new SocketTransport({ path: tpmSocket }));
+  const eventLog = join(nodeDir, BOOT_EVENT_LOG);
   try {
-    const chain = tampered
-      ? [
-          ...boot.filter((c) => c.pcr !== 9),
-          { pcr: 9, description: 'bootstrapper bundle', digest: await bootstrapperDigest(bundle) },
-        ]
-      : boot;
-    await measureBoot(tpm, chain, { eventLog: join(nodeDir, BOOT_EVENT_LOG) });
+    const chain =
+      tamper === undefined
+        ? boot
+        : [
+            ...boot.filter((c) => c.pcr !== 9),
+            { pcr: 9, description: 'bootstrapper bundle', digest: await bootstrapperDigest(bundle) },
+          ];
+    await measureBoot(tpm, chain, { eventLog });
   } finally {
     await tpm.close();
+  }
+  if (tamper === 'log-digest' || tamper === 'log-removed') {
+    const writer = new EventLogWriter({ banks: ['sha256'] });
+    for (const component of boot)
+      if (tamper === 'log-digest' || component.pcr !== 9) writer.append(bootComponentEvent(component));
+    await writeFile(eventLog, writer.bytes());
   }
 }
 
@@ -138,7 +149,8 @@ export const imagesPreloaded = (nodeDir: string): string => join(nodeDir, 'etc',
  * imported before the bootstrapper starts.
  */
 export async function startNode(options: StartNodeOptions): Promise<MiniNode> {
-  const { artifacts, instance, network, tampered } = options;
+  const { artifacts, instance, network, tamper } = options;
+  const tampered = tamper !== undefined;
   const nodeDir = join(options.dir, instance.name);
   await mkdir(join(nodeDir, 'bin'), { recursive: true });
   let bundle = artifacts.bootstrapper;
@@ -156,7 +168,7 @@ export async function startNode(options: StartNodeOptions): Promise<MiniNode> {
     pidFile: join(nodeDir, 'tpm', 'swtpm.pid'),
     logFile: join(nodeDir, 'tpm', 'swtpm.log'),
   });
-  await measuredBoot(tpmSocket, options.boot, bundle, tampered, nodeDir);
+  await measuredBoot(tpmSocket, options.boot, bundle, tamper, nodeDir);
   const disk = join(nodeDir, 'state.img');
   await writeFile(disk, '');
   await truncate(disk, 32 * 1024 * 1024);
@@ -236,6 +248,7 @@ export async function startNode(options: StartNodeOptions): Promise<MiniNode> {
     recoveryPort: ports.recovery,
     verifyPort: ports.verify,
     tampered,
+    ...(tamper === undefined ? {} : { tamper }),
   };
 }
 
