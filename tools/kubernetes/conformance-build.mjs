@@ -302,7 +302,11 @@ function addAlternatives(rootfs) {
   }
 }
 
-/** busybox and, for each applet, a link where the image has no such command yet. */
+/**
+ * busybox and, for each applet, a link where the image has no such command yet. Debian's busybox
+ * ash runs its own applets before anything on PATH (nc, timeout, …), so an image whose commands
+ * come from Debian's packages gets bash as sh.
+ */
 function addBusybox(rootfs) {
   ensureDir(join(rootfs, 'bin'));
   if (!existsSync(join(rootfs, 'bin', 'busybox'))) copyFileSync(BUSYBOX, join(rootfs, 'bin', 'busybox'));
@@ -429,6 +433,7 @@ async function buildImages(bin, scratch, out, started, total) {
       what: 'agnhost: the program, Debian’s curl, dig, nc, getent, bash, busybox',
       async fill(rootfs) {
         debian.agnhost = await debianRootfs(DEBIAN.agnhost, debs, rootfs);
+        symlinkSync('bash', join(rootfs, 'bin', 'sh'));
         addBusybox(rootfs);
         addBaseFiles(
           rootfs,
@@ -512,6 +517,7 @@ async function buildImages(bin, scratch, out, started, total) {
       what: 'glibc-dns-testing: Debian’s dig, getent, bash, coreutils',
       async fill(rootfs) {
         debian.glibcDns = await debianRootfs(DEBIAN.glibcDns, debs, rootfs);
+        symlinkSync('bash', join(rootfs, 'bin', 'sh'));
         addBusybox(rootfs);
         addBaseFiles(rootfs);
       },
