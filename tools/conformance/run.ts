@@ -23,7 +23,7 @@ const HELP = `usage: npm run conformance -- [options] [-- e2e.test flags]
 
 Runs the upstream Kubernetes conformance suite (k8s.io/kubernetes/test/e2e, the release mini
 runs) against the running mini cluster, with --provider=skeleton. The suite and its test images
-are built first when missing (node tools/kubernetes/conformance-build.mjs: about 10 min the first
+are built first when missing (node tools/kubernetes/conformance-build.mjs: about 5 min the first
 time after the Kubernetes programs, nothing later); the images are imported into every node
 (nothing is pulled from a registry). Needs root, like mini.
 

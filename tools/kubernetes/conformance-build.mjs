@@ -84,7 +84,7 @@ const NOT_BUILT = {
 
 /** Go programs: output name, package, cold duration here (seconds). e2e.test is a test binary. */
 const PROGRAMS = [
-  { name: 'e2e.test', pkg: 'k8s.io/kubernetes/test/e2e', test: true, seconds: 420 },
+  { name: 'e2e.test', pkg: 'k8s.io/kubernetes/test/e2e', test: true, seconds: 240 },
   { name: 'ginkgo', pkg: 'github.com/onsi/ginkgo/v2/ginkgo', seconds: 20 },
   { name: 'agnhost', pkg: 'k8s.io/kubernetes/test/images/agnhost', seconds: 60 },
   { name: 'nnp', pkg: 'k8s.io/kubernetes/test/images/nonewprivs', seconds: 5 },
