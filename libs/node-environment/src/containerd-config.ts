@@ -53,8 +53,9 @@ disabled_plugins = ['io.containerd.nri.v1.nri']
 }
 
 /**
- * The node's pod network: a bridge with addresses from the node's own pod subnet. Pods on other
- * nodes are reached through routes in each node's network namespace (see node-network.ts).
+ * The node's pod network: a bridge with addresses from the node's own pod subnet, and host ports.
+ * Pods on other nodes are reached through routes in each node's network namespace (see
+ * node-network.ts).
  */
 export function cniConfig(podSubnet: string): string {
   return `${JSON.stringify(
@@ -70,6 +71,8 @@ export function cniConfig(podSubnet: string): string {
           hairpinMode: true,
           ipam: { type: 'host-local', ranges: [[{ subnet: podSubnet }]], routes: [{ dst: '0.0.0.0/0' }] },
         },
+        // hostPort: the kubelet passes a pod's port mappings, the plugin forwards the node's port.
+        { type: 'portmap', capabilities: { portMappings: true } },
       ],
     },
     null,
