@@ -29,6 +29,8 @@ declare -A needed=(
   [nsenter]=util-linux
   # mini's nodes: a busybox image for trying pods (tools/kubernetes/images.mjs)
   [busybox]=busybox-static
+  # mini's kube-proxy image: its nftables proxier loads rules with nft (tools/kubernetes/images.mjs)
+  [nft]=nftables
 )
 missing=()
 for program in "${!needed[@]}"; do
@@ -79,5 +81,5 @@ if ! command -v go >/dev/null 2>&1; then
   exit 1
 fi
 node tools/kubernetes/build.mjs >/dev/null
-# The container images mini's nodes carry (control plane, pause, busybox), from those programs.
+# The container images mini's nodes carry (control plane, kube-proxy, CoreDNS, pause, busybox).
 node tools/kubernetes/images.mjs >/dev/null
