@@ -1,7 +1,10 @@
+import { readFile } from 'node:fs/promises';
 import { InvalidArgumentError } from '@commander-js/extra-typings';
 import { readPemCertificates } from '@constellation/attestation/pem-file';
 import { UsageError, readOptionFile } from '@constellation/command-line';
 import { DEFAULT_KUBERNETES_VERSION } from '@constellation/kubeadm/kubernetes-version';
+import { parseKubeProxyConfiguration } from '@constellation/kubeadm/kube-proxy-config';
+import type { KubeProxyFields } from '@constellation/kubeadm/kube-proxy-config';
 import { errorMessage } from '@constellation/errors';
 import { parseKubernetesVersion } from '@constellation/node-prep/kubernetes-version';
 import { belowVersionFloor } from './kubernetes-version-floor.js';
@@ -79,6 +82,8 @@ export interface BootstrapperFlags {
   kubeletStartCommand: string;
   /** kubeadm patches of the node image (kubeletconfiguration+merge.yaml, …), as kubeadm sees the path. */
   kubeadmPatches?: string;
+  /** The node image's KubeProxyConfiguration fields (a YAML file on the host, not under --root). */
+  kubeProxyConfig?: string;
   kubeadmIgnorePreflightErrors: string[];
   imagePullPolicy: 'Always' | 'IfNotPresent' | 'Never';
   joinBackoffMaxMs: number;
@@ -91,6 +96,8 @@ export interface BootstrapperConfig extends BootstrapperFlags {
   ekRootCertificates: Buffer[];
   /** EK CA intermediates (DER) sent with the TPM's EK certificate. */
   ekIntermediateCertificates: Buffer[];
+  /** --kube-proxy-config's fields, checked; undefined without the flag. */
+  kubeProxyFields?: KubeProxyFields;
 }
 
 async function readPemOption(file: string | undefined, option: string, required: boolean): Promise<Buffer[]> {
@@ -108,10 +115,23 @@ export async function compileConfig(flags: BootstrapperFlags): Promise<Bootstrap
   const rooted = flags.attestationVariant === 'tpm2-ek';
   const belowFloor = belowVersionFloor(flags.defaultKubernetesVersion, flags.minimumKubernetesVersion);
   if (belowFloor !== undefined) throw new UsageError(`--default-kubernetes-version: ${belowFloor}`);
+  const kubeProxyConfig = flags.kubeProxyConfig;
   return {
     ...flags,
     ekRootCertificates: rooted ? await readPemOption(flags.ekRoots, '--ek-roots', true) : [],
     ekIntermediateCertificates: await readPemOption(flags.ekIntermediates, '--ek-intermediates', false),
+    ...(kubeProxyConfig === undefined
+      ? {}
+      : {
+          kubeProxyFields: await readOptionFile('--kube-proxy-config', async () => {
+            const text = await readFile(kubeProxyConfig, 'utf8');
+            try {
+              return parseKubeProxyConfiguration(text);
+            } catch (err) {
+              throw new Error(`${kubeProxyConfig}: ${errorMessage(err)}`, { cause: err });
+            }
+          }),
+        }),
   };
 }
 

@@ -128,6 +128,7 @@ export async function createNodeContext(
         ...(config.kubeadmPatches === undefined ? {} : { patchesDir: config.kubeadmPatches }),
         ignorePreflightErrors: config.kubeadmIgnorePreflightErrors,
         imagePullPolicy: config.imagePullPolicy,
+        ...(config.kubeProxyFields === undefined ? {} : { kubeProxy: config.kubeProxyFields }),
       },
     },
     apiServerBindPort: config.apiServerBindPort,

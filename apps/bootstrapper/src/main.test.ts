@@ -1,4 +1,6 @@
-import { runTypeScript, startSwtpm, useTestEkCa } from '@constellation/testing';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { runTypeScript, startSwtpm, tempDirForTest, useTestEkCa } from '@constellation/testing';
 import { describe, expect, it } from 'vitest';
 
 const entry = new URL('./main.ts', import.meta.url).pathname;
@@ -40,6 +42,26 @@ describe('constellation-bootstrapper entry point', () => {
     expect(floor.stderr).toContain(
       "--default-kubernetes-version: Kubernetes v1.32.9 is older than this node image's minimum v1.33.0 (downgrade refused)",
     );
+  });
+
+  it('refuses a --kube-proxy-config that kube-proxy would not take, naming the file and the field', async () => {
+    const dir = await tempDirForTest();
+    const file = join(dir, 'kube-proxy.yaml');
+    await writeFile(file, 'mode: nftables\nconntrack:\n  maxPerCpu: 0\n');
+    const base = ['--root', '/nonexistent-root', '--ek-roots', ekCa().rootCertPath, '--kube-proxy-config'];
+    const unknown = await run(...base, file);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain(`error: --kube-proxy-config: ${file}: unknown field "conntrack.maxPerCpu"`);
+    await writeFile(file, 'mode: nft\n');
+    const mode = await run(...base, file);
+    expect(mode.code).toBe(2);
+    expect(mode.stderr).toContain(`--kube-proxy-config: ${file}: field "mode" must be one of`);
+    const missing = await run(...base, join(dir, 'none.yaml'));
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain(
+      `--kube-proxy-config: ENOENT: no such file or directory, open '${join(dir, 'none.yaml')}'`,
+    );
+    expect((await run('--help')).stdout.toString()).toContain('--kube-proxy-config <file>');
   });
 
   it('fails with a clear error and exit code 1 when the TPM cannot be reached, logging JSON', async () => {

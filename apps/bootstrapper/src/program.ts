@@ -129,6 +129,10 @@ function withKubernetesOptions<Args extends unknown[], Opts extends OptionValues
       "node image tuning: kubeadm's patches directory for init and join (files like kubeletconfiguration+merge.yaml or etcd+json.json), an absolute path as kubeadm sees it",
     )
     .option(
+      '--kube-proxy-config <file>',
+      "node image tuning: KubeProxyConfiguration fields (YAML, kubeproxy.config.k8s.io/v1alpha1) for this machine, e.g. mode: nftables; merged into the configuration kubeadm init gives the cluster's kube-proxy when the init request turns it on (conformance mode); checked at start, an unknown field or bad value is named",
+    )
+    .option(
       '--kubeadm-ignore-preflight-errors <checks>',
       "node image tuning: comma-separated kubeadm preflight checks (kubeadm's names, e.g. SystemVerification) that only warn on this image",
       (v) => parseNameList(v, '--kubeadm-ignore-preflight-errors'),

@@ -4,6 +4,7 @@ import { locateKubernetesPrograms } from '@constellation/control-plane';
 import type { KubernetesPrograms } from '@constellation/control-plane';
 import { kubernetesBinDir, tempDirForTest } from '@constellation/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { parseKubeProxyConfiguration } from './kube-proxy-config.js';
 import { initConfiguration, joinConfiguration } from './kubeadm-config.js';
 import type { InitConfigInput, JoinConfigInput } from './kubeadm-config.js';
 import { KubeadmError, runKubeadm } from './kubeadm-runner.js';
@@ -81,6 +82,27 @@ describe('the kubeadm configuration, validated by the real kubeadm', () => {
     expect((await validate(joinYaml({ node, controlPlane: { bindPort: 6443 } }))).trim()).toBe('ok');
     // kubeadm's own check of the values: a policy it does not know is refused.
     expect(await refusal(initYaml({ node: { imagePullPolicy: 'Sometimes' as 'Never' } }))).toContain('Sometimes');
+  });
+
+  it("accepts a node image's KubeProxyConfiguration fields with kube-proxy on; kubeadm checks only their decoding", async () => {
+    const kubeProxy = parseKubeProxyConfiguration(
+      'mode: nftables\nconntrack:\n  maxPerCore: 0\nclusterCIDR: 10.244.0.0/16\n',
+    );
+    const init = initYaml({ kubeProxy: true, node: { kubeProxy } });
+    expect(init).toContain('kind: KubeProxyConfiguration');
+    expect((await validate(init)).trim()).toBe('ok');
+    // kubeadm refuses what does not decode (a number for a duration), as parseKubeProxyConfiguration does...
+    const undecodable = { conntrack: { tcpCloseWaitTimeout: 0 } };
+    expect(await refusal(initYaml({ kubeProxy: true, node: { kubeProxy: undecodable } }))).toContain(
+      'json: cannot unmarshal number into Go struct field KubeProxyConntrackConfiguration.conntrack.tcpCloseWaitTimeout of type string',
+    );
+    expect(() => parseKubeProxyConfiguration('conntrack:\n  tcpCloseWaitTimeout: 0\n')).toThrow(
+      'field "conntrack.tcpCloseWaitTimeout" must be a duration',
+    );
+    // ...but takes a mode kube-proxy does not have, which would crash-loop kube-proxy on every node:
+    // the bootstrapper's own check refuses it before anything runs.
+    expect((await validate(initYaml({ kubeProxy: true, node: { kubeProxy: { mode: 'nft' } } }))).trim()).toBe('ok');
+    expect(() => parseKubeProxyConfiguration('mode: nft\n')).toThrow('field "mode" must be one of');
   });
 
   it('refuses a field kubeadm does not know, naming it (strict decoding)', async () => {

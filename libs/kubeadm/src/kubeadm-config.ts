@@ -1,6 +1,8 @@
 import { stringify } from 'yaml';
 import { apiServerCertSans } from './api-server-alt-names.js';
 import { initBootstrapTokens } from './init-bootstrap-token.js';
+import { kubeProxyConfiguration } from './kube-proxy-config.js';
+import type { KubeProxyFields } from './kube-proxy-config.js';
 import { KUBELET_SERVING_CERT_FILE, KUBELET_SERVING_KEY_FILE } from './kubelet-paths.js';
 
 /*
@@ -28,6 +30,12 @@ export interface KubeadmNodeOptions {
   ignorePreflightErrors?: readonly string[];
   /** Never: the image holds every image kubeadm deploys, and no registry is contacted. */
   imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
+  /**
+   * KubeProxyConfiguration fields for the machine (parseKubeProxyConfiguration checked them), e.g.
+   * the proxy mode its kernel supports: given to `kubeadm init` when the cluster runs kube-proxy.
+   * Joins take the cluster's kube-proxy ConfigMap.
+   */
+  kubeProxy?: KubeProxyFields;
 }
 
 export interface InitConfigInput {
@@ -92,8 +100,9 @@ function kubeletConfiguration(): Record<string, unknown> {
 const documents = (docs: Record<string, unknown>[]): string => docs.map((doc) => stringify(doc)).join('---\n');
 
 /**
- * InitConfiguration + ClusterConfiguration + KubeletConfiguration for `kubeadm init --config`.
- * Holds a fresh bootstrap token (one that cannot join): write it with mode 0600.
+ * InitConfiguration + ClusterConfiguration + KubeletConfiguration for `kubeadm init --config`, and
+ * the node image's KubeProxyConfiguration when the cluster runs kube-proxy. Holds a fresh bootstrap
+ * token (one that cannot join): write it with mode 0600.
  */
 export function initConfiguration(input: InitConfigInput): string {
   const certSans = apiServerCertSans(input);
@@ -128,6 +137,7 @@ export function initConfiguration(input: InitConfigInput): string {
       scheduler: { extraArgs: args({ profiling: 'false' }) },
     },
     kubeletConfiguration(),
+    ...(input.kubeProxy && input.node?.kubeProxy !== undefined ? [kubeProxyConfiguration(input.node.kubeProxy)] : []),
   ]);
 }
 
