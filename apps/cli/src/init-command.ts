@@ -21,6 +21,12 @@ export interface InitCommandOptions {
   retryDelayMs?: number;
   /** Replace an existing master secret (`--force`); without it init refuses, before contacting any node. */
   force?: boolean;
+  /**
+   * Conformance mode (`--conformance`): the cluster runs kubeadm's kube-proxy add-on, which every
+   * node's Services (ClusterIP, NodePort) and the Kubernetes conformance suite need; without it
+   * kubeadm init skips the add-on.
+   */
+  conformance?: boolean;
 }
 
 export interface InitResult {
@@ -203,7 +209,7 @@ export async function runInit(options: InitCommandOptions): Promise<InitResult> 
     clusterName: config.name,
     apiserverCertSans: config.apiServerCertSans,
     serviceCidr: config.serviceCidr,
-    conformanceMode: false,
+    conformanceMode: options.conformance === true,
   };
   let attempt = 1;
   let messages = await initAttempt(config, request, options, attempt);

@@ -15,6 +15,14 @@ describe('constellation CLI entry point', () => {
     expect(help).toContain('Examples:');
   });
 
+  it("explains init's conformance mode (kube-proxy) in its help", async () => {
+    const result = await run('init', '--help');
+    expect(result.code).toBe(0);
+    const help = result.stdout.toString().replace(/\s+/g, ' ');
+    expect(help).toContain('--conformance conformance mode: the cluster runs kube-proxy');
+    expect(help).toContain('constellation init --conformance # with kube-proxy, for the Kubernetes conformance suite');
+  });
+
   it('exits 2 for unknown flags and for invalid values, naming them', async () => {
     // With mini up's mandatory option given: commander names a missing one before an unknown one.
     const unknown = await run('mini', 'up', '--kubernetes-bin-dir', '/nowhere', '--nodes', '3');

@@ -9,7 +9,7 @@ export function initCommand(context: CommandContext): CommandUnknownOpts {
     .alias('apply')
     .addHelpText(
       'after',
-      '\nExamples:\n  constellation init\n  constellation --workspace ./prod init --output json\n  constellation init --force   # after a failed init, when the old master secret is not needed\n',
+      '\nExamples:\n  constellation init\n  constellation --workspace ./prod init --output json\n  constellation init --force   # after a failed init, when the old master secret is not needed\n  constellation init --conformance   # with kube-proxy, for the Kubernetes conformance suite\n',
     )
     .description(
       'create the cluster: dial the first control-plane node over attested TLS, verify it against the ' +
@@ -21,10 +21,20 @@ export function initCommand(context: CommandContext): CommandUnknownOpts {
       'replace an existing master secret in the workspace (it may be the only way to recover the cluster it belongs to)',
       false,
     )
+    .option(
+      '--conformance',
+      "conformance mode: the cluster runs kube-proxy (kubeadm's add-on: Services by ClusterIP and NodePort on every node), as the Kubernetes conformance suite expects; without it kubeadm init skips kube-proxy",
+      false,
+    )
     .addOption(outputOption())
     .action(async (options) => {
       const { runInit } = await import('../init-command.js');
-      const result = await runInit({ workspace: context.workspace(), print: context.print, force: options.force });
+      const result = await runInit({
+        workspace: context.workspace(),
+        print: context.print,
+        force: options.force,
+        conformance: options.conformance,
+      });
       if (options.output === 'json') writeJson(result);
       else
         writeResult(
