@@ -84,12 +84,35 @@ function hostsFile(name: string, hosts: readonly { name: string; ip: string }[])
   ].join('\n');
 }
 
+/**
+ * The node's /etc/resolv.conf. The host's resolver is out of the nodes' reach (nothing leaves the
+ * machine), and each lookup of a name outside the cluster would wait for it until its timeout. The
+ * node names its own address instead, where nothing listens on port 53, so that such lookups are
+ * refused at once (configureNetwork lifts the kernel's rate limit on those refusals). The kubelet
+ * hands this file to pods with dnsPolicy Default, CoreDNS among them, whose `forward .
+ * /etc/resolv.conf` then answers SERVFAIL for outside names; its loop check sees no loop (a
+ * nameserver on 127.0.0.1 would be CoreDNS itself, which the loop plugin refuses to run with).
+ */
+function resolvConfFile(name: string, hosts: readonly { name: string; ip: string }[]): string {
+  const self = hosts.find((host) => host.name === name);
+  if (self === undefined) throw new Error(`${name} is not among the nodes it is given as hosts`);
+  return [
+    `# ${name}: no DNS server outside the cluster; CoreDNS answers cluster names`,
+    `nameserver ${self.ip}`,
+    '',
+  ].join('\n');
+}
+
 /** sysctls and routes of the node's network namespace: forwarding for its pods, routes to the other nodes' pods. */
 async function configureNetwork(options: NodeEnvironmentOptions): Promise<void> {
   const script = [
     'echo 1 > /proc/sys/net/ipv4/ip_forward',
     // kubeadm's preflight wants bridged traffic to pass iptables (the node's own, empty ones).
     'if [ -e /proc/sys/net/bridge/bridge-nf-call-iptables ]; then echo 1 > /proc/sys/net/bridge/bridge-nf-call-iptables; fi',
+    // The node's resolv.conf names the node itself, where no DNS server listens: each lookup of a
+    // name outside the cluster is to be refused at once. The kernel rate-limits its "port
+    // unreachable" answers (icmp_ratelimit); past the limit, lookups waited for their timeout.
+    'echo 0 > /proc/sys/net/ipv4/icmp_ratelimit',
     ...options.peerPodSubnets.map((p) => `ip route replace ${p.subnet} via ${p.via}`),
   ];
   await runProgram('nsenter', [`--net=/run/netns/${options.netns}`, '--', 'sh', '-ec', script.join('\n')], {
@@ -103,6 +126,7 @@ async function writeNodeFiles(options: NodeEnvironmentOptions, layout: NodeLayou
     await mkdir(dir, { recursive: true });
   await mkdir(join(layout.dir, 'units'), { recursive: true, mode: 0o700 });
   await writeFile(layout.hosts, hostsFile(options.name, options.hosts));
+  await writeFile(layout.resolvConf, resolvConfFile(options.name, options.hosts));
   await writeFile(
     layout.containerdConfig,
     containerdConfig({
@@ -170,6 +194,7 @@ export async function createNodeEnvironment(options: NodeEnvironmentOptions): Pr
 function bindMounts(layout: NodeLayout): Map<string, string> {
   const binds = new Map<string, string>(NODE_BIND_MOUNTS.map((target) => [target, bindSource(layout, target)]));
   binds.set('/etc/hosts', layout.hosts);
+  binds.set('/etc/resolv.conf', layout.resolvConf);
   return binds;
 }
 

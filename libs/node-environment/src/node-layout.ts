@@ -31,6 +31,11 @@ export interface NodeLayout {
   dir: string;
   /** The node's /etc/hosts (every node's name and address: kubeadm looks its node name up). */
   hosts: string;
+  /**
+   * The node's /etc/resolv.conf: the host's resolver is not the node's (nothing leaves the machine),
+   * so the node names itself, where no DNS server listens: a name outside the cluster fails at once.
+   */
+  resolvConf: string;
   containerdConfig: string;
   cniConfig: string;
   /** kubeadm's patches directory of this node (the kubelet's cgroup settings). */
@@ -49,6 +54,7 @@ export function nodeLayout(dir: string): NodeLayout {
   return {
     dir,
     hosts: join(dir, 'etc', 'hosts'),
+    resolvConf: join(dir, 'etc', 'resolv.conf'),
     containerdConfig: join(dir, 'etc', 'containerd', 'config.toml'),
     cniConfig: join(dir, 'etc', 'cni', 'net.d', '10-mini.conflist'),
     kubeadmPatches: join(dir, 'etc', 'constellation', 'kubeadm-patches'),
