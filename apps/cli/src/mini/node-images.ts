@@ -12,10 +12,14 @@ interface ImagesFile {
 const normalised = (reference: string): string =>
   /^[^/]+[.:][^/]*\//.test(reference) || reference.startsWith('localhost/') ? reference : `docker.io/${reference}`;
 
+/** Images kubeadm's add-ons run on any node: kube-proxy's DaemonSet (every node), CoreDNS's Deployment (wherever scheduled). */
+const ADD_ON_IMAGES = ['/kube-proxy:', '/coredns:'];
+
 /**
- * The images a mini node image carries: the control plane's, the pod sandbox and a busybox for
- * trying pods (built beside the programs by tools/kubernetes/images.mjs), and, on control planes,
- * the JoinService's. No registry is contacted: kubeadm runs with imagePullPolicy Never.
+ * The images a mini node image carries (built beside the programs by tools/kubernetes/images.mjs):
+ * on every node the pod sandbox, a busybox for trying pods and kubeadm's add-ons (kube-proxy,
+ * CoreDNS); on control planes also the control plane's and the JoinService's. No registry is
+ * contacted: kubeadm runs with imagePullPolicy Never.
  */
 export async function nodeImages(kubernetesBinDir: string, artifacts: MiniArtifacts): Promise<NodeImages> {
   const dir = join(dirname(kubernetesBinDir), 'images');
@@ -28,7 +32,12 @@ export async function nodeImages(kubernetesBinDir: string, artifacts: MiniArtifa
   const archives = images.map((image) => ({ ...image, archive: join(dir, image.archive) }));
   const sandbox = archives.find((image) => image.reference.includes('/pause:'));
   if (sandbox === undefined) throw new Error(`${join(dir, 'images.json')} lists no pause image`);
-  const everyNode = archives.filter((image) => image === sandbox || image.reference.includes('/busybox:'));
+  const everyNode = archives.filter(
+    (image) =>
+      image === sandbox ||
+      image.reference.includes('/busybox:') ||
+      ADD_ON_IMAGES.some((name) => image.reference.includes(name)),
+  );
   const joinService = artifacts.joinserviceImage;
   return {
     controlPlane: [...archives.map((image) => image.archive), joinService.archive],

@@ -78,6 +78,30 @@ async function writeImageFiles(
 }
 
 /**
+ * The node image's kube-proxy settings (the bootstrapper's --kube-proxy-config), for a cluster
+ * that runs kube-proxy: the nftables proxier (the host kernel has nf_tables; the image carries
+ * `nft`), conntrack's table size left alone (nf_conntrack_max is the host's, read-only in a node's
+ * network namespace, and kube-proxy exits when it cannot set it), and mini's pod network, so that
+ * kube-proxy tells pod traffic from outside traffic.
+ */
+export async function writeKubeProxyConfig(nodeDir: string): Promise<string> {
+  const file = join(nodeDir, 'etc', 'constellation', 'kube-proxy.yaml');
+  await mkdir(dirname(file), { recursive: true });
+  await writeFile(
+    file,
+    [
+      "# KubeProxyConfiguration fields of mini's node image, merged into the one kubeadm init gets.",
+      'mode: nftables',
+      'conntrack:',
+      '  maxPerCore: 0',
+      `clusterCIDR: ${POD_NETWORK}`,
+      '',
+    ].join('\n'),
+  );
+  return file;
+}
+
+/**
  * The node's firmware event log, as the bootstrapper reads it (`--event-log`, below its root):
  * the measured boot writes a real TCG log (crypto-agile, SHA-256) in step with its extends.
  */
@@ -173,6 +197,7 @@ export async function startNode(options: StartNodeOptions): Promise<MiniNode> {
   await writeFile(disk, '');
   await truncate(disk, 32 * 1024 * 1024);
   const { ekRoots, ekIntermediates } = await writeImageFiles(nodeDir, options.image);
+  const kubeProxyConfig = await writeKubeProxyConfig(nodeDir);
   const netns = network.namespaces[options.index];
   if (netns === undefined) throw new Error(`no network namespace for ${instance.name}`);
   const ports = { init: 9000, recovery: 9999, verify: 30081 };
@@ -200,6 +225,7 @@ export async function startNode(options: StartNodeOptions): Promise<MiniNode> {
       `--api-server-bind-port=${options.apiServerPort}`,
       // The node image's kubeadm settings: the kubelet tuned to this host, images preloaded.
       `--kubeadm-patches=${layout.kubeadmPatches}`,
+      `--kube-proxy-config=${kubeProxyConfig}`,
       `--kubeadm-ignore-preflight-errors=${IGNORED_PREFLIGHT_CHECKS.join(',')}`,
       '--image-pull-policy=Never',
       '--on-fatal=exit',
@@ -252,7 +278,10 @@ export async function startNode(options: StartNodeOptions): Promise<MiniNode> {
   };
 }
 
-/** Each node's pods get addresses from a /24 of 10.244.0.0/16 of their own. */
+/** The pods' addresses, cluster-wide. */
+export const POD_NETWORK = '10.244.0.0/16';
+
+/** Each node's pods get addresses from a /24 of POD_NETWORK of their own. */
 export const podSubnet = (index: number): string => `10.244.${index}.0/24`;
 
 /** Debian's containernetworking-plugins. */
