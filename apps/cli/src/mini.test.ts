@@ -271,6 +271,80 @@ describe('constellation mini', () => {
         { timeoutMs: 60_000, description: 'a pod on worker-4 pinging the pod on worker-5' },
       );
 
+      // Services and cluster DNS, as on any kubeadm cluster: kube-proxy on every node, CoreDNS
+      // Ready, and a pod on worker-4 reaches a web server on worker-5 by its Service's name.
+      const proxies = await kubectl(
+        workspace,
+        'get',
+        'pods',
+        '-n',
+        'kube-system',
+        '-l',
+        'k8s-app=kube-proxy',
+        '-o',
+        'wide',
+        '--no-headers',
+      );
+      for (const name of ['control-plane-0', 'worker-4', 'worker-5'])
+        expect(proxies.stdout.toString()).toMatch(new RegExp(`\\s1/1\\s+Running\\s.*\\s${name}\\s`));
+      const dns = await kubectl(
+        workspace,
+        'wait',
+        '-n',
+        'kube-system',
+        '--for=condition=Ready',
+        'pod',
+        '-l',
+        'k8s-app=kube-dns',
+        '--timeout=90s',
+      );
+      expect(dns.code, dns.stderr).toBe(0);
+      const web = await kubectl(
+        workspace,
+        'run',
+        'web',
+        '--image=localhost/constellation/busybox:mini',
+        '--image-pull-policy=Never',
+        '--port=8080',
+        '--expose',
+        '--overrides={"spec":{"nodeName":"worker-5"}}',
+        '--',
+        'httpd',
+        '-f',
+        '-p',
+        '8080',
+        '-h',
+        '/etc',
+      );
+      expect(web.code, web.stderr).toBe(0);
+      expect((await kubectl(workspace, 'wait', '--for=condition=Ready', 'pod/web', '--timeout=60s')).code).toBe(0);
+      const fetched = await kubectl(
+        workspace,
+        'run',
+        'fetch-by-name',
+        '--image=localhost/constellation/busybox:mini',
+        '--image-pull-policy=Never',
+        '--restart=Never',
+        '--overrides={"spec":{"nodeName":"worker-4"}}',
+        '--',
+        'wget',
+        '-q',
+        '-T',
+        '5',
+        '-O',
+        '-',
+        'http://web.default.svc.cluster.local:8080/hostname',
+      );
+      expect(fetched.code, fetched.stderr).toBe(0);
+      await waitFor(
+        async () =>
+          (
+            await kubectl(workspace, 'get', 'pod', 'fetch-by-name', '-o', 'jsonpath={.status.phase}')
+          ).stdout.toString() === 'Succeeded',
+        { timeoutMs: 60_000, description: 'a pod on worker-4 fetching from the web Service by name' },
+      );
+      expect((await kubectl(workspace, 'logs', 'fetch-by-name')).stdout.toString()).toBe('web\n');
+
       // A second mini up does not break the running cluster.
       const again = await constellation(workspace, 'mini', 'up', ...binDirFlag());
       expect(again.code).toBe(2);
@@ -631,4 +705,49 @@ describe('mini as a cluster kubectl can drive', () => {
       expect((await constellation(workspace, 'mini', 'down')).code).toBe(0);
     }
   }, 900_000);
+});
+
+describe('the upstream conformance suite on mini', () => {
+  it(
+    'passes the fast subset (tools/conformance/fast-subset.txt) on one control plane and two workers',
+    async () => {
+      const workspace = await tempDirForTest();
+      const up = await constellation(workspace, 'mini', 'up', ...binDirFlag(), '--workers', '2');
+      try {
+        expect(up.code, up.stderr).toBe(0);
+        const names = (await readFile(join(root, 'tools/conformance/fast-subset.txt'), 'utf8'))
+          .split('\n')
+          .map((line) => line.trim())
+          .filter((line) => line !== '' && !line.startsWith('#'));
+        const exactly = (name: string): string => `^${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`;
+        // The suite's own bound is 10 minutes; the test's leaves room for importing the test images.
+        // npm run conformance, without npm in between (the test's bound stops the runner itself).
+        const run = await runCommand(
+          process.execPath,
+          [
+            '--conditions=@constellation/source',
+            '--import',
+            'tsx',
+            join(root, 'tools/conformance/run.ts'),
+            '--workspace',
+            workspace,
+            '--procs',
+            '4',
+            '--timeout',
+            '10m',
+            '--report-dir',
+            join(workspace, 'conformance'),
+            ...names.flatMap((name) => ['--focus', exactly(name)]),
+          ],
+          { timeoutMs: 14 * 60_000, cwd: root },
+        );
+        const output = `${run.stdout.toString()}\n${run.stderr}`;
+        expect(run.code, output.slice(-6000)).toBe(0);
+        expect(output).toMatch(new RegExp(`^${names.length} passed, 0 failed`, 'm'));
+      } finally {
+        expect((await constellation(workspace, 'mini', 'down')).code).toBe(0);
+      }
+    },
+    20 * 60_000,
+  );
 });

@@ -242,6 +242,8 @@ async function bringUp(bring: Bring): Promise<MiniNodeResult[]> {
   progress(bring, `config with the measured PCRs written to ${files.config}`);
   const init = await runInit({
     workspace: options.workspace,
+    // mini's nodes have no CNI that proxies Services: kube-proxy does, as on any kubeadm cluster.
+    conformance: true,
     print: (line) => {
       progress(bring, `init: ${line}`);
     },
