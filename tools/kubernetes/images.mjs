@@ -186,7 +186,7 @@ async function buildKubeProxy(work, release) {
  */
 async function buildCoreDns(work, reference) {
   const module = readFileSync(join(here, 'coredns', 'go.mod'), 'utf8');
-  const pinned = /^\s*github\.com\/coredns\/coredns (v\S+)/m.exec(module)?.[1];
+  const pinned = /^\s*(?:require\s+)?github\.com\/coredns\/coredns (v\S+)/m.exec(module)?.[1];
   if (pinned === undefined)
     throw new Error('tools/kubernetes/coredns/go.mod does not require github.com/coredns/coredns');
   const wanted = reference.slice(reference.lastIndexOf(':') + 1);
