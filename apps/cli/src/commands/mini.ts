@@ -66,8 +66,7 @@ function miniUpCommand(context: CommandContext): CommandUnknownOpts {
       new Option(
         '--tamper <modes>',
         `what each tampered worker's event log says, comma-separated in worker order, the last repeating (default bootstrapper): ${TAMPER_MODES.join(', ')} (the truth; the image's digest in place of the measured one; no event for the bootstrapper)`,
-      )
-        .argParser(parseTamperModes),
+      ).argParser(parseTamperModes),
     )
     .addOption(outputOption())
     .action(async (options) => {
