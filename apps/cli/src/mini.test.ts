@@ -344,6 +344,11 @@ describe('constellation mini', () => {
         /^HTTP\/1\.1 200 OK\r?\n[^]*\r?\n\r?\nweb\n$/,
       );
 
+      // A name outside the cluster is refused at once (the node's resolver answers nothing): no
+      // lookup leaves the machine.
+      const outside = await kubectl(workspace, 'exec', 'try-me', '--', 'nslookup', 'example.com');
+      expect(outside.stdout.toString()).toContain("server can't find example.com: SERVFAIL");
+
       // A second mini up does not break the running cluster.
       const again = await constellation(workspace, 'mini', 'up', ...binDirFlag());
       expect(again.code).toBe(2);
