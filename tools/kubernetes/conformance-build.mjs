@@ -34,6 +34,7 @@ import {
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { VERSION_STAMP_FILE, kubernetesLdflags } from './version-stamp.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const moduleDir = join(here, 'e2e');
@@ -177,25 +178,9 @@ function cacheRoot() {
 function recipeHash(release, go) {
   const hash = createHash('sha256').update(`${RECIPE_VERSION}\n${release}\n${go}\n`);
   hash.update(readFileSync(fileURLToPath(import.meta.url)));
+  hash.update(readFileSync(VERSION_STAMP_FILE));
   for (const file of ['go.mod', 'go.sum']) hash.update(readFileSync(join(moduleDir, file)));
   return hash.digest('hex').slice(0, 12);
-}
-
-/** The same version stamp build.mjs gives the programs, so e2e.test reports the release. */
-function ldflags(release) {
-  const [major, minor] = release.slice(1).split('.');
-  const flags = ['-s', '-w'];
-  for (const pkg of ['k8s.io/component-base/version', 'k8s.io/client-go/pkg/version']) {
-    flags.push(
-      `-X ${pkg}.gitVersion=${release}`,
-      `-X ${pkg}.gitMajor=${major}`,
-      `-X ${pkg}.gitMinor=${minor}`,
-      `-X ${pkg}.gitTreeState=clean`,
-      `-X ${pkg}.gitCommit=${'0'.repeat(40)}`,
-      `-X ${pkg}.buildDate=1970-01-01T00:00:00Z`,
-    );
-  }
-  return flags.join(' ');
 }
 
 /** Runs `step` with a progress line every 30 s. */
@@ -220,7 +205,7 @@ async function buildPrograms(release, bin, started, total) {
   const env = { ...process.env, CGO_ENABLED: '0', GOFLAGS: '-mod=mod -buildvcs=false' };
   for (const [i, program] of PROGRAMS.entries()) {
     const args = program.test ? ['test', '-c'] : ['build'];
-    args.push('-trimpath', '-tags', 'selinux,notest', '-ldflags', ldflags(release));
+    args.push('-trimpath', '-tags', 'selinux,notest', '-ldflags', kubernetesLdflags(release));
     args.push('-o', join(bin, program.name), program.pkg);
     await withProgress(`[${i + 1}/${PROGRAMS.length}] ${program.name}`, program.seconds, started, total, () =>
       run('go', args, { cwd: moduleDir, env }),

@@ -28,6 +28,7 @@ import {
 } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { VERSION_STAMP_FILE, kubernetesLdflags } from './version-stamp.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** The busybox of Debian's busybox-static: a shell and the usual tools in one static program. */
@@ -93,30 +94,18 @@ function kubeadmImages(bin, release) {
 
 function imagesHash(bin, release) {
   const hash = createHash('sha256').update(`${release}\n${bin}\n`);
-  const recipe = [fileURLToPath(import.meta.url), join(here, 'pause', 'main.go'), join(here, 'pause', 'go.mod')];
+  const recipe = [
+    fileURLToPath(import.meta.url),
+    VERSION_STAMP_FILE,
+    join(here, 'pause', 'main.go'),
+    join(here, 'pause', 'go.mod'),
+  ];
   for (const module of ['k8s', 'coredns']) recipe.push(join(here, module, 'go.mod'), join(here, module, 'go.sum'));
   for (const file of recipe) hash.update(readFileSync(file));
   hash.update(readFileSync(join(bin, 'release.json')));
   // Debian's nft goes into the kube-proxy image: a changed package builds the images again.
   if (existsSync(NFT)) hash.update(readFileSync(NFT));
   return hash.digest('hex').slice(0, 12);
-}
-
-/** The version stamp build.mjs gives the Kubernetes programs, so that kube-proxy reports its release. */
-function kubernetesLdflags(release) {
-  const [major, minor] = release.slice(1).split('.');
-  const flags = ['-s', '-w'];
-  for (const pkg of ['k8s.io/component-base/version', 'k8s.io/client-go/pkg/version']) {
-    flags.push(
-      `-X ${pkg}.gitVersion=${release}`,
-      `-X ${pkg}.gitMajor=${major}`,
-      `-X ${pkg}.gitMinor=${minor}`,
-      `-X ${pkg}.gitTreeState=clean`,
-      `-X ${pkg}.gitCommit=${'0'.repeat(40)}`,
-      `-X ${pkg}.buildDate=1970-01-01T00:00:00Z`,
-    );
-  }
-  return flags.join(' ');
 }
 
 /**
