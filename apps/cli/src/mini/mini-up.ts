@@ -102,9 +102,9 @@ function checkTamperOptions(options: MiniUpOptions): void {
   const tampered = options.tamperedWorkers ?? 0;
   if (tampered > options.workers)
     throw new UsageError(`--tampered-workers ${tampered} is more than --workers ${options.workers}`);
-  if (modes > Math.max(tampered, 1) || (modes > 0 && tampered === 0))
+  if (modes > tampered)
     throw new UsageError(
-      `--tamper lists ${modes} modes for ${tampered} tampered workers: give --tampered-workers ${Math.max(modes, 1)} or fewer modes`,
+      `--tamper lists ${modes} modes for ${tampered} tampered workers: give --tampered-workers ${modes} or fewer modes`,
     );
 }
 
