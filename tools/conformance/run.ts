@@ -8,7 +8,13 @@ import { createWriteStream, existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { importImages, readNodeEnvironment, runInNode } from '@constellation/node-environment';
+import {
+  importImages,
+  readNodeEnvironment,
+  runInNode,
+  setRegistryMirror,
+  startImageRegistry,
+} from '@constellation/node-environment';
 import type { NodeEnvironment } from '@constellation/node-environment';
 import { literalPattern, readSkipList } from './skip-list.js';
 import type { SkippedSpec } from './skip-list.js';
@@ -24,8 +30,9 @@ const HELP = `usage: npm run conformance -- [options] [-- e2e.test flags]
 Runs the upstream Kubernetes conformance suite (k8s.io/kubernetes/test/e2e, the release mini
 runs) against the running mini cluster, with --provider=skeleton. The suite and its test images
 are built first when missing (node tools/kubernetes/conformance-build.mjs: about 5 min the first
-time after the Kubernetes programs, nothing later); the images are imported into every node
-(nothing is pulled from a registry). Needs root, like mini.
+time after the Kubernetes programs, nothing later); the images are imported into every node, and
+served to the nodes for the run by a read-only registry on mini's host address (their mirror of
+registry.k8s.io: nothing is pulled from outside). Needs root, like mini.
 
 options:
   --label-filter EXPR  which specs (ginkgo label filter)
@@ -212,6 +219,8 @@ async function buildSuite(): Promise<Suite> {
 /** What this runner reads of mini's state (apps/cli/src/mini/mini-state.ts). */
 interface MiniStateFile {
   kubernetesBinDir?: string;
+  /** mini's host address on the nodes' bridge. */
+  network?: { hostIp?: string };
   nodes: { name: string; role: string; dir: string }[];
 }
 
@@ -219,6 +228,8 @@ interface Cluster {
   kubeconfig: string;
   kubectl: string;
   kubernetesBinDir: string;
+  /** The address the nodes reach the host on (the test-image registry listens there). */
+  hostIp: string;
   nodes: { name: string; role: string; env: NodeEnvironment }[];
 }
 
@@ -279,6 +290,7 @@ async function findCluster(options: Options): Promise<Cluster> {
     kubeconfig,
     kubectl: join(state.kubernetesBinDir, 'kubectl'),
     kubernetesBinDir: state.kubernetesBinDir,
+    hostIp: state.network?.hostIp ?? '127.0.0.1',
     nodes,
   };
 }
@@ -384,6 +396,44 @@ async function importTestImages(cluster: Cluster, images: { reference: string; a
   log(`test images on every node (${duration(Date.now() - started)})`);
 }
 
+/**
+ * Specs that pull with policy Always (an image volume's) need a registry: mini reaches none
+ * outside, so the runner serves the test images on the nodes' bridge for the run, and each node's
+ * containerd uses it as registry.k8s.io's mirror until the run ends.
+ */
+async function serveTestImages(
+  cluster: Cluster,
+  images: { reference: string; archive: string }[],
+): Promise<{ close(): Promise<void> }> {
+  const started = Date.now();
+  const registry = await startImageRegistry({ host: cluster.hostIp, images });
+  const setMirrors = (mirror: string | undefined): Promise<unknown> =>
+    Promise.all(
+      cluster.nodes.flatMap((node) =>
+        registry.upstreams.map((upstream) => setRegistryMirror(node.env, upstream, mirror)),
+      ),
+    );
+  try {
+    await setMirrors(registry.url);
+  } catch (error) {
+    await setMirrors(undefined).catch(() => undefined);
+    await registry.close();
+    throw error;
+  }
+  log(
+    `test images served at ${registry.url}, the nodes' mirror of ${registry.upstreams.join(', ')} during the run ` +
+      `(${duration(Date.now() - started)})`,
+  );
+  return {
+    async close() {
+      await setMirrors(undefined).catch((error: unknown) => {
+        log(`warning: removing the nodes' registry mirror failed: ${String(error)}`);
+      });
+      await registry.close();
+    },
+  };
+}
+
 // ---- ginkgo's reports ----------------------------------------------------------------------------
 
 interface SpecReport {
@@ -423,8 +473,11 @@ async function plannedSpecs(suite: Suite, options: Options, reportDir: string): 
   ];
   const result = spawnSync(suite.e2e, args, { encoding: 'utf8', timeout: 120_000, maxBuffer: 64 << 20 });
   if (!existsSync(report)) {
+    const output = (result.stdout + result.stderr).trim().split('\n');
+    // A filter that is not a regular expression makes ginkgo panic: its first line says why.
+    const panic = output.find((line) => line.startsWith('panic: '));
     throw new UsageError(
-      `e2e.test rejected the filters: ${(result.stdout + result.stderr).trim().split('\n').slice(-5).join('\n')}`,
+      `e2e.test rejected the filters: ${panic?.slice('panic: '.length) ?? output.slice(-5).join('\n')}`,
     );
   }
   const specs = (await readReport(report)).flatMap((r) => r.SpecReports ?? []);
@@ -637,18 +690,24 @@ async function main(): Promise<number> {
   if (process.getuid?.() !== 0) throw new UsageError('the runner enters mini’s nodes to import images: run it as root');
   const cluster = await findCluster(options);
   checkCluster(cluster, suite.release);
-  if (options.importImages) await importTestImages(cluster, await testImages(suite, cluster));
-  const started = Date.now();
-  const code = await runSuite(
-    suite,
-    cluster,
-    options,
-    reportDir,
-    skippedByList.map((s) => literalPattern(s.name)),
-    toRun.length,
-  );
-  const ok = await summarize(reportDir, planned, skippedByList, Date.now() - started);
-  return ok && code === 0 ? 0 : 1;
+  const images = await testImages(suite, cluster);
+  if (options.importImages) await importTestImages(cluster, images);
+  const registry = await serveTestImages(cluster, images);
+  try {
+    const started = Date.now();
+    const code = await runSuite(
+      suite,
+      cluster,
+      options,
+      reportDir,
+      skippedByList.map((s) => literalPattern(s.name)),
+      toRun.length,
+    );
+    const ok = await summarize(reportDir, planned, skippedByList, Date.now() - started);
+    return ok && code === 0 ? 0 : 1;
+  } finally {
+    await registry.close();
+  }
 }
 
 try {

@@ -25,6 +25,10 @@ declare -A needed=(
   # building runc with seccomp (tools/kubernetes/build.mjs): cgo
   [gcc]=gcc
   [pkg-config]=pkg-config
+  # the conformance suite's busybox image: upstream busybox built from its release tarball
+  # (tools/kubernetes/conformance-build.mjs)
+  [make]=make
+  [bzip2]=bzip2
   # mini's and the test control planes' network namespaces: nsenter, not `ip netns exec`
   [nsenter]=util-linux
   # mini's nodes: a busybox image for trying pods (tools/kubernetes/images.mjs)

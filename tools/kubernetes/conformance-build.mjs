@@ -14,7 +14,7 @@
 //
 // The release is the one tools/kubernetes/e2e/go.mod pins (the programs' release). The directory
 // is $CONSTELLATION_CACHE_DIR (default ${XDG_CACHE_HOME:-~/.cache}/constellation)/conformance/
-// <release>-<hash of this recipe>. Needs Go, buildah, busybox-static and apt (Debian).
+// <release>-<hash of this recipe>. Needs Go, buildah, gcc, make, bzip2 and apt (Debian).
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
@@ -31,14 +31,13 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { homedir } from 'node:os';
+import { availableParallelism, homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { VERSION_STAMP_FILE, kubernetesLdflags } from './version-stamp.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const moduleDir = join(here, 'e2e');
-const BUSYBOX = '/bin/busybox';
 /** Raise to rebuild everywhere when the build changes in a way this file's text does not show. */
 const RECIPE_VERSION = 1;
 
@@ -83,6 +82,21 @@ const NOT_BUILT = {
   'registry.k8s.io/sig-storage/nfs-provisioner:v4.0.8': 'storage specs only (not conformance)',
 };
 
+/**
+ * busybox as upstream releases it: the suite's busybox image is upstream's (busybox:1.37.0), whose
+ * ash passes on environment variables whose names are not identifiers (the env-prefix specs
+ * print them with `sh -c env`) and says `can't create /file: Read-only file system` (the read-only
+ * root filesystem spec expects those words). Debian's busybox does neither (its ash drops those
+ * variables, a patch of Debian's). The release tarball comes from Debian's archive, checked
+ * against upstream's digest, and is built with upstream's default configuration, statically.
+ */
+const BUSYBOX_SOURCE = {
+  version: '1.37.0',
+  url: 'http://deb.debian.org/debian/pool/main/b/busybox/busybox_1.37.0.orig.tar.bz2',
+  sha256: '3311dff32e746499f4df0d5df04d7eb396382d7e108bb9250e7b519b837043a4',
+  seconds: 60,
+};
+
 /** Go programs: output name, package, cold duration here (seconds). e2e.test is a test binary. */
 const PROGRAMS = [
   { name: 'e2e.test', pkg: 'k8s.io/kubernetes/test/e2e', test: true, seconds: 240 },
@@ -100,10 +114,6 @@ const PROGRAMS = [
 const DEBIAN = {
   agnhost: ['bash', 'curl', 'bind9-dnsutils', 'netcat-openbsd', 'libc-bin', 'iproute2'],
   glibcDns: ['bash', 'coreutils', 'libc-bin', 'grep', 'sed', 'bind9-dnsutils'],
-  // busybox 1.35's ash (Debian's) drops environment variables whose names are not identifiers
-  // (data-1, 1-data-1), which the env-prefix specs expect in `sh -c env`; bash passes them on, as
-  // the ash of busybox 1.37 (upstream's image) does.
-  busybox: ['bash'],
   nginx: ['nginx'],
 };
 
@@ -213,6 +223,36 @@ async function buildPrograms(release, bin, started, total) {
   }
 }
 
+/** Downloads busybox's release tarball (checked against its digest) and builds it statically into `bin`. */
+async function buildBusybox(bin, scratch, started, total) {
+  await withProgress(`busybox ${BUSYBOX_SOURCE.version}`, BUSYBOX_SOURCE.seconds, started, total, async () => {
+    const response = await fetch(BUSYBOX_SOURCE.url, { signal: AbortSignal.timeout(120_000) });
+    if (!response.ok) throw new Error(`downloading ${BUSYBOX_SOURCE.url}: HTTP ${response.status}`);
+    const tarball = Buffer.from(await response.arrayBuffer());
+    const digest = createHash('sha256').update(tarball).digest('hex');
+    if (digest !== BUSYBOX_SOURCE.sha256) {
+      throw new Error(
+        `${BUSYBOX_SOURCE.url} has sha256 ${digest}, busybox ${BUSYBOX_SOURCE.version} has ${BUSYBOX_SOURCE.sha256}`,
+      );
+    }
+    mkdirSync(scratch, { recursive: true });
+    writeFileSync(join(scratch, 'busybox.tar.bz2'), tarball);
+    await run('tar', ['-xjf', 'busybox.tar.bz2'], { cwd: scratch });
+    const source = join(scratch, `busybox-${BUSYBOX_SOURCE.version}`);
+    await run('make', ['defconfig'], { cwd: source });
+    const config = readFileSync(join(source, '.config'), 'utf8')
+      .replace('# CONFIG_STATIC is not set', 'CONFIG_STATIC=y')
+      // tc does not build against newer kernel headers (CBQ is gone); no spec runs it.
+      .replace('CONFIG_TC=y', '# CONFIG_TC is not set');
+    if (!config.includes('CONFIG_STATIC=y')) throw new Error('busybox defconfig: no CONFIG_STATIC option to set');
+    writeFileSync(join(source, '.config'), config);
+    await run('make', [`-j${availableParallelism()}`, 'busybox'], { cwd: source });
+    copyFileSync(join(source, 'busybox'), join(bin, 'busybox'));
+    chmodSync(join(bin, 'busybox'), 0o755);
+    rmSync(scratch, { recursive: true, force: true });
+  });
+}
+
 /** Where Go keeps the k8s.io/kubernetes module (the test images' files: kitten, nautilus, porter's key). */
 function kubernetesSource() {
   return capture('go', ['list', '-mod=mod', '-m', '-f', '{{.Dir}}', 'k8s.io/kubernetes'], { cwd: moduleDir }).trim();
@@ -288,15 +328,14 @@ function addAlternatives(rootfs) {
 }
 
 /**
- * busybox and, for each applet, a link where the image has no such command yet. Debian's busybox
- * ash runs its own applets before anything on PATH (nc, timeout, …), so an image whose commands
- * come from Debian's packages gets bash as sh.
+ * The built busybox and, for each applet, a link where the image has no such command yet (an
+ * image whose commands come from Debian's packages keeps them, and bash as sh).
  */
-function addBusybox(rootfs) {
+function addBusybox(rootfs, busybox) {
   ensureDir(join(rootfs, 'bin'));
-  if (!existsSync(join(rootfs, 'bin', 'busybox'))) copyFileSync(BUSYBOX, join(rootfs, 'bin', 'busybox'));
+  if (!existsSync(join(rootfs, 'bin', 'busybox'))) copyFileSync(busybox, join(rootfs, 'bin', 'busybox'));
   chmodSync(join(rootfs, 'bin', 'busybox'), 0o755);
-  const applets = capture(BUSYBOX, ['--list']).trim().split('\n');
+  const applets = capture(busybox, ['--list']).trim().split('\n');
   for (const applet of applets) {
     if (applet === 'busybox') continue;
     const taken = ['bin', 'sbin', 'usr/bin', 'usr/sbin'].some((dir) => lexists(join(rootfs, dir, applet)));
@@ -405,6 +444,7 @@ async function buildImages(bin, scratch, out, started, total) {
   ];
   const source = kubernetesSource();
   const images = join(source, 'test', 'images');
+  const busybox = join(bin, 'busybox');
   const debs = join(scratch, 'debs');
   const root = (name) => join(scratch, 'rootfs', name);
   mkdirSync(out, { recursive: true });
@@ -419,7 +459,7 @@ async function buildImages(bin, scratch, out, started, total) {
       async fill(rootfs) {
         debian.agnhost = await debianRootfs(DEBIAN.agnhost, debs, rootfs);
         symlinkSync('bash', join(rootfs, 'bin', 'sh'));
-        addBusybox(rootfs);
+        addBusybox(rootfs, busybox);
         addBaseFiles(
           rootfs,
           ['user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh'],
@@ -469,11 +509,9 @@ async function buildImages(bin, scratch, out, started, total) {
     },
     {
       reference: REF.busybox,
-      what: 'busybox: Debian’s busybox-static, with Debian’s bash as sh',
-      async fill(rootfs) {
-        debian.busybox = await debianRootfs(DEBIAN.busybox, debs, rootfs);
-        symlinkSync('bash', join(rootfs, 'bin', 'sh'));
-        addBusybox(rootfs);
+      what: `busybox: upstream busybox ${BUSYBOX_SOURCE.version} (its ash as sh)`,
+      fill(rootfs) {
+        addBusybox(rootfs, busybox);
         addBaseFiles(rootfs);
       },
       config: ['CMD ["sh"]'],
@@ -482,7 +520,7 @@ async function buildImages(bin, scratch, out, started, total) {
       reference: REF.nonewprivs,
       what: 'nonewprivs: nnp, setuid root, and busybox',
       fill(rootfs) {
-        addBusybox(rootfs);
+        addBusybox(rootfs, busybox);
         addBaseFiles(rootfs);
         install(join(bin, 'nnp'), rootfs, 'usr/local/bin/nnp', 0o4755);
       },
@@ -492,7 +530,7 @@ async function buildImages(bin, scratch, out, started, total) {
       reference: REF.nonroot,
       what: 'nonroot: busybox with user 1234',
       fill(rootfs) {
-        addBusybox(rootfs);
+        addBusybox(rootfs, busybox);
         addBaseFiles(rootfs);
       },
       config: ['USER 1234'],
@@ -503,7 +541,7 @@ async function buildImages(bin, scratch, out, started, total) {
       async fill(rootfs) {
         debian.glibcDns = await debianRootfs(DEBIAN.glibcDns, debs, rootfs);
         symlinkSync('bash', join(rootfs, 'bin', 'sh'));
-        addBusybox(rootfs);
+        addBusybox(rootfs, busybox);
         addBaseFiles(rootfs);
       },
       config: ['CMD ["bash"]'],
@@ -513,7 +551,7 @@ async function buildImages(bin, scratch, out, started, total) {
       what: 'nginx: Debian’s nginx (a stand-in for nginx’s alpine image)',
       async fill(rootfs) {
         debian.nginx = await debianRootfs(DEBIAN.nginx, debs, rootfs);
-        addBusybox(rootfs);
+        addBusybox(rootfs, busybox);
         addBaseFiles(rootfs, ['www-data:x:33:33:www-data:/var/www:/usr/sbin/nologin'], ['www-data:x:33:']);
         writeFileSync(join(rootfs, 'etc', 'nginx', 'nginx.conf'), NGINX_CONF);
         mkdirSync(join(rootfs, 'usr', 'share', 'nginx', 'html'), { recursive: true });
@@ -526,7 +564,7 @@ async function buildImages(bin, scratch, out, started, total) {
       reference: REF.sampleApiserver,
       what: 'sample-apiserver: k8s.io/sample-apiserver of the release',
       fill(rootfs) {
-        addBusybox(rootfs);
+        addBusybox(rootfs, busybox);
         addBaseFiles(rootfs);
         install(join(bin, 'sample-apiserver'), rootfs, 'sample-apiserver');
       },
@@ -565,7 +603,7 @@ async function build(release, dir) {
   }
   rmSync(work, { recursive: true, force: true });
   mkdirSync(join(work, 'out', 'bin'), { recursive: true });
-  const total = PROGRAMS.reduce((sum, p) => sum + p.seconds, 0) + 120;
+  const total = PROGRAMS.reduce((sum, p) => sum + p.seconds, 0) + BUSYBOX_SOURCE.seconds + 120;
   log(
     `building the conformance suite for Kubernetes ${release} and its test images into ${dir}` +
       ` (about ${formatSeconds(total)} on 2 cores after the Kubernetes programs; later runs reuse Go's build cache)`,
@@ -573,6 +611,7 @@ async function build(release, dir) {
   try {
     const bin = join(work, 'out', 'bin');
     await buildPrograms(release, bin, started, total);
+    await buildBusybox(bin, join(work, 'scratch', 'busybox'), started, total);
     const { built, debian } = await buildImages(
       bin,
       join(work, 'scratch'),
@@ -584,7 +623,8 @@ async function build(release, dir) {
     const manifest = {
       release,
       builtAt: new Date().toISOString(),
-      programs: PROGRAMS.map((p) => p.name),
+      programs: [...PROGRAMS.map((p) => p.name), 'busybox'],
+      busybox: { version: BUSYBOX_SOURCE.version, source: BUSYBOX_SOURCE.url, sha256: BUSYBOX_SOURCE.sha256 },
       images: built,
       notBuilt: Object.entries(NOT_BUILT).map(([reference, reason]) => ({ reference, reason })),
       // Names the suite lists beyond these (the CSI drivers' images, for storage specs).
@@ -613,7 +653,10 @@ function isAlive(pid) {
 }
 
 function isComplete(dir) {
-  return existsSync(join(dir, 'images', 'images.json')) && PROGRAMS.every((p) => existsSync(join(dir, 'bin', p.name)));
+  return (
+    existsSync(join(dir, 'images', 'images.json')) &&
+    [...PROGRAMS.map((p) => p.name), 'busybox'].every((name) => existsSync(join(dir, 'bin', name)))
+  );
 }
 
 /** Earlier recipes' builds of the same release go (each about 1.5 GB); other releases' stay. */

@@ -8,6 +8,8 @@ export interface ContainerdSettings {
   cniBinDir: string;
   /** containerd's "opt" directory, which is host-wide by default. */
   optDir: string;
+  /** Per-registry settings (`<registry>/hosts.toml`: mirrors), read at each pull. */
+  registryHostsDir: string;
 }
 
 const tomlString = (value: string): string => `'${value.replaceAll("'", '')}'`;
@@ -33,6 +35,8 @@ disabled_plugins = ['io.containerd.nri.v1.nri']
     snapshotter = 'overlayfs'
     [plugins.'io.containerd.cri.v1.images'.pinned_images]
       sandbox = ${tomlString(settings.sandboxImage)}
+    [plugins.'io.containerd.cri.v1.images'.registry]
+      config_path = ${tomlString(settings.registryHostsDir)}
 
   [plugins.'io.containerd.cri.v1.runtime']
     restrict_oom_score_adj = true
@@ -78,4 +82,17 @@ export function cniConfig(podSubnet: string): string {
     null,
     2,
   )}\n`;
+}
+
+/**
+ * A registry's hosts.toml: pulls from `upstream` (`registry.k8s.io`) go to `mirror` first, over
+ * plain HTTP (a registry on mini's own bridge), and to the upstream itself only when the mirror
+ * fails.
+ */
+export function registryMirrorHosts(upstream: string, mirror: string): string {
+  return `server = ${tomlString(`https://${upstream}`)}
+
+[host.${tomlString(mirror)}]
+  capabilities = ['pull', 'resolve']
+`;
 }

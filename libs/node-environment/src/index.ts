@@ -8,6 +8,7 @@ export {
   readNodeEnvironment,
   resetForBoot,
   runInNode,
+  setRegistryMirror,
   shutdownNode,
   startUnit,
   tagImage,
@@ -23,3 +24,5 @@ export { systemctl } from './systemctl.js';
 export type { MiniNetwork, NodeNetwork } from './node-network.js';
 export { createNetwork, destroyNetwork, inNode } from './node-network.js';
 export { nodeProgramCommands } from './node-programs.js';
+export type { ImageRegistry, ImageRegistryOptions, RegistryImage } from './image-registry.js';
+export { startImageRegistry } from './image-registry.js';

@@ -3,8 +3,9 @@ import { chmod, mkdir, open, readFile, readdir, readlink, rm, stat, writeFile } 
 import { join } from 'node:path';
 import { runProgram } from '@constellation/control-plane';
 import { errorMessage } from '@constellation/errors';
+import { writeFileAtomic } from '@constellation/files';
 import { cgroupProcesses, createCgroupRoot, removeCgroupRoot } from './cgroup-root.js';
-import { cniConfig, containerdConfig } from './containerd-config.js';
+import { cniConfig, containerdConfig, registryMirrorHosts } from './containerd-config.js';
 import { kubeletTuning } from './kubelet-tuning.js';
 import { MOUNT_NAMESPACE_DIR, createMountNamespace, removeMountNamespace } from './mount-namespace.js';
 import { NODE_BIND_MOUNTS, VOLATILE_DIRS, bindSource, nodeLayout } from './node-layout.js';
@@ -122,7 +123,7 @@ async function configureNetwork(options: NodeEnvironmentOptions): Promise<void> 
 
 async function writeNodeFiles(options: NodeEnvironmentOptions, layout: NodeLayout, cgroupRoot: string): Promise<void> {
   for (const target of NODE_BIND_MOUNTS) await mkdir(bindSource(layout, target), { recursive: true });
-  for (const dir of [join(layout.dir, 'etc', 'containerd'), layout.kubeadmPatches, layout.sbin, layout.logs])
+  for (const dir of [layout.registryHosts, layout.kubeadmPatches, layout.sbin, layout.logs])
     await mkdir(dir, { recursive: true });
   await mkdir(join(layout.dir, 'units'), { recursive: true, mode: 0o700 });
   await writeFile(layout.hosts, hostsFile(options.name, options.hosts));
@@ -134,6 +135,7 @@ async function writeNodeFiles(options: NodeEnvironmentOptions, layout: NodeLayou
       sandboxImage: options.sandboxImage,
       cniBinDir: options.cniBinDir,
       optDir: join(layout.dir, 'opt', 'containerd'),
+      registryHostsDir: layout.registryHosts,
     }),
   );
   await writeFile(layout.cniConfig, cniConfig(options.podSubnet));
@@ -266,6 +268,25 @@ export async function importImages(env: NodeEnvironment, ctr: string, archives: 
     30_000,
   );
   for (const archive of archives) await runInNode(env, [ctr, ...address, 'images', 'import', archive], 120_000);
+}
+
+/**
+ * Sends the node's pulls from `upstream` (`registry.k8s.io`) to the registry at `mirror` first
+ * (containerd reads the setting at each pull: no restart); `undefined` removes the mirror again.
+ */
+export async function setRegistryMirror(
+  env: NodeEnvironment,
+  upstream: string,
+  mirror: string | undefined,
+): Promise<void> {
+  if (!/^[a-z0-9.-]+(:\d+)?$/.test(upstream)) throw new Error(`${JSON.stringify(upstream)} is not a registry host`);
+  const dir = join(nodeLayout(env.dir).registryHosts, upstream);
+  if (mirror === undefined) {
+    await rm(dir, { recursive: true, force: true });
+    return;
+  }
+  await mkdir(dir, { recursive: true });
+  await writeFileAtomic(join(dir, 'hosts.toml'), registryMirrorHosts(upstream, mirror), { mode: 0o644 });
 }
 
 /** Gives `name` to an image the node's containerd holds (an OCI archive keeps a short name as it is). */

@@ -37,6 +37,8 @@ export interface NodeLayout {
    */
   resolvConf: string;
   containerdConfig: string;
+  /** containerd's per-registry settings: `<registry>/hosts.toml` (a mirror while conformance runs). */
+  registryHosts: string;
   cniConfig: string;
   /** kubeadm's patches directory of this node (the kubelet's cgroup settings). */
   kubeadmPatches: string;
@@ -56,6 +58,7 @@ export function nodeLayout(dir: string): NodeLayout {
     hosts: join(dir, 'etc', 'hosts'),
     resolvConf: join(dir, 'etc', 'resolv.conf'),
     containerdConfig: join(dir, 'etc', 'containerd', 'config.toml'),
+    registryHosts: join(dir, 'etc', 'containerd', 'certs.d'),
     cniConfig: join(dir, 'etc', 'cni', 'net.d', '10-mini.conflist'),
     kubeadmPatches: join(dir, 'etc', 'constellation', 'kubeadm-patches'),
     units: join(dir, 'units', 'units.json'),
