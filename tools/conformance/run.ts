@@ -6,8 +6,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { createWriteStream, existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
 import {
   importImages,
   readNodeEnvironment,
@@ -16,153 +15,12 @@ import {
   startImageRegistry,
 } from '@constellation/node-environment';
 import type { NodeEnvironment } from '@constellation/node-environment';
+import { REPOSITORY_ROOT, UsageError, parseOptions } from './options.js';
+import type { Options } from './options.js';
 import { literalPattern, readSkipList } from './skip-list.js';
 import type { SkippedSpec } from './skip-list.js';
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const DEFAULT_LABEL_FILTER = 'Conformance && !Serial && !Disruptive && !Slow';
-const DEFAULT_PROCS = 4;
-const DEFAULT_TIMEOUT = '3h';
-const DEFAULT_SKIP_LIST = join(root, 'tools', 'conformance', 'skip-list.yaml');
-
-const HELP = `usage: npm run conformance -- [options] [-- e2e.test flags]
-
-Runs the upstream Kubernetes conformance suite (k8s.io/kubernetes/test/e2e, the release mini
-runs) against the running mini cluster, with --provider=skeleton. The suite and its test images
-are built first when missing (node tools/kubernetes/conformance-build.mjs: about 5 min the first
-time after the Kubernetes programs, nothing later); the images are imported into every node, and
-served to the nodes for the run by a read-only registry on mini's host address (their mirror of
-registry.k8s.io: nothing is pulled from outside). Needs root, like mini.
-
-options:
-  --label-filter EXPR  which specs (ginkgo label filter)
-                       default: ${DEFAULT_LABEL_FILTER}
-                       (the 427 conformance specs of 1.37 that may run in parallel; add Slow ones
-                       with 'Conformance && !Serial && !Disruptive')
-  --focus REGEX        only specs whose full name matches (repeatable)
-  --skip REGEX         also skip specs whose full name matches (repeatable)
-  --skip-list FILE     specs skipped by name, with reasons (default tools/conformance/skip-list.yaml);
-                       --no-skip-list runs them too
-  --procs N            parallel ginkgo processes (default ${DEFAULT_PROCS}; the specs mostly wait)
-  --timeout DURATION   bound of the whole run, as ginkgo takes it (default ${DEFAULT_TIMEOUT})
-  --report-dir DIR     where the JUnit and JSON reports and the full log go
-                       (default constellation-conformance/<time> in the workspace)
-  --workspace DIR      the mini cluster's workspace (default: the repository)
-  --up                 bring a mini cluster up (npm run mini) when none runs
-  --no-import          do not import the test images (they are already on the nodes)
-  --dry-run            list the specs that would run, run nothing
-  -h, --help           this text
-
-Flags after -- go to e2e.test (for example --system-pods-startup-timeout=2m).
-Exit code: 0 when every spec that ran passed, 1 otherwise, 2 for a bad command line.`;
-
-interface Options {
-  labelFilter: string;
-  focus: string[];
-  skip: string[];
-  skipList: string | undefined;
-  procs: number;
-  timeout: string;
-  reportDir: string | undefined;
-  workspace: string;
-  up: boolean;
-  importImages: boolean;
-  dryRun: boolean;
-  e2eArgs: string[];
-}
-
-class UsageError extends Error {}
-
-function parseArgs(argv: readonly string[]): Options | 'help' {
-  const options: Options = {
-    labelFilter: DEFAULT_LABEL_FILTER,
-    focus: [],
-    skip: [],
-    skipList: DEFAULT_SKIP_LIST,
-    procs: DEFAULT_PROCS,
-    timeout: DEFAULT_TIMEOUT,
-    reportDir: undefined,
-    workspace: root,
-    up: false,
-    importImages: true,
-    dryRun: false,
-    e2eArgs: [],
-  };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] ?? '';
-    if (arg === '--') {
-      options.e2eArgs = argv.slice(i + 1);
-      break;
-    }
-    const [flag = '', inline] = arg.startsWith('--') && arg.includes('=') ? splitOnce(arg, '=') : [arg, undefined];
-    const value = (): string => {
-      if (inline !== undefined) return inline;
-      const next = argv[++i];
-      if (next === undefined) throw new UsageError(`${flag} needs a value`);
-      return next;
-    };
-    switch (flag) {
-      case '-h':
-      case '--help':
-        return 'help';
-      case '--label-filter':
-        options.labelFilter = value();
-        break;
-      case '--focus':
-        options.focus.push(value());
-        break;
-      case '--skip':
-        options.skip.push(value());
-        break;
-      case '--skip-list':
-        options.skipList = resolve(value());
-        break;
-      case '--no-skip-list':
-        options.skipList = undefined;
-        break;
-      case '--procs': {
-        const text = value();
-        const procs = Number(text);
-        if (!Number.isInteger(procs) || procs < 1 || procs > 32) {
-          throw new UsageError(`--procs must be a whole number from 1 to 32, got ${text}`);
-        }
-        options.procs = procs;
-        break;
-      }
-      case '--timeout': {
-        const text = value();
-        if (!/^(\d+h)?(\d+m)?(\d+s)?$/.test(text) || text === '') {
-          throw new UsageError(`--timeout takes a duration like 90m or 2h30m, got ${text}`);
-        }
-        options.timeout = text;
-        break;
-      }
-      case '--report-dir':
-        options.reportDir = resolve(value());
-        break;
-      case '--workspace':
-        options.workspace = resolve(value());
-        break;
-      case '--up':
-        options.up = true;
-        break;
-      case '--no-import':
-        options.importImages = false;
-        break;
-      case '--dry-run':
-        options.dryRun = true;
-        break;
-      default:
-        throw new UsageError(`unknown argument ${arg} (see --help)`);
-    }
-  }
-  return options;
-}
-
-function splitOnce(text: string, separator: string): [string, string] {
-  const at = text.indexOf(separator);
-  return [text.slice(0, at), text.slice(at + separator.length)];
-}
+const root = REPOSITORY_ROOT;
 
 function log(line: string): void {
   process.stderr.write(`[conformance] ${line}\n`);
@@ -659,7 +517,7 @@ function timestamp(): string {
 async function main(): Promise<number> {
   let options: Options | 'help';
   try {
-    options = parseArgs(process.argv.slice(2));
+    options = parseOptions(process.argv.slice(2));
   } catch (error) {
     if (error instanceof UsageError) {
       process.stderr.write(`error: ${error.message}\n`);
@@ -667,10 +525,7 @@ async function main(): Promise<number> {
     }
     throw error;
   }
-  if (options === 'help') {
-    process.stdout.write(`${HELP}\n`);
-    return 0;
-  }
+  if (options === 'help') return 0;
   const skipList = options.skipList === undefined ? [] : await readSkipList(options.skipList);
   const reportDir = options.reportDir ?? join(options.workspace, 'constellation-conformance', timestamp());
   await mkdir(reportDir, { recursive: true });
