@@ -20,6 +20,7 @@ export interface Options {
   timeout: string;
   reportDir: string | undefined;
   workspace: string;
+  /** Bring mini up (in the repository's workspace) when none runs; --no-up turns it off. */
   up: boolean;
   importImages: boolean;
   dryRun: boolean;
@@ -104,7 +105,7 @@ function program(): Command {
     .addOption(
       new Option('--workspace <dir>', 'the mini cluster’s workspace').default(REPOSITORY_ROOT, 'the repository'),
     )
-    .addOption(new Option('--up', 'bring a mini cluster up (npm run mini) when none runs'))
+    .addOption(new Option('--no-up', 'fail when no mini cluster runs, instead of bringing one up (npm run mini)'))
     .addOption(new Option('--no-import', 'do not import the test images (they are already on the nodes)'))
     .addOption(new Option('--dry-run', 'list the specs that would run, run nothing'))
     .addHelpText('after', AFTER);
@@ -141,7 +142,7 @@ export function parseOptions(argv: readonly string[]): Options | 'help' {
     timeout: string;
     reportDir?: string;
     workspace: string;
-    up?: boolean;
+    up: boolean;
     import: boolean;
     dryRun?: boolean;
   }>();
@@ -154,7 +155,7 @@ export function parseOptions(argv: readonly string[]): Options | 'help' {
     timeout: raw.timeout,
     reportDir: raw.reportDir === undefined ? undefined : resolve(raw.reportDir),
     workspace: resolve(raw.workspace),
-    up: raw.up === true,
+    up: raw.up,
     importImages: raw.import,
     dryRun: raw.dryRun === true,
     e2eArgs,

@@ -115,10 +115,10 @@ function kubectl(cluster: Pick<Cluster, 'kubectl' | 'kubeconfig'>, args: string[
 
 async function findCluster(options: Options): Promise<Cluster> {
   let state = await readMini(options.workspace);
-  if (state === undefined && options.up) {
-    log('no mini cluster runs here: bringing one up (npm run mini)');
+  if (state === undefined && options.up && options.workspace === root) {
+    log('no mini cluster runs here: bringing one up (npm run mini); it stays up after the run (npm run mini -- down)');
     const up = spawnSync('bash', [join(root, 'tools', 'dev', 'mini.sh'), 'up'], {
-      cwd: options.workspace,
+      cwd: root,
       stdio: ['ignore', 'inherit', 'inherit'],
       timeout: 20 * 60_000,
     });
@@ -128,7 +128,9 @@ async function findCluster(options: Options): Promise<Cluster> {
   if (state === undefined) {
     throw new UsageError(
       `no mini cluster runs in ${options.workspace} (no ${miniStatePath(options.workspace)}): ` +
-        'start one with `npm run mini`, or pass --up',
+        (options.workspace === root
+          ? 'start one with `npm run mini` (--no-up keeps the runner from starting one)'
+          : `start one there with \`constellation mini up\` (the runner brings one up only in ${root})`),
     );
   }
   if (state.kubernetesBinDir === undefined) {
@@ -396,7 +398,7 @@ async function runSuite(
   const logFile = join(reportDir, 'ginkgo.log');
   const out = createWriteStream(logFile);
   const progress: Progress = { passed: 0, failed: 0, started: Date.now() };
-  log(`running ${total} specs with ${options.procs} processes (full log: ${logFile})`);
+  log(`running ${total} ${total === 1 ? 'spec' : 'specs'} with ${options.procs} processes (full log: ${logFile})`);
   const child = spawn(suite.ginkgo, args, { stdio: ['ignore', 'pipe', 'pipe'], cwd: reportDir });
   const print = (): void => {
     const done = progress.passed + progress.failed;
