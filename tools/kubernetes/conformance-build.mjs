@@ -97,6 +97,21 @@ const BUSYBOX_SOURCE = {
   seconds: 60,
 };
 
+/**
+ * Alpine's minirootfs, for the images that upstream builds on agnhost, which is Alpine
+ * (alpine:3.21): kitten and nautilus (the ImageVolume spec mounts kitten and reads its
+ * /etc/os-release, expecting Alpine). It comes through the Go module proxy, as the proxy serves
+ * github.com/alpinelinux/docker-alpine (the repository Docker's alpine image is built from;
+ * checked against the Go checksum database, and here against the tarball's digest). The proxy
+ * serves one version of that repository: Alpine edge of 2026-08-05, a stand-in for 3.21.
+ */
+const ALPINE_ROOTFS = {
+  module: 'github.com/alpinelinux/docker-alpine',
+  version: 'v0.0.0-20260806101352-410e6fcf56b6',
+  file: 'x86_64/alpine-minirootfs-20260805-x86_64.tar.gz',
+  sha256: '5acac12c425a0817c1b6a79bdd5df4c73756fc8dc268eab32f8ba830872b835d',
+};
+
 /** Go programs: output name, package, cold duration here (seconds). e2e.test is a test binary. */
 const PROGRAMS = [
   { name: 'e2e.test', pkg: 'k8s.io/kubernetes/test/e2e', test: true, seconds: 240 },
@@ -251,6 +266,24 @@ async function buildBusybox(bin, scratch, started, total) {
     chmodSync(join(bin, 'busybox'), 0o755);
     rmSync(scratch, { recursive: true, force: true });
   });
+}
+
+/** Unpacks Alpine's minirootfs (downloaded through the Go module proxy once) into `rootfs`. */
+async function alpineRootfs(rootfs) {
+  const download = JSON.parse(
+    capture('go', ['mod', 'download', '-json', `${ALPINE_ROOTFS.module}@${ALPINE_ROOTFS.version}`], {
+      cwd: moduleDir,
+    }),
+  );
+  if (download.Error) throw new Error(`${ALPINE_ROOTFS.module}@${ALPINE_ROOTFS.version}: ${download.Error}`);
+  const tarball = join(download.Dir, ALPINE_ROOTFS.file);
+  const digest = createHash('sha256').update(readFileSync(tarball)).digest('hex');
+  if (digest !== ALPINE_ROOTFS.sha256) {
+    throw new Error(`${tarball} has sha256 ${digest}, expected ${ALPINE_ROOTFS.sha256}`);
+  }
+  mkdirSync(rootfs, { recursive: true });
+  await run('tar', ['-xzf', tarball, '-C', rootfs]);
+  return { module: `${ALPINE_ROOTFS.module}@${ALPINE_ROOTFS.version}`, file: ALPINE_ROOTFS.file, sha256: digest };
 }
 
 /** Where Go keeps the k8s.io/kubernetes module (the test images' files: kitten, nautilus, porter's key). */
@@ -450,6 +483,7 @@ async function buildImages(bin, scratch, out, started, total) {
   mkdirSync(out, { recursive: true });
   const built = [];
   const debian = {};
+  const alpine = {};
 
   /** Each image: how to fill its rootfs, then its Containerfile lines (and base image). */
   const plan = [
@@ -487,26 +521,20 @@ async function buildImages(bin, scratch, out, started, total) {
       from: REF.agnhost,
       config: [],
     },
-    {
-      reference: REF.kitten,
-      what: 'kitten: agnhost’s test-webserver with its picture',
-      fill(rootfs) {
-        for (const file of ['kitten.jpg', 'data.json'])
-          install(join(images, 'kitten', 'html', file), rootfs, file, 0o644);
+    ...[
+      [REF.kitten, 'kitten'],
+      [REF.nautilus, 'nautilus'],
+    ].map(([reference, picture]) => ({
+      reference,
+      what: `${picture}: agnhost’s test-webserver with its picture, on Alpine’s minirootfs as upstream`,
+      async fill(rootfs) {
+        alpine.rootfs = await alpineRootfs(rootfs);
+        install(join(bin, 'agnhost'), rootfs, 'agnhost');
+        for (const file of [`${picture}.jpg`, 'data.json'])
+          install(join(images, picture, 'html', file), rootfs, file, 0o644);
       },
-      from: REF.agnhost,
-      config: ['CMD ["test-webserver"]'],
-    },
-    {
-      reference: REF.nautilus,
-      what: 'nautilus: agnhost’s test-webserver with its picture',
-      fill(rootfs) {
-        for (const file of ['nautilus.jpg', 'data.json'])
-          install(join(images, 'nautilus', 'html', file), rootfs, file, 0o644);
-      },
-      from: REF.agnhost,
-      config: ['CMD ["test-webserver"]'],
-    },
+      config: ['WORKDIR /', 'EXPOSE 80', 'ENTRYPOINT ["/agnhost"]', 'CMD ["test-webserver"]'],
+    })),
     {
       reference: REF.busybox,
       what: `busybox: upstream busybox ${BUSYBOX_SOURCE.version} (its ash as sh)`,
@@ -583,7 +611,7 @@ async function buildImages(bin, scratch, out, started, total) {
   }
   // buildah's storage is ours alone and holds only copies: removed, nothing left in the machine's.
   await run('buildah', [...storage, 'rmi', '--all', '--force']).catch(() => undefined);
-  return { built, debian };
+  return { built, debian, alpine };
 }
 
 /** Every reference built or listed as not built must be one the suite names. */
@@ -612,7 +640,7 @@ async function build(release, dir) {
     const bin = join(work, 'out', 'bin');
     await buildPrograms(release, bin, started, total);
     await buildBusybox(bin, join(work, 'scratch', 'busybox'), started, total);
-    const { built, debian } = await buildImages(
+    const { built, debian, alpine } = await buildImages(
       bin,
       join(work, 'scratch'),
       join(work, 'out', 'images'),
@@ -630,6 +658,7 @@ async function build(release, dir) {
       // Names the suite lists beyond these (the CSI drivers' images, for storage specs).
       notBuiltOther: unlisted,
       debianPackages: debian,
+      alpine,
     };
     writeFileSync(join(work, 'out', 'images', 'images.json'), `${JSON.stringify(manifest, null, 2)}\n`);
     writeFileSync(join(bin, 'release.json'), `${JSON.stringify({ release, programs: manifest.programs }, null, 2)}\n`);
