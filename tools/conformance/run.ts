@@ -567,6 +567,12 @@ async function main(): Promise<number> {
   }
 }
 
+// A reader that stops early (`--dry-run | head`) is not an error: the rest of the output is
+// dropped, and the exit code stays the run's.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code !== 'EPIPE') throw error;
+});
+
 try {
   process.exitCode = await main();
 } catch (error) {
