@@ -9,7 +9,7 @@ import type { Tamper } from '../mini/tamper.js';
 import { formatTable, outputOption, writeJson, writeResult } from './command-context.js';
 import type { CommandContext } from './command-context.js';
 
-/** The node table `mini up` prints. */
+/** `--tamper`'s comma-separated modes, each one of TAMPER_MODES. */
 function parseTamperModes(value: string): Tamper[] {
   return value.split(',').map((mode) => {
     const known = TAMPER_MODES.find((m) => m === mode.trim());
@@ -19,6 +19,7 @@ function parseTamperModes(value: string): Tamper[] {
   });
 }
 
+/** The node table `mini up` prints. */
 function nodeTable(result: MiniUpResult): string {
   return formatTable([
     ['NODE', 'ROLE', 'ADDRESS', 'STATE', 'READY', 'ATTESTATION'],

@@ -82,13 +82,6 @@ function progress(bring: Pick<Bring, 'options' | 'started'>, line: string): void
   bring.options.print(`[${((Date.now() - bring.started) / 1000).toFixed(1).padStart(5)} s] ${line}`);
 }
 
-/**
- * `constellation mini up`: a whole attested cluster on this machine. Every node is a machine of its
- * own (swtpm, LUKS2 state disk, network and mount namespace, cgroup root, containerd, kubelet and
- * bootstrapper run as units); `init` runs against the first control plane like a user would, which
- * runs the real `kubeadm init`; the JoinService is deployed as its DaemonSet, and the other control
- * planes and the workers join through it with the real `kubeadm join`.
- */
 /** What the progress line says about a tampered node. */
 function tamperNote(node: MiniNode): string {
   if (!node.tampered) return '';
@@ -108,6 +101,13 @@ function checkTamperOptions(options: MiniUpOptions): void {
     );
 }
 
+/**
+ * `constellation mini up`: a whole attested cluster on this machine. Every node is a machine of its
+ * own (swtpm, LUKS2 state disk, network and mount namespace, cgroup root, containerd, kubelet and
+ * bootstrapper run as units); `init` runs against the first control plane like a user would, which
+ * runs the real `kubeadm init`; the JoinService is deployed as its DaemonSet, and the other control
+ * planes and the workers join through it with the real `kubeadm join`.
+ */
 export async function miniUp(options: MiniUpOptions): Promise<MiniUpResult> {
   const started = Date.now();
   checkTamperOptions(options);
