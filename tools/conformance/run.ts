@@ -8,7 +8,9 @@ import { createWriteStream, existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import {
+  CTR_K8S_IO,
   importImages,
+  readArchiveManifest,
   readNodeEnvironment,
   runInNode,
   setRegistryMirror,
@@ -198,16 +200,6 @@ function checkCluster(cluster: Cluster, release: string): void {
 
 // ---- images --------------------------------------------------------------------------------------
 
-const CTR_ADDRESS = ['--address', '/run/containerd/containerd.sock', '--namespace', 'k8s.io'];
-
-/** The image manifest digest an OCI archive holds (its index.json's only entry). */
-function archiveDigest(archive: string): string | undefined {
-  const result = spawnSync('tar', ['-xOf', archive, 'index.json'], { encoding: 'utf8', maxBuffer: 1 << 20 });
-  if (result.status !== 0) return undefined;
-  const index = JSON.parse(result.stdout) as { manifests?: { digest?: string }[] };
-  return index.manifests?.[0]?.digest;
-}
-
 /** The suite's images and mini's own images the suite names (etcd, pause), by reference. */
 async function testImages(suite: Suite, cluster: Cluster): Promise<{ reference: string; archive: string }[]> {
   const listed = new Set(
@@ -226,11 +218,20 @@ async function testImages(suite: Suite, cluster: Cluster): Promise<{ reference: 
 /** Imports into each node what it lacks (or holds in another version), nodes side by side. */
 async function importTestImages(cluster: Cluster, images: { reference: string; archive: string }[]): Promise<void> {
   const started = Date.now();
-  const wanted = images.map((image) => ({ ...image, digest: archiveDigest(image.archive) }));
+  // An archive that cannot be read is imported anyway: ctr then says what is wrong with it.
+  const wanted = await Promise.all(
+    images.map(async (image) => ({
+      ...image,
+      digest: await readArchiveManifest(image.archive).then(
+        (manifest) => manifest.digest,
+        () => undefined,
+      ),
+    })),
+  );
   const ctr = join(cluster.kubernetesBinDir, 'ctr');
   await Promise.all(
     cluster.nodes.map(async (node) => {
-      const { stdout } = await runInNode(node.env, [ctr, ...CTR_ADDRESS, 'images', 'ls'], 30_000);
+      const { stdout } = await runInNode(node.env, [ctr, ...CTR_K8S_IO, 'images', 'ls'], 30_000);
       const have = new Set(
         stdout
           .split('\n')

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createReadStream } from 'node:fs';
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -28,7 +28,8 @@ export interface ImageRegistry {
   close(): Promise<void>;
 }
 
-interface Descriptor {
+/** An OCI content descriptor: what a manifest is, where, and how long. */
+export interface Descriptor {
   mediaType: string;
   digest: string;
   size: number;
@@ -57,21 +58,36 @@ export function parseReference(reference: string): { host: string; repository: s
   return { host, repository, tag };
 }
 
-function unpack(archive: string, into: string): Promise<void> {
+/** Runs tar with `args`; resolves to its output, rejects naming the archive and tar's complaint. */
+function tar(archive: string, args: readonly string[]): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    const child = spawn('tar', ['-xf', archive, '-C', into, 'index.json', 'blobs'], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const child = spawn('tar', [...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const stdout: Buffer[] = [];
     let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout.push(chunk);
+    });
     child.stderr.on('data', (chunk: Buffer) => {
       stderr += chunk.toString();
     });
     child.on('error', reject);
     child.on('close', (code) => {
-      if (code === 0) resolve();
-      else reject(new Error(`unpacking ${archive} failed: ${stderr.trim() || `tar exited ${String(code)}`}`));
+      if (code === 0) resolve(Buffer.concat(stdout));
+      else reject(new Error(`reading ${archive} failed: ${stderr.trim() || `tar exited ${String(code)}`}`));
     });
   });
+}
+
+/** The image manifest an OCI archive holds: its index.json's only entry. */
+export async function readArchiveManifest(archive: string): Promise<Descriptor> {
+  const index = JSON.parse((await tar(archive, ['-xOf', archive, 'index.json'])).toString('utf8')) as {
+    manifests?: Descriptor[];
+  };
+  const manifest = index.manifests?.[0];
+  if (manifest === undefined || !DIGEST.test(manifest.digest)) {
+    throw new Error(`${archive} holds no image manifest (index.json has no sha256 entry)`);
+  }
+  return manifest;
 }
 
 /**
@@ -90,13 +106,8 @@ export async function startImageRegistry(options: ImageRegistryOptions): Promise
   try {
     for (const image of options.images) {
       const { host, repository, tag } = parseReference(image.reference);
-      // Each archive's index.json lands on the previous one's: read before the next unpacks.
-      await unpack(image.archive, scratch);
-      const index = JSON.parse(await readFile(join(scratch, 'index.json'), 'utf8')) as { manifests?: Descriptor[] };
-      const manifest = index.manifests?.[0];
-      if (manifest === undefined || !DIGEST.test(manifest.digest)) {
-        throw new Error(`${image.archive} holds no image manifest (index.json has no sha256 entry)`);
-      }
+      const manifest = await readArchiveManifest(image.archive);
+      await tar(image.archive, ['-xf', image.archive, '-C', scratch, 'blobs']);
       tags.set(`${host}/${repository}:${tag}`, manifest);
       manifests.set(manifest.digest, manifest);
     }

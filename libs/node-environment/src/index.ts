@@ -1,5 +1,6 @@
 export type { NodeEnvironment, NodeEnvironmentOptions } from './node-environment.js';
 export {
+  CTR_K8S_IO,
   bootNode,
   createNodeEnvironment,
   destroyNode,
@@ -24,5 +25,5 @@ export { systemctl } from './systemctl.js';
 export type { MiniNetwork, NodeNetwork } from './node-network.js';
 export { createNetwork, destroyNetwork, inNode } from './node-network.js';
 export { nodeProgramCommands } from './node-programs.js';
-export type { ImageRegistry, ImageRegistryOptions, RegistryImage } from './image-registry.js';
-export { startImageRegistry } from './image-registry.js';
+export type { Descriptor, ImageRegistry, ImageRegistryOptions, RegistryImage } from './image-registry.js';
+export { readArchiveManifest, startImageRegistry } from './image-registry.js';

@@ -255,19 +255,21 @@ export async function runInNode(
   return runProgram(program, args, { timeoutMs });
 }
 
+/** `ctr`'s flags for the node's containerd, in namespace k8s.io (where the kubelet's images are). */
+export const CTR_K8S_IO = ['--address', '/run/containerd/containerd.sock', '--namespace', 'k8s.io'] as const;
+
 /** Imports OCI archives into the node's containerd (namespace k8s.io, where the kubelet looks). */
 export async function importImages(env: NodeEnvironment, ctr: string, archives: readonly string[]): Promise<void> {
-  const address = ['--address', '/run/containerd/containerd.sock', '--namespace', 'k8s.io'];
   await waitFor(
     `${env.name}'s containerd answering`,
     () =>
-      runInNode(env, [ctr, ...address, 'version'], 5_000).then(
+      runInNode(env, [ctr, ...CTR_K8S_IO, 'version'], 5_000).then(
         () => true,
         () => false,
       ),
     30_000,
   );
-  for (const archive of archives) await runInNode(env, [ctr, ...address, 'images', 'import', archive], 120_000);
+  for (const archive of archives) await runInNode(env, [ctr, ...CTR_K8S_IO, 'images', 'import', archive], 120_000);
 }
 
 /**
@@ -291,22 +293,7 @@ export async function setRegistryMirror(
 
 /** Gives `name` to an image the node's containerd holds (an OCI archive keeps a short name as it is). */
 export async function tagImage(env: NodeEnvironment, ctr: string, source: string, target: string): Promise<void> {
-  await runInNode(
-    env,
-    [
-      ctr,
-      '--address',
-      '/run/containerd/containerd.sock',
-      '--namespace',
-      'k8s.io',
-      'images',
-      'tag',
-      '--force',
-      source,
-      target,
-    ],
-    30_000,
-  );
+  await runInNode(env, [ctr, ...CTR_K8S_IO, 'images', 'tag', '--force', source, target], 30_000);
 }
 
 function alive(pid: number): boolean {
