@@ -30,6 +30,15 @@ const kubectl = (workspace: string, ...args: string[]) =>
     ['--kubeconfig', join(workspace, 'constellation-admin.conf'), '--request-timeout=20s', ...args],
     { timeoutMs: 60_000 },
   );
+/** Waits (at most a minute) for the pod `name` to have run to completion. */
+async function podSucceeded(workspace: string, name: string, description: string): Promise<void> {
+  await waitFor(
+    async () =>
+      (await kubectl(workspace, 'get', 'pod', name, '-o', 'jsonpath={.status.phase}')).stdout.toString() ===
+      'Succeeded',
+    { timeoutMs: 60_000, description },
+  );
+}
 /** The built kubectl with `kubeconfig`. */
 const kubectlWith = (kubeconfig: string, ...args: string[]) =>
   runCommand(kubectlProgram(), ['--kubeconfig', kubeconfig, '--request-timeout=20s', ...args], {
@@ -263,13 +272,7 @@ describe('constellation mini', () => {
         podIp,
       );
       expect(ping.code, ping.stderr).toBe(0);
-      await waitFor(
-        async () =>
-          (
-            await kubectl(workspace, 'get', 'pod', 'ping-across', '-o', 'jsonpath={.status.phase}')
-          ).stdout.toString() === 'Succeeded',
-        { timeoutMs: 60_000, description: 'a pod on worker-4 pinging the pod on worker-5' },
-      );
+      await podSucceeded(workspace, 'ping-across', 'a pod on worker-4 pinging the pod on worker-5');
 
       // Services and cluster DNS, as on any kubeadm cluster: kube-proxy on every node, CoreDNS
       // Ready, and a pod on worker-4 reaches a web server on worker-5 by its Service's name.
@@ -333,13 +336,7 @@ describe('constellation mini', () => {
         'printf "GET /hostname HTTP/1.0\\r\\n\\r\\n" | nc -w 5 web.default.svc.cluster.local 8080',
       );
       expect(fetched.code, fetched.stderr).toBe(0);
-      await waitFor(
-        async () =>
-          (
-            await kubectl(workspace, 'get', 'pod', 'fetch-by-name', '-o', 'jsonpath={.status.phase}')
-          ).stdout.toString() === 'Succeeded',
-        { timeoutMs: 60_000, description: 'a pod on worker-4 fetching from the web Service by name' },
-      );
+      await podSucceeded(workspace, 'fetch-by-name', 'a pod on worker-4 fetching from the web Service by name');
       expect((await kubectl(workspace, 'logs', 'fetch-by-name')).stdout.toString()).toMatch(
         /^HTTP\/1\.1 200 OK\r?\n[^]*\r?\n\r?\nweb\n$/,
       );
