@@ -15,7 +15,7 @@
 // The release is the one tools/kubernetes/e2e/go.mod pins (the programs' release). The directory
 // is $CONSTELLATION_CACHE_DIR (default ${XDG_CACHE_HOME:-~/.cache}/constellation)/conformance/
 // <release>-<hash of this recipe>. Needs Go, buildah, gcc, make, bzip2 and apt (Debian).
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   chmodSync,
@@ -34,6 +34,7 @@ import {
 import { availableParallelism, homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { SCRIPT_HELPERS_FILE, formatSeconds, run } from './script-helpers.mjs';
 import { VERSION_STAMP_FILE, kubernetesLdflags } from './version-stamp.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -141,27 +142,6 @@ function log(line) {
   process.stderr.write(`[conformance-build] ${line}\n`);
 }
 
-function formatSeconds(s) {
-  return s >= 60 ? `${Math.floor(s / 60)} min ${String(Math.round(s % 60)).padStart(2, '0')} s` : `${Math.round(s)} s`;
-}
-
-function run(command, args, options = {}) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    const keep = (chunk) => {
-      output = (output + chunk.toString()).slice(-(options.keep ?? 8000));
-    };
-    child.stdout.on('data', keep);
-    child.stderr.on('data', keep);
-    child.once('error', reject);
-    child.once('close', (code) => {
-      if (code === 0) resolve(output);
-      else reject(new Error(`${command} ${args.join(' ')} exited with ${code}:\n${output.trim()}`));
-    });
-  });
-}
-
 function capture(command, args, options = {}) {
   const result = spawnSync(command, args, { encoding: 'utf8', maxBuffer: 64 << 20, ...options });
   if (result.error !== undefined || result.status !== 0) {
@@ -204,6 +184,7 @@ function recipeHash(release, go) {
   const hash = createHash('sha256').update(`${RECIPE_VERSION}\n${release}\n${go}\n`);
   hash.update(readFileSync(fileURLToPath(import.meta.url)));
   hash.update(readFileSync(VERSION_STAMP_FILE));
+  hash.update(readFileSync(SCRIPT_HELPERS_FILE));
   for (const file of ['go.mod', 'go.sum']) hash.update(readFileSync(join(moduleDir, file)));
   return hash.digest('hex').slice(0, 12);
 }

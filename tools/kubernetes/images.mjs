@@ -14,7 +14,7 @@
 // Needs the programs (tools/kubernetes/build.mjs), Go, buildah, busybox-static and nftables
 // (tools/dev/ensure-deps.sh).
 import { createHash } from 'node:crypto';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import {
   copyFileSync,
   existsSync,
@@ -28,6 +28,7 @@ import {
 } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { SCRIPT_HELPERS_FILE, formatSeconds, run } from './script-helpers.mjs';
 import { VERSION_STAMP_FILE, kubernetesLdflags } from './version-stamp.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -49,27 +50,6 @@ function fail(message) {
 
 function log(line) {
   process.stderr.write(`[images] ${line}\n`);
-}
-
-function formatSeconds(s) {
-  return s >= 60 ? `${Math.floor(s / 60)} min ${String(Math.round(s % 60)).padStart(2, '0')} s` : `${Math.round(s)} s`;
-}
-
-function run(command, args, options = {}) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    const keep = (chunk) => {
-      output = (output + chunk.toString()).slice(-8000);
-    };
-    child.stdout.on('data', keep);
-    child.stderr.on('data', keep);
-    child.once('error', reject);
-    child.once('close', (code) => {
-      if (code === 0) resolve(output);
-      else reject(new Error(`${command} ${args.join(' ')} exited with ${code}:\n${output.trim()}`));
-    });
-  });
 }
 
 function binDir() {
@@ -96,6 +76,7 @@ function imagesHash(bin, release) {
   const hash = createHash('sha256').update(`${release}\n${bin}\n`);
   const recipe = [
     fileURLToPath(import.meta.url),
+    SCRIPT_HELPERS_FILE,
     VERSION_STAMP_FILE,
     join(here, 'pause', 'main.go'),
     join(here, 'pause', 'go.mod'),
