@@ -192,8 +192,8 @@ function checkCluster(cluster: Cluster, release: string): void {
     log(
       `warning: kube-system pods not Ready: ${waiting.map((p) => `${p.metadata.name} (${p.status?.phase ?? '?'})`).join(', ')}; ` +
         'the suite waits for them (--system-pods-startup-timeout, default 10m) and fails every spec if they stay so; ' +
-        `to let it start after 1 min anyway: npm run conformance -- … -- --allowed-not-ready-nodes=${waiting.length} ` +
-        '--system-pods-startup-timeout=1m',
+        `to let it start after 1 min anyway: npm run conformance -- -- --allowed-not-ready-nodes=${waiting.length} ` +
+        '--system-pods-startup-timeout=1m (your own options go before the second --)',
     );
   }
 }
