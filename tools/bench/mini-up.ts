@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { nodeProcesses, readNodeEnvironment } from '@constellation/node-environment';
+import { openMachineAt } from '@constellation/machines';
 import { buildBundles, createTempDir, repoRoot, runCommand } from '@constellation/testing';
 
 const SIZES: { controlPlanes: number; workers: number; goalSeconds?: number }[] = [
@@ -77,11 +77,11 @@ for (const { controlPlanes, workers, goalSeconds } of SIZES) {
       };
       const memory: string[] = [];
       for (const node of state.nodes) {
-        const environment = await readNodeEnvironment(node.dir);
-        if (environment !== undefined)
-          memory.push(`${node.name} ${(await rssMiB(await nodeProcesses(environment))).toFixed(0)} MiB`);
+        const machine = await openMachineAt(node.dir);
+        if (machine !== undefined)
+          memory.push(`${node.name} ${(await rssMiB(await machine.hostProcesses())).toFixed(0)} MiB`);
       }
-      console.log(`  RSS per node (units, shims, pods): ${memory.join(', ')}`);
+      console.log(`  RSS per node (units, shims, pods, TPM): ${memory.join(', ')}`);
     }
   } finally {
     await runCommand(process.execPath, [cli, '--workspace', workspace.path, 'mini', 'down'], { timeoutMs: 300_000 });

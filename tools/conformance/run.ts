@@ -7,16 +7,9 @@ import { spawn, spawnSync } from 'node:child_process';
 import { createWriteStream, existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import {
-  CTR_K8S_IO,
-  importImages,
-  readArchiveManifest,
-  readNodeEnvironment,
-  runInNode,
-  setRegistryMirror,
-  startImageRegistry,
-} from '@constellation/node-environment';
-import type { NodeEnvironment } from '@constellation/node-environment';
+import { importImages, listImages, openMachineAt, setRegistryMirror } from '@constellation/machines';
+import type { Machine } from '@constellation/machines';
+import { readArchiveManifest, startImageRegistry } from '@constellation/node-environment';
 import { REPOSITORY_ROOT, UsageError, parseOptions } from './options.js';
 import type { Options } from './options.js';
 import { literalPattern, readSkipList } from './skip-list.js';
@@ -90,7 +83,7 @@ interface Cluster {
   kubernetesBinDir: string;
   /** The address the nodes reach the host on (the test-image registry listens there). */
   hostIp: string;
-  nodes: { name: string; role: string; env: NodeEnvironment }[];
+  nodes: { name: string; role: string; machine: Machine }[];
 }
 
 const miniStatePath = (workspace: string): string => join(workspace, 'constellation-mini', 'mini.json');
@@ -144,9 +137,9 @@ async function findCluster(options: Options): Promise<Cluster> {
   if (!existsSync(kubeconfig)) throw new UsageError(`the mini cluster has no admin kubeconfig yet (${kubeconfig})`);
   const nodes: Cluster['nodes'] = [];
   for (const node of state.nodes) {
-    const env = await readNodeEnvironment(node.dir);
-    if (env === undefined) throw new Error(`node ${node.name} has no node record in ${node.dir}`);
-    nodes.push({ name: node.name, role: node.role, env });
+    const machine = await openMachineAt(node.dir);
+    if (machine === undefined) throw new Error(`node ${node.name} has no machine in ${node.dir}`);
+    nodes.push({ name: node.name, role: node.role, machine });
   }
   return {
     kubeconfig,
@@ -228,24 +221,15 @@ async function importTestImages(cluster: Cluster, images: { reference: string; a
       ),
     })),
   );
-  const ctr = join(cluster.kubernetesBinDir, 'ctr');
   await Promise.all(
     cluster.nodes.map(async (node) => {
-      const { stdout } = await runInNode(node.env, [ctr, ...CTR_K8S_IO, 'images', 'ls'], 30_000);
-      const have = new Set(
-        stdout
-          .split('\n')
-          .slice(1)
-          .map((line) => line.split(/\s+/))
-          .map(([reference, , digest]) => `${reference}@${digest}`),
-      );
+      const have = await listImages(node.machine);
       const missing = wanted.filter(
         (image) => image.digest === undefined || !have.has(`${image.reference}@${image.digest}`),
       );
       const nodeStarted = Date.now();
       await importImages(
-        node.env,
-        ctr,
+        node.machine,
         missing.map((image) => image.archive),
       );
       log(
@@ -271,7 +255,7 @@ async function serveTestImages(
   const setMirrors = (mirror: string | undefined): Promise<unknown> =>
     Promise.all(
       cluster.nodes.flatMap((node) =>
-        registry.upstreams.map((upstream) => setRegistryMirror(node.env, upstream, mirror)),
+        registry.upstreams.map((upstream) => setRegistryMirror(node.machine, upstream, mirror)),
       ),
     );
   try {

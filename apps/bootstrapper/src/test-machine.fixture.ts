@@ -13,18 +13,18 @@ import {
   bootNode,
   createNodeEnvironment,
   destroyNode,
-  importImages,
+  CNI_BIN_DIR,
   nodeLayout,
   nodeProgramCommands,
+  peerPodRoutes,
+  podSubnet,
   resetForBoot,
   shutdownNode,
   startUnit,
 } from '@constellation/node-environment';
 import type { NodeEnvironment, NodeNetwork, UnitsFile } from '@constellation/node-environment';
+import { importImages, openMachine } from '@constellation/machines';
 import { kubernetesBinDir } from '@constellation/testing';
-
-/** Debian's containernetworking-plugins (the pods' bridge). */
-const CNI_BIN_DIR = '/usr/lib/cni';
 
 export interface MachinePlace {
   /** The node's root on the host: the machine's bind mounts' sources are below it. */
@@ -89,9 +89,7 @@ export async function startTestMachine(place: MachinePlace): Promise<TestMachine
     netns,
     hosts: place.hosts,
     podSubnet: podSubnet(place.index),
-    peerPodSubnets: place.hosts
-      .map((host, i) => ({ subnet: podSubnet(i), via: host.ip }))
-      .filter((_, i) => i !== place.index && place.network.nodeIps.includes(place.hosts[i]?.ip ?? '')),
+    peerPodSubnets: peerPodRoutes(place.hosts, place.index, (ip) => place.network.nodeIps.includes(ip)),
     binDir,
     sandboxImage: images.sandbox,
     cniBinDir: CNI_BIN_DIR,
@@ -111,7 +109,7 @@ export async function startTestMachine(place: MachinePlace): Promise<TestMachine
       { mode: 0o644 },
     );
     environment = await bootNode(created);
-    await importImages(environment, join(binDir, 'ctr'), images.archives);
+    await importImages(openMachine({ provider: 'namespaces', name: place.name, dir: place.root }), images.archives);
   } catch (err) {
     await destroyNode(environment);
     throw err;
@@ -147,6 +145,3 @@ export async function startTestMachine(place: MachinePlace): Promise<TestMachine
   };
   return machine;
 }
-
-/** Each machine's pods get a /24 of 10.244.0.0/16 of their own, as in mini. */
-const podSubnet = (index: number): string => `10.244.${index}.0/24`;

@@ -6,9 +6,9 @@ import { kubernetesBinDir, repoRoot, runCommand, tempDirForTest, waitFor } from 
 import { describe, expect, it } from 'vitest';
 import { pathExists } from '@constellation/files';
 import { unitLog } from '@constellation/node-environment';
-import { isRunning } from './mini/mini-state.js';
+import { isRunning } from '@constellation/machines';
 import type { MiniNode, MiniState } from './mini/mini-state.js';
-import { BOOTSTRAPPER_UNIT } from './mini/start-node.js';
+import { BOOTSTRAPPER_UNIT } from './mini/providers/namespace-node.js';
 
 const root = repoRoot();
 const cli = join(root, 'apps/cli/dist/constellation.mjs');

@@ -2,7 +2,7 @@ import * as k8s from '@kubernetes/client-node';
 import { UsageError } from '@constellation/command-line';
 import { readClusterState } from './cluster-state.js';
 import { readJoinStatus } from './mini/join-refusal.js';
-import { readMiniState } from './mini/mini-state.js';
+import { machineOf, readMiniState } from './mini/mini-state.js';
 import { nodeReady } from './mini/wait-for-nodes.js';
 import { workspaceFiles } from './workspace.js';
 
@@ -46,7 +46,7 @@ export async function clusterStatus(workspace: string): Promise<{ clusterId: str
   const mini = await readMiniState(workspace);
   for (const machine of mini?.nodes ?? []) {
     if (nodes.some((n) => n.name === machine.name)) continue;
-    const recorded = await readJoinStatus(machine.dir);
+    const recorded = await readJoinStatus(machineOf(machine));
     const problem =
       recorded === undefined
         ? 'not joined yet'

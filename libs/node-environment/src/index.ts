@@ -1,18 +1,14 @@
 export type { NodeEnvironment, NodeEnvironmentOptions } from './node-environment.js';
 export {
-  CTR_K8S_IO,
   bootNode,
   createNodeEnvironment,
   destroyNode,
-  importImages,
   nodeProcesses,
   readNodeEnvironment,
   resetForBoot,
   runInNode,
-  setRegistryMirror,
   shutdownNode,
   startUnit,
-  tagImage,
   unitLog,
   unitState,
 } from './node-environment.js';
@@ -27,3 +23,5 @@ export { createNetwork, destroyNetwork, inNode } from './node-network.js';
 export { nodeProgramCommands } from './node-programs.js';
 export type { Descriptor, ImageRegistry, ImageRegistryOptions, RegistryImage } from './image-registry.js';
 export { readArchiveManifest, startImageRegistry } from './image-registry.js';
+export { registryMirrorHosts } from './containerd-config.js';
+export { CNI_BIN_DIR, POD_NETWORK, peerPodRoutes, podSubnet } from './pod-network.js';

@@ -3,9 +3,8 @@ import { chmod, mkdir, open, readFile, readdir, readlink, rm, stat, writeFile } 
 import { join } from 'node:path';
 import { runProgram } from '@constellation/control-plane';
 import { errorMessage } from '@constellation/errors';
-import { writeFileAtomic } from '@constellation/files';
 import { cgroupProcesses, createCgroupRoot, removeCgroupRoot } from './cgroup-root.js';
-import { cniConfig, containerdConfig, registryMirrorHosts } from './containerd-config.js';
+import { cniConfig, containerdConfig } from './containerd-config.js';
 import { kubeletTuning } from './kubelet-tuning.js';
 import { MOUNT_NAMESPACE_DIR, createMountNamespace, removeMountNamespace } from './mount-namespace.js';
 import { NODE_BIND_MOUNTS, VOLATILE_DIRS, bindSource, nodeLayout } from './node-layout.js';
@@ -253,47 +252,6 @@ export async function runInNode(
 ): Promise<{ stdout: string; stderr: string }> {
   const [program, args] = inNamespaces(env, command);
   return runProgram(program, args, { timeoutMs });
-}
-
-/** `ctr`'s flags for the node's containerd, in namespace k8s.io (where the kubelet's images are). */
-export const CTR_K8S_IO = ['--address', '/run/containerd/containerd.sock', '--namespace', 'k8s.io'] as const;
-
-/** Imports OCI archives into the node's containerd (namespace k8s.io, where the kubelet looks). */
-export async function importImages(env: NodeEnvironment, ctr: string, archives: readonly string[]): Promise<void> {
-  await waitFor(
-    `${env.name}'s containerd answering`,
-    () =>
-      runInNode(env, [ctr, ...CTR_K8S_IO, 'version'], 5_000).then(
-        () => true,
-        () => false,
-      ),
-    30_000,
-  );
-  for (const archive of archives) await runInNode(env, [ctr, ...CTR_K8S_IO, 'images', 'import', archive], 120_000);
-}
-
-/**
- * Sends the node's pulls from `upstream` (`registry.k8s.io`) to the registry at `mirror` first
- * (containerd reads the setting at each pull: no restart); `undefined` removes the mirror again.
- */
-export async function setRegistryMirror(
-  env: NodeEnvironment,
-  upstream: string,
-  mirror: string | undefined,
-): Promise<void> {
-  if (!/^[a-z0-9.-]+(:\d+)?$/.test(upstream)) throw new Error(`${JSON.stringify(upstream)} is not a registry host`);
-  const dir = join(nodeLayout(env.dir).registryHosts, upstream);
-  if (mirror === undefined) {
-    await rm(dir, { recursive: true, force: true });
-    return;
-  }
-  await mkdir(dir, { recursive: true });
-  await writeFileAtomic(join(dir, 'hosts.toml'), registryMirrorHosts(upstream, mirror), { mode: 0o644 });
-}
-
-/** Gives `name` to an image the node's containerd holds (an OCI archive keeps a short name as it is). */
-export async function tagImage(env: NodeEnvironment, ctr: string, source: string, target: string): Promise<void> {
-  await runInNode(env, [ctr, ...CTR_K8S_IO, 'images', 'tag', '--force', source, target], 30_000);
 }
 
 function alive(pid: number): boolean {

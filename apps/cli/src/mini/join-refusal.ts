@@ -1,5 +1,4 @@
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import type { Machine } from '@constellation/machines';
 
 /** What a node's bootstrapper recorded about its last ticket request (run/constellation/join-status.json). */
 export interface NodeJoinStatus {
@@ -10,11 +9,11 @@ export interface NodeJoinStatus {
   at: string;
 }
 
-export async function readJoinStatus(nodeDir: string): Promise<NodeJoinStatus | undefined> {
+/** The bootstrapper's record on the node, or undefined while it has written none (or it cannot be read). */
+export async function readJoinStatus(machine: Machine): Promise<NodeJoinStatus | undefined> {
   try {
-    return JSON.parse(
-      await readFile(join(nodeDir, 'run', 'constellation', 'join-status.json'), 'utf8'),
-    ) as NodeJoinStatus;
+    const text = await machine.readFile('/run/constellation/join-status.json');
+    return text === undefined ? undefined : (JSON.parse(text.toString('utf8')) as NodeJoinStatus);
   } catch {
     return undefined;
   }

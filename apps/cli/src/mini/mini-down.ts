@@ -1,11 +1,11 @@
-import { readFile, readdir, rm } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { errorMessage } from '@constellation/errors';
 import { pathExists } from '@constellation/files';
-import { destroyNode, readNodeEnvironment } from '@constellation/node-environment';
-import { workspaceFiles } from '../workspace.js';
-import { miniDir, readMiniState, stopProcess } from './mini-state.js';
+import { openMachineAt, stopProcess } from '@constellation/machines';
 import { destroyNetwork } from '@constellation/node-environment';
+import { workspaceFiles } from '../workspace.js';
+import { miniDir, readMiniState } from './mini-state.js';
 
 /**
  * Every machine's directory, whether or not `mini up` got as far as recording the node: one that
@@ -31,14 +31,14 @@ export async function miniDown(workspace: string, keep: boolean, print: (line: s
   }
   const failures: string[] = [];
   for (const dir of (await machineDirs(state.dir)).reverse()) {
-    const environment = await readNodeEnvironment(dir);
-    if (environment !== undefined) {
-      await destroyNode(environment).catch((err: unknown) => {
-        failures.push(`${basename(dir)}: ${errorMessage(err)}`);
-      });
-    }
-    const swtpm = Number((await readFile(join(dir, 'tpm', 'swtpm.pid'), 'utf8').catch(() => '0')).trim());
-    await stopProcess(swtpm);
+    // The machine of a directory, whichever provider made it; one made half-way is removed too.
+    const machine = await openMachineAt(dir).catch((err: unknown) => {
+      failures.push(`${basename(dir)}: ${errorMessage(err)}`);
+      return undefined;
+    });
+    await machine?.destroy().catch((err: unknown) => {
+      failures.push(`${basename(dir)}: ${errorMessage(err)}`);
+    });
   }
   await stopProcess(state.metadataPid);
   await destroyNetwork(state.network);

@@ -6,12 +6,16 @@ import { writeWorkspaceFile } from '../workspace.js';
 import type { MiniArtifacts } from './artifacts.js';
 import type { MiniNetwork } from '@constellation/node-environment';
 import type { Tamper } from './tamper.js';
+import { openMachine } from '@constellation/machines';
+import type { Machine, MachineProvider } from '@constellation/machines';
 
 export interface MiniNode {
   name: string;
   role: 'control-plane' | 'worker';
   ip: string;
   dir: string;
+  /** What the machine is made of (absent in records written before providers: namespaces). */
+  provider?: MachineProvider;
   /** swtpm's data channel (unix socket, mode 0600, in the node's directory); control at `<tpmSocket>.ctrl`. */
   tpmSocket: string;
   swtpmPid: number;
@@ -65,32 +69,6 @@ export async function writeMiniState(workspace: string, state: MiniState): Promi
   await writeWorkspaceFile(miniStatePath(workspace), `${JSON.stringify(state, null, 2)}\n`, false);
 }
 
-export function isRunning(pid: number): boolean {
-  if (pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** SIGTERM, then SIGKILL after `graceMs`; resolves once the process is gone. */
-export async function stopProcess(pid: number, graceMs = 5_000): Promise<void> {
-  if (!isRunning(pid)) return;
-  try {
-    process.kill(pid, 'SIGTERM');
-  } catch {
-    return;
-  }
-  const deadline = Date.now() + graceMs;
-  while (Date.now() < deadline) {
-    if (!isRunning(pid)) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  try {
-    process.kill(pid, 'SIGKILL');
-  } catch {
-    // already gone
-  }
-}
+/** The node's machine, through its provider. */
+export const machineOf = (node: Pick<MiniNode, 'name' | 'dir' | 'provider'>): Machine =>
+  openMachine({ provider: node.provider ?? 'namespaces', name: node.name, dir: node.dir });

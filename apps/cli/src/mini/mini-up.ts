@@ -9,7 +9,8 @@ import { pathExists } from '@constellation/files';
 import { hashInitSecret } from '@constellation/keys';
 import { Kubectl, locateKubernetesPrograms } from '@constellation/control-plane';
 import type { KubernetesPrograms } from '@constellation/control-plane';
-import { readNodeEnvironment } from '@constellation/node-environment';
+import { isRunning } from '@constellation/machines';
+import { CNI_BIN_DIR } from '@constellation/node-environment';
 import { createEkCa, manufactureTpm } from '@constellation/swtpm';
 import type { EkCa } from '@constellation/swtpm';
 import { configYaml } from '../constellation-conf.js';
@@ -23,13 +24,13 @@ import { bootChain } from './boot-chain.js';
 import { waitUntil } from './bounded-wait.js';
 import { spawnDetached } from './detached.js';
 import { deployJoinService } from './joinservice-deployment.js';
-import { isRunning, miniDir, readMiniState, writeMiniState } from './mini-state.js';
+import { machineOf, miniDir, readMiniState, writeMiniState } from './mini-state.js';
 import type { MiniNode, MiniState } from './mini-state.js';
 import { createNetwork } from '@constellation/node-environment';
 import { nodeImages } from './node-images.js';
 import { publishSignedComponents, signManifest } from './signed-components.js';
-import { CNI_BIN_DIR, startNode } from './start-node.js';
-import type { NodeImages } from './start-node.js';
+import { startNode } from './start-node.js';
+import type { NodeImages } from './node-spec.js';
 import { waitForNodes } from './wait-for-nodes.js';
 import type { MiniNodeResult } from './wait-for-nodes.js';
 import type { Tamper } from './tamper.js';
@@ -187,12 +188,14 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniUpResult> {
 async function refuseRunningCluster(workspace: string): Promise<void> {
   const existing = await readMiniState(workspace);
   if (existing === undefined) return;
-  const environments = await Promise.all(existing.nodes.map((n) => readNodeEnvironment(n.dir)));
-  const pids = [
-    existing.metadataPid,
-    ...existing.nodes.map((n) => n.swtpmPid),
-    ...environments.map((e) => e?.runnerPid ?? 0),
-  ];
+  const machines = await Promise.all(
+    existing.nodes.map((n) =>
+      machineOf(n)
+        .hostProcesses()
+        .catch(() => []),
+    ),
+  );
+  const pids = [existing.metadataPid, ...existing.nodes.map((n) => n.swtpmPid), ...machines.flat()];
   if (pids.some(isRunning))
     throw new UsageError(
       `a mini cluster is already running in ${workspace} (started ${existing.startedAt}); run \`${selfCommand(workspace, ['mini', 'down'])}\` first`,

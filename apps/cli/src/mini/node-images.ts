@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { MiniArtifacts } from './artifacts.js';
-import type { NodeImages } from './start-node.js';
+import type { NodeImages } from './node-spec.js';
 
 interface ImagesFile {
   release: string;

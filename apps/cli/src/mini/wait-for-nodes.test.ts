@@ -9,7 +9,7 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { UnitRunner, nodeLayout, unitLog } from '@constellation/node-environment';
 import type { NodeEnvironment } from '@constellation/node-environment';
 import type { MiniNode, MiniState } from './mini-state.js';
-import { BOOTSTRAPPER_UNIT } from './start-node.js';
+import { BOOTSTRAPPER_UNIT } from './providers/namespace-node.js';
 import { waitForNodes } from './wait-for-nodes.js';
 
 function miniNode(dir: string, name: string, role: MiniNode['role']): MiniNode {

@@ -4,9 +4,9 @@ import { pooledApiConfiguration } from '@constellation/kubeadm';
 import { canConnect } from '@constellation/swtpm';
 import { WaitAbandoned, waitUntil } from './bounded-wait.js';
 import { readJoinStatus } from './join-refusal.js';
-import { readNodeEnvironment, unitLog, unitState } from '@constellation/node-environment';
+import { machineOf } from './mini-state.js';
 import type { MiniNode, MiniState } from './mini-state.js';
-import { BOOTSTRAPPER_UNIT } from './start-node.js';
+import { BOOTSTRAPPER_UNIT } from './providers/namespace-node.js';
 
 export interface MiniNodeResult {
   name: string;
@@ -38,9 +38,7 @@ async function lastTellingLines(path: string, count: number): Promise<string> {
 /** The first of `nodes` whose bootstrapper unit is no longer running (it failed or exited). */
 async function firstStoppedBootstrapper(nodes: readonly MiniNode[]): Promise<MiniNode | undefined> {
   for (const node of nodes) {
-    const environment = await readNodeEnvironment(node.dir);
-    if (environment === undefined) continue;
-    const unit = await unitState(environment, BOOTSTRAPPER_UNIT).catch(() => undefined);
+    const unit = await machineOf(node).unitState(BOOTSTRAPPER_UNIT);
     if (unit !== undefined && (unit.state === 'failed' || unit.state === 'inactive')) return node;
   }
   return undefined;
@@ -86,7 +84,7 @@ export async function waitForNodes(options: {
       const dead = await firstStoppedBootstrapper(state.nodes.filter((n) => !n.tampered && !ready.has(n.name)));
       if (dead !== undefined) {
         // Its last lines say why; the whole log goes with the workspace at `mini down`.
-        const log = unitLog(dead.dir, BOOTSTRAPPER_UNIT);
+        const log = machineOf(dead).logPath(BOOTSTRAPPER_UNIT);
         throw new WaitAbandoned(
           `${dead.name}'s bootstrapper stopped before joining; its last log lines: ${await lastTellingLines(log, 3)} (all in ${log})`,
         );
@@ -109,7 +107,7 @@ export async function waitForNodes(options: {
   for (const node of state.nodes.filter((n) => !ready.has(n.name))) {
     const status = await waitUntil(
       async () => {
-        const recorded = await readJoinStatus(node.dir);
+        const recorded = await readJoinStatus(machineOf(node));
         return recorded?.state === 'refused' ? recorded : undefined;
       },
       { timeoutMs: 20_000, what: `${node.name}'s first refusal` },
