@@ -35,6 +35,11 @@ declare -A needed=(
   [busybox]=busybox-static
   # mini's kube-proxy image: its nftables proxier loads rules with nft (tools/kubernetes/images.mjs)
   [nft]=nftables
+  # libs/measured-boot's tests: UKIs built with objcopy, Authenticode digests checked against
+  # pesign and osslsigncode (which also signs a test image)
+  [objcopy]=binutils
+  [pesign]=pesign
+  [osslsigncode]=osslsigncode
 )
 missing=()
 for program in "${!needed[@]}"; do
@@ -45,6 +50,10 @@ done
 # mini's pod network: Debian's CNI plugins (bridge, host-local), found by path
 if [ ! -x /usr/lib/cni/bridge ]; then
   missing+=(containernetworking-plugins)
+fi
+# libs/measured-boot's tests: Debian's systemd-stub, the base of the node image's UKI, found by path
+if [ ! -f /usr/lib/systemd/boot/efi/linuxx64.efi.stub ]; then
+  missing+=(systemd-boot-efi)
 fi
 # runc's seccomp support links against libseccomp (a library: no program to look for)
 if ! pkg-config --exists libseccomp 2>/dev/null; then
