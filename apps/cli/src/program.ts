@@ -4,6 +4,7 @@ import { terminalSafe } from '@constellation/command-line';
 import type { CommandContext } from './commands/command-context.js';
 import { configCommand } from './commands/config-generate.js';
 import { eventlogCommand } from './commands/eventlog.js';
+import { fetchMeasurementsCommand } from './commands/fetch-measurements.js';
 import { initCommand } from './commands/init.js';
 import { measurementsCommand } from './commands/measurements-from-eventlog.js';
 import { miniCommand } from './commands/mini.js';
@@ -36,7 +37,9 @@ export function createProgram(): Command {
     print: (line) => process.stderr.write(`${terminalSafe(line)}\n`),
   };
   return program
-    .addCommand(configCommand(context).addCommand(measurementsCommand(context)))
+    .addCommand(
+      configCommand(context).addCommand(measurementsCommand(context)).addCommand(fetchMeasurementsCommand(context)),
+    )
     .addCommand(initCommand(context))
     .addCommand(verifyCommand(context))
     .addCommand(statusCommand(context))

@@ -45,3 +45,9 @@ export type { ValidationResult, Validator } from './validator.js';
 
 export { unrootedVariantWarning, variantByName } from './variant.js';
 export type { EventPolicy } from '@constellation/eventlog';
+export {
+  MEASUREMENTS_SIGNATURE_ALGORITHM,
+  createMeasurementsSigningKey,
+  signMeasurements,
+  verifySignedMeasurements,
+} from './signed-measurements.js';
