@@ -9,3 +9,8 @@ export type { NamespaceMachineOptions } from './providers/namespaces/create-name
 export { createNamespaceMachine } from './providers/namespaces/create-namespace-machine.js';
 export type { NamespaceMachinePaths } from './providers/namespaces/namespace-paths.js';
 export { namespaceMachinePaths } from './providers/namespaces/namespace-paths.js';
+export type { VmMachineOptions } from './providers/qemu/create-vm-machine.js';
+export { OVMF, createVmMachine } from './providers/qemu/create-vm-machine.js';
+export type { VmConfig } from './providers/qemu/vm-config.js';
+export { vmPaths } from './providers/qemu/vm-config.js';
+export { VmMachine } from './providers/qemu/vm-machine.js';

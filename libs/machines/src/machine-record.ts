@@ -3,6 +3,7 @@ import { basename, join } from 'node:path';
 import { MACHINE_PROVIDERS } from './machine.js';
 import type { Machine, MachineProvider, MachineRecord } from './machine.js';
 import { NamespaceMachine } from './providers/namespaces/namespace-machine.js';
+import { VmMachine } from './providers/qemu/vm-machine.js';
 
 /** The record's file in a machine's directory. */
 export const machineRecordPath = (dir: string): string => join(dir, 'machine.json');
@@ -13,6 +14,7 @@ export async function writeMachineRecord(record: MachineRecord): Promise<void> {
 
 const PROVIDERS: Record<MachineProvider, (record: MachineRecord) => Machine> = {
   namespaces: (record) => new NamespaceMachine(record),
+  qemu: (record) => new VmMachine(record),
 };
 
 /** The machine of a record, through its provider. */

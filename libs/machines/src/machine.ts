@@ -1,5 +1,5 @@
 /** The node providers mini can make machines with, side by side (as kind's providers are). */
-export const MACHINE_PROVIDERS = ['namespaces'] as const;
+export const MACHINE_PROVIDERS = ['namespaces', 'qemu'] as const;
 export type MachineProvider = (typeof MACHINE_PROVIDERS)[number];
 
 /** What mini keeps to find a machine again: `machine.json` in the machine's directory. */

@@ -17,7 +17,10 @@ function parsePcrList(value: string): number[] {
   return [...new Set(pcrs)];
 }
 
-/** `constellation config measurements from-eventlog <file>`: reference values from a known-good boot. */
+/**
+ * `constellation config measurements from-eventlog <file>` (reference values from a known-good boot)
+ * and `from-image <image>` (computed from the node image itself).
+ */
 export function measurementsCommand(_context: CommandContext): CommandUnknownOpts {
   const measurements = new Command('measurements').description('work with the measurements nodes must prove');
   measurements
@@ -52,6 +55,44 @@ export function measurementsCommand(_context: CommandContext): CommandUnknownOpt
         `# Reference values from ${JSON.stringify(file)}. measurements: for attestation.measurements;\n` +
           '# eventPolicy: the rules on boot events this boot satisfies (checked by the verifier once it replays logs).\n' +
           stringify(values),
+      );
+    });
+  measurements
+    .command('from-image')
+    .description(
+      "reference values computed from a node image's UKI, without booting it: PCRs 4, 9 and 11, PCR 15 at zero, and the event digests each may have",
+    )
+    .argument('<image>', 'the image directory `npm run node-image` printed (its uki.efi), or a UKI file')
+    .addOption(
+      new Option('-o, --output <format>', 'yaml to paste into the config, json to sign or for scripts, events to read')
+        .choices(['yaml', 'json', 'events'] as const)
+        .default('yaml' as const),
+    )
+    .addHelpText(
+      'after',
+      "\nPCR 4: the firmware's boot-option action and separator, then the Authenticode SHA-256 of the UKI and of" +
+        '\nthe kernel in it (systemd-stub starts it through the firmware). PCR 9: the kernel command line (UTF-16)' +
+        "\nand the initrd, as the kernel's EFI stub measures them. PCR 11: systemd-stub's sections .linux, .osrel," +
+        "\n.cmdline, .initrd (name, then content). The firmware's own PCRs (0-3, 5-7) depend on the machine: take" +
+        '\nthem with from-eventlog from a machine you trust. docs/node-image.md says what each PCR holds.' +
+        '\n\nExamples:\n  constellation config measurements from-image "$(npm run -s node-image)"\n  constellation config measurements from-image uki.efi -o events\n',
+    )
+    .action(async (image, options) => {
+      const { measurementsFromImage, predictedEventsTable } = await import('../measurements-from-image.js');
+      const reference = await measurementsFromImage(image);
+      if (options.output === 'events') {
+        writeResult(predictedEventsTable(reference));
+        return;
+      }
+      if (options.output === 'json') {
+        writeResult(`${JSON.stringify(reference.file, null, 2)}\n`);
+        return;
+      }
+      const { stringify } = await import('yaml');
+      writeResult(
+        `# Reference values computed from ${reference.uki} (sha256:${reference.ukiSha256}).\n` +
+          '# measurements: for attestation.measurements; eventPolicy: the digests the events of PCRs 4, 9 and 11 may have.\n' +
+          stringify(reference.file),
       );
     });
   return measurements;
