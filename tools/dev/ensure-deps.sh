@@ -40,6 +40,8 @@ declare -A needed=(
   [objcopy]=binutils
   [pesign]=pesign
   [osslsigncode]=osslsigncode
+  # mini's VM nodes (libs/machines, provider qemu): QEMU with OVMF and swtpm
+  [qemu-system-x86_64]=qemu-system-x86
 )
 missing=()
 for program in "${!needed[@]}"; do
@@ -54,6 +56,10 @@ fi
 # libs/measured-boot's tests: Debian's systemd-stub, the base of the node image's UKI, found by path
 if [ ! -f /usr/lib/systemd/boot/efi/linuxx64.efi.stub ]; then
   missing+=(systemd-boot-efi)
+fi
+# the VMs' firmware: Debian's OVMF, found by path
+if [ ! -f /usr/share/OVMF/OVMF_CODE_4M.fd ]; then
+  missing+=(ovmf)
 fi
 # runc's seccomp support links against libseccomp (a library: no program to look for)
 if ! pkg-config --exists libseccomp 2>/dev/null; then
