@@ -42,6 +42,15 @@ declare -A needed=(
   [osslsigncode]=osslsigncode
   # mini's VM nodes (libs/machines, provider qemu): QEMU with OVMF and swtpm
   [qemu-system-x86_64]=qemu-system-x86
+  # the node image (npm run node-image, tools/node-image): Debian's root filesystem, its squashfs
+  # and dm-verity tree (veritysetup: cryptsetup-bin), the initrd's cpio archive, the ESP
+  [mmdebstrap]=mmdebstrap
+  [mksquashfs]=squashfs-tools
+  [veritysetup]=cryptsetup-bin
+  [cpio]=cpio
+  [zstd]=zstd
+  [mkfs.vfat]=dosfstools
+  [mcopy]=mtools
 )
 missing=()
 for program in "${!needed[@]}"; do
