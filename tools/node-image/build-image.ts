@@ -43,7 +43,7 @@ export async function buildImage(options: BuildOptions): Promise<ImageManifest> 
   await mkdir(workDir, { recursive: true });
   const root = join(workDir, 'rootfs');
 
-  await step('root filesystem: mmdebstrap from Debian bookworm', 45, () => bootstrap(root, workDir, inputs));
+  await step('root filesystem: mmdebstrap from Debian bookworm', 45, () => bootstrap(root, inputs));
   const kernelVersion = await step('root filesystem: node files and settings', 5, () =>
     customize(root, inputs, options.imageVersion),
   );

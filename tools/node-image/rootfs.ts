@@ -1,8 +1,20 @@
 // The image's root filesystem: Debian bookworm minbase from the archive (mmdebstrap), our node
 // .deb, the container runtime of the Kubernetes build, and the settings of a read-only,
 // stateless root.
-import { appendFile, chmod, copyFile, mkdir, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { existsSync } from 'node:fs';
+import {
+  appendFile,
+  chmod,
+  copyFile,
+  mkdir,
+  mkdtemp,
+  readFile,
+  readdir,
+  rm,
+  symlink,
+  writeFile,
+} from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import { DEBIAN_PACKAGES, GUEST_AGENT_PACKAGE, RUNTIME_PROGRAMS, SUITE } from './recipe.js';
 import type { RecipeInputs } from './recipe.js';
 import { run } from './progress.js';
@@ -71,9 +83,29 @@ async function buildInitrdPlaceholder(work: string, epoch: number): Promise<stri
   return deb;
 }
 
-/** Runs mmdebstrap into `root` (which must not exist). */
-export async function bootstrap(root: string, work: string, inputs: RecipeInputs): Promise<void> {
-  const placeholder = await buildInitrdPlaceholder(work, inputs.sourceDateEpoch);
+/**
+ * Runs mmdebstrap into `root` (which must not exist). Local .deb files must have the same path
+ * inside the root as outside (apt hands dpkg the path), and mmdebstrap's hook leaves the mount
+ * points it made for them behind: so they are staged under /tmp, which mmdebstrap empties in the
+ * root at the end. A path elsewhere (the repository's, the cache's with a process id) would stay
+ * in the image and change its root hash from build to build.
+ */
+export async function bootstrap(root: string, inputs: RecipeInputs): Promise<void> {
+  const staging = await mkdtemp('/tmp/constellation-node-image-debs-');
+  try {
+    await bootstrapWith(root, inputs, staging);
+  } finally {
+    await rm(staging, { recursive: true, force: true });
+  }
+  for (const leaked of [staging, inputs.deb.path]) {
+    if (existsSync(join(root, leaked))) throw new Error(`mmdebstrap left ${leaked} in the image's root`);
+  }
+}
+
+async function bootstrapWith(root: string, inputs: RecipeInputs, staging: string): Promise<void> {
+  const placeholder = await buildInitrdPlaceholder(staging, inputs.sourceDateEpoch);
+  const deb = join(staging, basename(inputs.deb.path));
+  await copyFile(inputs.deb.path, deb);
   const packages: string[] = [...DEBIAN_PACKAGES, ...(inputs.guestAgent ? [GUEST_AGENT_PACKAGE] : [])];
   await rm(root, { recursive: true, force: true });
   await run(
@@ -87,7 +119,7 @@ export async function bootstrap(root: string, work: string, inputs: RecipeInputs
       `--include=${packages.join(',')}`,
       // Paths are passed one per option: a path is never split at commas.
       `--include=${placeholder}`,
-      `--include=${inputs.deb.path}`,
+      `--include=${deb}`,
       // Makes the local .deb files visible inside the chroot for dpkg.
       '--hook-dir=/usr/share/mmdebstrap/hooks/file-mirror-automount',
       SUITE,
