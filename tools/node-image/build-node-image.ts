@@ -15,6 +15,7 @@ import {
   resolveRuntime,
 } from './inputs.js';
 import { readManifest } from './manifest.js';
+import { DEFAULT_SIGNING_KEY, writeSignedMeasurements } from './signed-measurements.js';
 import { formatSeconds, progress } from './progress.js';
 import { DEFAULT_APT_SOURCES, DEFAULT_SOURCE_DATE_EPOCH, hostToolVersions, recipeHash } from './recipe.js';
 import type { RecipeInputs } from './recipe.js';
@@ -30,9 +31,10 @@ interface Options {
   output?: string;
   rebuild: boolean;
   keepWork: boolean;
+  signingKey: string;
 }
 
-const DESCRIPTION = `Builds the node OS image: Debian bookworm (mmdebstrap, from this machine's apt sources) with systemd, Debian's cloud kernel, the node .deb (bootstrapper and node preparation), the Kubernetes build's containerd and runc; a read-only squashfs root protected by dm-verity; an initrd of ours that opens it; a UKI (systemd-stub) whose measured command line carries the root hash, on a FAT ESP. Outputs: uki.efi, esp.img, root.img, root.verity, cmdline.txt, manifest.json. Cached per recipe in ~/.cache/constellation/node-image/<recipe>/ (about 3 minutes cold on 2 cores, nothing when cached); the directory is printed on stdout, progress on stderr. Needs root (mmdebstrap, chroot, mknod).`;
+const DESCRIPTION = `Builds the node OS image: Debian bookworm (mmdebstrap, from this machine's apt sources) with systemd, Debian's cloud kernel, the node .deb (bootstrapper and node preparation), the Kubernetes build's containerd and runc; a read-only squashfs root protected by dm-verity; an initrd of ours that opens it; a UKI (systemd-stub) whose measured command line carries the root hash, on a FAT ESP. Outputs: uki.efi, esp.img, root.img, root.verity, cmdline.txt, manifest.json, and the reference measurements computed from the UKI, signed: measurements.json, measurements.json.sig, measurements.pub. Cached per recipe in ~/.cache/constellation/node-image/<recipe>/ (about 3 minutes cold on 2 cores, nothing when cached); the directory is printed on stdout, progress on stderr. Needs root (mmdebstrap, chroot, mknod).`;
 
 const AFTER = `
 Boot it: node --conditions=@constellation/source --import tsx tools/node-image/smoke-boot.ts <dir>
@@ -82,6 +84,12 @@ function parseOptions(argv: string[]): Options {
     .addOption(new Option('--output <dir>', 'build into this new directory instead of the cache (always builds)'))
     .addOption(new Option('--rebuild', 'build again even when the cache has this recipe').default(false))
     .addOption(
+      new Option(
+        '--signing-key <pem>',
+        "the publisher's ECDSA P-256 key (PKCS#8 PEM) that signs measurements.json; created on first use when it is the default",
+      ).default(DEFAULT_SIGNING_KEY),
+    )
+    .addOption(
       new Option('--keep-work', 'keep the root filesystem tree and the initrd staging (debugging)').default(false),
     )
     .addHelpText('after', AFTER)
@@ -124,6 +132,7 @@ async function main(): Promise<void> {
     if (!options.rebuild && existsSync(join(cached, 'manifest.json'))) {
       await readManifest(cached);
       progress(`recipe ${recipe}: built before`);
+      await writeSignedMeasurements(cached, options.signingKey);
       process.stdout.write(`${cached}\n`);
       return;
     }
@@ -153,6 +162,7 @@ async function main(): Promise<void> {
       await rename(outDir, cached);
       outDir = cached;
     }
+    await writeSignedMeasurements(outDir, options.signingKey);
     if (options.keepWork) progress(`the root filesystem tree and the initrd's are in ${workDir}`);
     else await rm(workDir, { recursive: true, force: true });
     progress(

@@ -57,7 +57,7 @@ describe('constellation config measurements from-image', () => {
     expect(events.code, events.stderr).toBe(0);
     expect(events.stdout.toString()).toContain(`PCR 9 = ${predicted.pcrs[9].value.toString('hex')}`);
     expect(events.stdout.toString()).toContain('EV_EFI_BOOT_SERVICES_APPLICATION');
-  });
+  }, 120_000);
 
   it('gives other values for another command line, and names what is wrong with a file that is no UKI', async () => {
     const dir = await tempDirForTest();
@@ -88,5 +88,5 @@ describe('constellation config measurements from-image', () => {
     expect(refused.stderr).toContain(`${join(dir, 'not-a-uki.efi')} is not a UKI this can predict:`);
     const missing = await run('config', 'measurements', 'from-image', join(dir, 'none'));
     expect(missing.stderr).toContain(`cannot read the image at ${join(dir, 'none')}`);
-  });
+  }, 120_000);
 });

@@ -5,12 +5,8 @@ import { attestationFileToJson } from '@constellation/attestation';
 import type { Measurements } from '@constellation/attestation';
 import { UsageError } from '@constellation/command-line';
 import { errorMessage } from '@constellation/errors';
-import type { EventPolicy } from '@constellation/eventlog';
-import { PeImageError, UkiError, predictUkiBoot } from '@constellation/measured-boot';
+import { PeImageError, UkiError, imageReferenceValues } from '@constellation/measured-boot';
 import type { PredictedPcr } from '@constellation/measured-boot';
-
-/** The PCRs a UKI boot fixes from the image alone (firmware PCRs 0-3 and 5-7 depend on the machine). */
-export const IMAGE_PCRS = [4, 9, 11] as const;
 
 export interface ImageReference {
   /** The UKI the values were computed from, and its SHA-256. */
@@ -42,30 +38,23 @@ export async function measurementsFromImage(location: string): Promise<ImageRefe
   const bytes = await readFile(uki).catch((err: unknown) => {
     throw new UsageError(`cannot read the UKI at ${uki}: ${errorMessage(err)}`);
   });
-  let prediction;
+  let values;
   try {
-    prediction = predictUkiBoot(bytes);
+    values = imageReferenceValues(bytes);
   } catch (err) {
     if (err instanceof PeImageError || err instanceof UkiError)
       throw new UsageError(`${uki} is not a UKI this can predict: ${err.message}`);
     throw err;
   }
-  const pcrs = IMAGE_PCRS.map((pcr) => prediction.pcrs[pcr]);
-  const measurements: Measurements = new Map([
-    ...pcrs.map((p) => [p.pcr, { expected: p.value, warnOnly: false }] as const),
-    [15, { expected: Buffer.alloc(32), warnOnly: false }],
-  ]);
-  const eventPolicy: EventPolicy = {
-    pcrEventDigests: Object.fromEntries(
-      pcrs.map((p) => [String(p.pcr), [...new Set(p.events.map((e) => e.digest.toString('hex')))]]),
-    ),
-  };
+  const measurements: Measurements = new Map(
+    [...values.measurements].map(([pcr, hex]) => [pcr, { expected: Buffer.from(hex, 'hex'), warnOnly: false }]),
+  );
   return {
     uki,
     ukiSha256: createHash('sha256').update(bytes).digest('hex'),
-    kernelCommandLine: prediction.kernelCommandLine,
-    pcrs,
-    file: attestationFileToJson(measurements, eventPolicy),
+    kernelCommandLine: values.kernelCommandLine,
+    pcrs: values.pcrs,
+    file: attestationFileToJson(measurements, { pcrEventDigests: values.pcrEventDigests }),
   };
 }
 

@@ -20,3 +20,5 @@ export { predictUkiBoot } from './predict-pcrs.js';
 export type { PredictUkiBootOptions, UkiBootPrediction } from './predict-pcrs.js';
 export { BOOT_PHASES, extendBootPhases } from './boot-phases.js';
 export type { BootPhase } from './boot-phases.js';
+export { IMAGE_PCRS, imageReferenceValues } from './reference-values.js';
+export type { ImageReferenceValues } from './reference-values.js';

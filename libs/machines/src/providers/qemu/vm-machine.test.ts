@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { copyFile, open, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifySignedMeasurements } from '@constellation/attestation';
 import { checkEventPolicy, parseEventLog, replayEventLog } from '@constellation/eventlog';
 import { predictUkiBoot } from '@constellation/measured-boot';
 import { manufactureTpm } from '@constellation/swtpm';
@@ -104,6 +105,14 @@ describe('the node image as a VM', () => {
       }
       for (const pcr of [4, 9, 11] as const)
         expect(quoted.get(pcr), `PCR ${pcr}`).toBe(predicted.pcrs[pcr].value.toString('hex'));
+      // The image build's signed measurements.json says the same, under the key it publishes.
+      const signed = verifySignedMeasurements(
+        await readFile(join(image, 'measurements.json')),
+        await readFile(join(image, 'measurements.json.sig'), 'utf8'),
+        await readFile(join(image, 'measurements.pub'), 'utf8'),
+      );
+      for (const pcr of [4, 9, 11])
+        expect(signed.measurements.get(pcr)?.expected.toString('hex'), `signed PCR ${pcr}`).toBe(quoted.get(pcr));
 
       const log = await machine.readFile('/sys/kernel/security/tpm0/binary_bios_measurements');
       expect(log).toBeDefined();
