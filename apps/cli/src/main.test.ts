@@ -89,7 +89,7 @@ describe('constellation config generate', () => {
     expect(again.code).toBe(2);
     expect(again.stderr).toContain('exists; use --force to overwrite it');
     expect((await run('--workspace', workspace, 'config', 'generate', '--force')).code).toBe(0);
-  });
+  }, 90_000);
 });
 
 describe('constellation help', () => {
