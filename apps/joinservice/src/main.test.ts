@@ -49,7 +49,7 @@ describe('constellation-joinservice entry point', () => {
     const variant = await run('--api-server-endpoint', 'a:1', '--attestation-variant', 'dummy');
     expect(variant.code).toBe(2);
     expect(variant.stderr).toContain('is for tests only');
-  });
+  }, 90_000);
 
   it('starts from mounted files, answers health probes, logs JSON and stops cleanly on SIGTERM', async () => {
     const dir = await tempDirForTest();
@@ -160,5 +160,5 @@ describe('constellation-joinservice entry point', () => {
     // Nothing held it open once closed: not the cut call's time bound, nor anything else.
     expect(stdout).not.toContain('still held open after closing');
     expect(stdout).not.toMatch(/"key"|mastersecret"\s*:/i);
-  });
+  }, 90_000);
 });
