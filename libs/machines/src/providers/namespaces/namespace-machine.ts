@@ -1,5 +1,5 @@
 import { copyFile, link, mkdir, readFile, rm } from 'node:fs/promises';
-import { dirname, join, posix } from 'node:path';
+import { dirname, join } from 'node:path';
 import { writeFileAtomic } from '@constellation/files';
 import {
   bootNode,
@@ -16,6 +16,7 @@ import {
 import type { NodeEnvironment, UnitsFile } from '@constellation/node-environment';
 import { stopProcess } from '../../stop-process.js';
 import type { ExecResult, Machine, MachineRecord, UnitStatus } from '../../machine.js';
+import { checkMachinePath } from '../../machine-path.js';
 import { powerOnTpm, readFirmware } from './firmware.js';
 import { namespaceMachinePaths } from './namespace-paths.js';
 
@@ -47,10 +48,8 @@ export class NamespaceMachine implements Machine {
 
   /** The host path of one of the node's files; only absolute paths without `..` are the node's. */
   #hostPath(path: string): string {
-    const normal = posix.normalize(path);
-    if (!posix.isAbsolute(path) || normal !== path || normal === '/')
-      throw new RangeError(`${JSON.stringify(path)} is not an absolute, normalised path of a file of ${this.name}`);
-    return join(this.#paths.root, normal);
+    checkMachinePath(path, this.name);
+    return join(this.#paths.root, path);
   }
 
   async exec(command: readonly string[], options: { timeoutMs?: number } = {}): Promise<ExecResult> {

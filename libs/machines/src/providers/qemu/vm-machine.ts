@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { open, readFile, rm } from 'node:fs/promises';
 import { posix } from 'node:path';
 import type { ExecResult, Machine, MachineRecord, UnitStatus } from '../../machine.js';
+import { checkMachinePath } from '../../machine-path.js';
 import { isRunning, stopProcess } from '../../stop-process.js';
 import { GuestAgent } from './guest-agent.js';
 import { Qmp } from './qmp.js';
@@ -67,22 +68,17 @@ export class VmMachine implements Machine {
     }
   }
 
-  #checkPath(path: string): void {
-    if (!posix.isAbsolute(path) || posix.normalize(path) !== path || path === '/')
-      throw new RangeError(`${JSON.stringify(path)} is not an absolute, normalised path of a file of ${this.name}`);
-  }
-
   exec(command: readonly string[], options: { timeoutMs?: number } = {}): Promise<ExecResult> {
     return this.#agent((agent) => agent.exec(command, [GUEST_PATH, 'HOME=/root'], options.timeoutMs ?? 60_000));
   }
 
   readFile(path: string): Promise<Buffer | undefined> {
-    this.#checkPath(path);
+    checkMachinePath(path, this.name);
     return this.#agent((agent) => agent.readFile(path));
   }
 
   async writeFile(path: string, data: string | Uint8Array, options: { mode?: number } = {}): Promise<void> {
-    this.#checkPath(path);
+    checkMachinePath(path, this.name);
     const bytes = typeof data === 'string' ? Buffer.from(data) : data;
     const temporary = `${path}.tmp-${process.pid}`;
     await this.exec(['mkdir', '-p', posix.dirname(path)]);
@@ -92,7 +88,7 @@ export class VmMachine implements Machine {
   }
 
   async remove(path: string): Promise<void> {
-    this.#checkPath(path);
+    checkMachinePath(path, this.name);
     await this.exec(['rm', '-rf', '--', path]);
   }
 
