@@ -1,26 +1,27 @@
 #!/usr/bin/env bash
 # `npm run mini` brings up the default local cluster; `npm run mini -- down` removes it. Installs
-# what is missing, builds the programs (ours, the JoinService image, and the Kubernetes programs
-# and node images the nodes run: tools/kubernetes/build.mjs prints their directory), then runs
-# `constellation mini <args>` (default: up), telling `mini up` where the Kubernetes programs are.
+# what is missing and builds the programs (tools/dev/mini-prepare.sh), then runs
+# `constellation mini <args>` (default: up), telling `mini up` where the Kubernetes programs are
+# and, with --vm-workers, which node image the VMs boot.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
-export NX_DAEMON=false NX_NO_CLOUD=true NX_TUI=false
-bash tools/dev/ensure-deps.sh
-npx nx run-many -t build --outputStyle=static --projects=@constellation/cli,@constellation/bootstrapper,@constellation/joinservice >/dev/null
-# The JoinService's container image, which mini's control planes run as its DaemonSet's pods.
-version="$(node -p 'require("./apps/joinservice/package.json").version')"
-image="dist/release/joinservice-image-$version.oci.tar"
-if [ ! -f "$image" ] || [ apps/joinservice/dist/joinservice.mjs -nt "$image" ]; then
-  echo "==> building the JoinService image (npm run image)" >&2
-  npm run image >/dev/null
+# No subcommand, or options only: `up` with them (npm run mini -- --workers 2).
+if [ "$#" -eq 0 ] || [ "${1#-}" != "$1" ]; then set -- up "$@"; fi
+prepare=()
+if [ "$1" = up ] && printf '%s\n' "$@" | grep -qE -- '^--vm-workers(=|$)' && ! printf '%s\n' "$@" | grep -qE -- '^--node-image(=|$)'; then
+  prepare=(--node-image)
 fi
-kubernetes_bin_dir="$(node tools/kubernetes/build.mjs)"
-[ "$#" -gt 0 ] || set -- up
+KUBERNETES_BIN_DIR="" NODE_IMAGE=""
+while IFS='=' read -r key value; do
+  case "$key" in KUBERNETES_BIN_DIR) KUBERNETES_BIN_DIR="$value" ;; NODE_IMAGE) NODE_IMAGE="$value" ;; esac
+done < <(bash tools/dev/mini-prepare.sh "${prepare[@]}")
+[ -n "$KUBERNETES_BIN_DIR" ] || { echo "mini: preparation failed (see above)" >&2; exit 1; }
+[ "${#prepare[@]}" -eq 0 ] || [ -n "$NODE_IMAGE" ] || { echo "mini: the node image build failed (see above)" >&2; exit 1; }
 if [ "$1" = up ]; then
   shift
-  set -- up --kubernetes-bin-dir "$kubernetes_bin_dir" "$@"
-  echo "==> kubectl for this cluster: $kubernetes_bin_dir/kubectl (the built one, of the control plane's release)" >&2
+  [ -z "$NODE_IMAGE" ] || set -- "$@" --node-image "$NODE_IMAGE"
+  set -- up --kubernetes-bin-dir "$KUBERNETES_BIN_DIR" "$@"
+  echo "==> kubectl for this cluster: $KUBERNETES_BIN_DIR/kubectl (the built one, of the control plane's release)" >&2
 fi
 exec node apps/cli/dist/constellation.mjs mini "$@"

@@ -1,17 +1,25 @@
 // One build of the node image, from its inputs into an output directory; the steps in order.
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { buildEsp } from './esp.js';
 import { buildInitrd } from './initrd.js';
 import { describeFiles, installedPackages, MANIFEST_KIND, writeManifest } from './manifest.js';
 import type { ImageManifest } from './manifest.js';
 import { step } from './progress.js';
-import { RUNTIME_PROGRAMS, SUITE, VERITY } from './recipe.js';
-import type { RecipeInputs } from './recipe.js';
+import { RUNTIME_PROGRAMS, SUITE, TRUST_FILES, VERITY } from './recipe.js';
+import type { RecipeInputs, TrustFile } from './recipe.js';
 import { buildSquashfs, formatVerity } from './root-image.js';
 import { RUNTIME_BIN_DIR } from './rootfs-files.js';
 import { bootstrap, customize } from './rootfs.js';
 import { buildUki, UKI_STUB } from './uki.js';
+
+/** One value of an os-release file, unquoted. */
+async function osReleaseValue(path: string, key: string): Promise<string> {
+  const line = (await readFile(path, 'utf8')).split('\n').find((l) => l.startsWith(`${key}=`));
+  const value = line?.slice(key.length + 1).replace(/^"(.*)"$/, '$1');
+  if (value === undefined || value === '') throw new Error(`${path} has no ${key}`);
+  return value;
+}
 
 /** The files of an image directory besides manifest.json. */
 export const OUTPUT_FILES = ['uki.efi', 'esp.img', 'root.img', 'root.verity', 'cmdline.txt'] as const;
@@ -106,6 +114,10 @@ export async function buildImage(options: BuildOptions): Promise<ImageManifest> 
         'installed at first boot by node preparation from the signed component manifest (/run/state/bin)',
     },
     tools: options.tools,
+    osRelease: { versionId: await osReleaseValue(join(root, 'usr', 'lib', 'os-release'), 'VERSION_ID') },
+    trust: Object.fromEntries(
+      (Object.keys(TRUST_FILES) as TrustFile[]).map((file) => [file, inputs.trust[file]?.sha256 ?? null]),
+    ),
   };
   await writeManifest(outDir, manifest);
   return manifest;

@@ -6,14 +6,7 @@ import { readdir, rename, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { buildImage } from './build-image.js';
 import { imageCacheDir, pruneCache } from './cache.js';
-import {
-  checkHostPrograms,
-  HOST_PROGRAMS,
-  imageVersion,
-  resolveDeb,
-  resolveEkRoots,
-  resolveRuntime,
-} from './inputs.js';
+import { checkHostPrograms, HOST_PROGRAMS, imageVersion, resolveDeb, resolveTrust, resolveRuntime } from './inputs.js';
 import { readManifest } from './manifest.js';
 import { DEFAULT_SIGNING_KEY, writeSignedMeasurements } from './signed-measurements.js';
 import { formatSeconds, progress } from './progress.js';
@@ -25,6 +18,8 @@ interface Options {
   buildDeb: boolean;
   kubernetesBinDir?: string;
   ekRoots?: string;
+  ekIntermediates?: string;
+  artifactKeyring?: string;
   guestAgent: boolean;
   sourceDateEpoch: number;
   aptSources: string;
@@ -65,7 +60,24 @@ function parseOptions(argv: string[]): Options {
         "the Kubernetes build's programs (default: node tools/kubernetes/build.mjs --print-bin-dir; none when not built)",
       ),
     )
-    .addOption(new Option('--ek-roots <pem>', 'EK CA roots to install as /etc/constellation/ek-roots.pem'))
+    .addOption(
+      new Option(
+        '--ek-roots <pem>',
+        "EK CA roots the bootstrapper checks the JoinService's host against (/etc/constellation/ek-roots.pem)",
+      ),
+    )
+    .addOption(
+      new Option(
+        '--ek-intermediates <pem>',
+        "EK CA intermediates the bootstrapper sends with its TPM's EK certificate (/etc/constellation/ek-intermediates.pem)",
+      ),
+    )
+    .addOption(
+      new Option(
+        '--artifact-keyring <asc>',
+        "armored OpenPGP public key node preparation checks the component manifest's signature with (/etc/constellation/pubring.asc)",
+      ),
+    )
     .addOption(
       new Option(
         '--guest-agent',
@@ -108,7 +120,11 @@ async function resolveInputs(options: Options): Promise<RecipeInputs> {
       options.sourceDateEpoch,
     ),
     runtime: await resolveRuntime(options.kubernetesBinDir),
-    ekRoots: await resolveEkRoots(options.ekRoots === undefined ? undefined : resolve(options.ekRoots)),
+    trust: await resolveTrust({
+      ...(options.ekRoots === undefined ? {} : { ekRoots: resolve(options.ekRoots) }),
+      ...(options.ekIntermediates === undefined ? {} : { ekIntermediates: resolve(options.ekIntermediates) }),
+      ...(options.artifactKeyring === undefined ? {} : { artifactKeyring: resolve(options.artifactKeyring) }),
+    }),
     guestAgent: options.guestAgent,
     sourceDateEpoch: options.sourceDateEpoch,
   };

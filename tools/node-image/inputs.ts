@@ -5,8 +5,8 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { sha256File } from './file-digest.js';
 import { progress, run, step } from './progress.js';
-import { REPOSITORY_ROOT, RUNTIME_PROGRAMS } from './recipe.js';
-import type { RecipeInputs } from './recipe.js';
+import { REPOSITORY_ROOT, RUNTIME_PROGRAMS, TRUST_FILES } from './recipe.js';
+import type { RecipeInputs, TrustFile } from './recipe.js';
 
 /** Host programs the build runs, and the Debian package of each (tools/dev/ensure-deps.sh installs them). */
 export const HOST_PROGRAMS: Record<string, string> = {
@@ -98,14 +98,35 @@ export async function resolveRuntime(given: string | undefined): Promise<RecipeI
   if (typeof release !== 'string') throw new Error(`${binDir}/release.json names no release`);
   const sha256: Record<string, string> = {};
   for (const program of RUNTIME_PROGRAMS) sha256[program] = await sha256File(join(binDir, program));
-  return { binDir, release, sha256 };
+  return { binDir, release, sha256, sandboxImage: await sandboxImage(binDir) };
 }
 
-export async function resolveEkRoots(given: string | undefined): Promise<RecipeInputs['ekRoots']> {
-  if (given === undefined) return undefined;
-  const text = await readFile(given, 'utf8');
-  if (!text.includes('-----BEGIN CERTIFICATE-----')) throw new Error(`${given} holds no PEM certificate`);
-  return { path: given, sha256: await sha256File(given) };
+/** The pause image the Kubernetes build made beside its programs (tools/kubernetes/images.mjs). */
+async function sandboxImage(binDir: string): Promise<string> {
+  const listing = join(binDir, '..', 'images', 'images.json');
+  const text = await readFile(listing, 'utf8').catch(() => {
+    throw new Error(`no container images beside ${binDir}: run node tools/kubernetes/images.mjs (npm run mini does)`);
+  });
+  const { images } = JSON.parse(text) as { images?: { reference?: unknown }[] };
+  const pause = images?.find((image) => typeof image.reference === 'string' && image.reference.includes('/pause:'));
+  if (typeof pause?.reference !== 'string') throw new Error(`${listing} lists no pause image`);
+  return pause.reference;
+}
+
+/** The trust files given on the command line, each checked to hold what its option names. */
+export async function resolveTrust(given: Partial<Record<TrustFile, string>>): Promise<RecipeInputs['trust']> {
+  const trust: RecipeInputs['trust'] = {};
+  for (const file of Object.keys(TRUST_FILES) as TrustFile[]) {
+    const path = given[file];
+    if (path === undefined) continue;
+    const { option, pem } = TRUST_FILES[file];
+    const text = await readFile(path, 'utf8').catch((error: unknown) => {
+      throw new Error(`${option} ${path}: ${error instanceof Error ? error.message : String(error)}`);
+    });
+    if (!text.includes(`-----BEGIN ${pem}-----`)) throw new Error(`${option} ${path} holds no ${pem} (PEM/armored)`);
+    trust[file] = { path, sha256: await sha256File(path) };
+  }
+  return trust;
 }
 
 /** The version the image carries in os-release (the bootstrapper's). */

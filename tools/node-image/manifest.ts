@@ -34,6 +34,10 @@ export interface ImageManifest {
   kubernetes: { release: string | null; kubeadmAndKubelet: string };
   /** Host programs that wrote the image's bytes. */
   tools: Record<string, string>;
+  /** The os-release facts node preparation asks the artifact host for (VERSION_ID: the manifest's osVersion). */
+  osRelease: { versionId: string };
+  /** SHA-256 of each trust file the image carries (TRUST_FILES), null where it carries none. */
+  trust: Record<string, string | null>;
 }
 
 /** Installed packages from a dpkg status file: name (with `:arch` when not the native one) → version. */

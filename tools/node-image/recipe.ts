@@ -80,16 +80,40 @@ export const VERITY = {
 /** The ESP's FAT volume id and label. */
 export const ESP = { volumeId: 'c0a5e11a', label: 'CONSTEL_ESP' } as const;
 
+/**
+ * The keys and certificates an image may carry, and where: the EK CA roots the bootstrapper checks
+ * the JoinService's host against, the intermediates it sends with its EK certificate, and the
+ * OpenPGP keyring node preparation checks the component manifest's signature with. Baked into the
+ * root filesystem, so they are covered by its dm-verity root hash and thus by the measurements.
+ */
+export const TRUST_FILES = {
+  ekRoots: { option: '--ek-roots', path: '/etc/constellation/ek-roots.pem', pem: 'CERTIFICATE' },
+  ekIntermediates: {
+    option: '--ek-intermediates',
+    path: '/etc/constellation/ek-intermediates.pem',
+    pem: 'CERTIFICATE',
+  },
+  artifactKeyring: {
+    option: '--artifact-keyring',
+    path: '/etc/constellation/pubring.asc',
+    pem: 'PGP PUBLIC KEY BLOCK',
+  },
+} as const;
+export type TrustFile = keyof typeof TRUST_FILES;
+
 /** What a build is made from; everything here is part of the recipe hash. */
 export interface RecipeInputs {
   /** The apt sources file mmdebstrap reads (deb822 or one-line format). */
   aptSources: string;
   /** The node .deb (bootstrapper and node preparation) and its SHA-256. */
   deb: { path: string; sha256: string };
-  /** The container runtime from the Kubernetes build, or undefined when the programs are not built. */
-  runtime: { binDir: string; release: string; sha256: Record<string, string> } | undefined;
-  /** A PEM bundle installed as /etc/constellation/ek-roots.pem, if given. */
-  ekRoots: { path: string; sha256: string } | undefined;
+  /**
+   * The container runtime from the Kubernetes build, or undefined when the programs are not built;
+   * `sandboxImage`: the build's pause image, containerd's pod sandbox (the node has no registry).
+   */
+  runtime: { binDir: string; release: string; sha256: Record<string, string>; sandboxImage: string } | undefined;
+  /** What the image trusts, each installed under /etc/constellation when given (see TRUST_FILES). */
+  trust: Partial<Record<TrustFile, { path: string; sha256: string }>>;
   guestAgent: boolean;
   sourceDateEpoch: number;
 }
@@ -153,7 +177,10 @@ export async function recipeHash(inputs: RecipeInputs, tools: Record<string, str
       hash.update(`program ${name} ${inputs.runtime.sha256[name] ?? ''}\n`);
     }
   }
-  hash.update(`ek-roots ${inputs.ekRoots?.sha256 ?? 'none'}\n`);
+  hash.update(`sandbox ${inputs.runtime?.sandboxImage ?? 'none'}\n`);
+  for (const file of Object.keys(TRUST_FILES).sort() as TrustFile[]) {
+    hash.update(`trust ${file} ${inputs.trust[file]?.sha256 ?? 'none'}\n`);
+  }
   hash.update(`guest-agent ${inputs.guestAgent}\nepoch ${inputs.sourceDateEpoch}\n`);
   for (const name of Object.keys(tools).sort()) hash.update(`tool ${name} ${tools[name] ?? ''}\n`);
   return hash.digest('hex').slice(0, 16);

@@ -42,9 +42,13 @@ WantedBy=multi-user.target
  * containerd 2's configuration (version 3). The systemd cgroup driver: systemd is the node's init
  * and owns the cgroup v2 tree, and kubeadm configures the kubelet with cgroupDriver: systemd (its
  * default), which must match the runtime's. (mini's namespace nodes use cgroupfs: no systemd there.)
- * /etc/cni/net.d is a tmpfs (the initrd mounts it): a CNI add-on writes its configuration there.
+ * The pod sandbox is the build's pause image (containerd's default names another release, which
+ * no registry would serve a node that has none). /etc/cni/net.d is a tmpfs (the initrd mounts it):
+ * a CNI add-on writes its configuration there.
  */
-export const CONTAINERD_CONFIG = `# containerd 2 (configuration version 3) on a systemd node: the systemd cgroup driver, as the kubelet's.
+export const containerdConfig = (
+  sandboxImage: string,
+): string => `# containerd 2 (configuration version 3) on a systemd node: the systemd cgroup driver, as the kubelet's.
 version = 3
 root = '/var/lib/containerd'
 state = '/run/containerd'
@@ -55,6 +59,8 @@ state = '/run/containerd'
 [plugins]
   [plugins.'io.containerd.cri.v1.images']
     snapshotter = 'overlayfs'
+    [plugins.'io.containerd.cri.v1.images'.pinned_images]
+      sandbox = '${sandboxImage}'
 
   [plugins.'io.containerd.cri.v1.runtime']
     [plugins.'io.containerd.cri.v1.runtime'.containerd]
@@ -189,11 +195,22 @@ ExecStart=
 ExecStart=/lib/systemd/systemd-networkd-wait-online --any --timeout=60
 `;
 
-/** What kubeadm's preflight and kube-proxy expect of the kernel. */
+/**
+ * What kubeadm's preflight and kube-proxy expect of the kernel, and the kernel settings the kubelet
+ * enforces when the cluster sets protectKernelDefaults (ours does: the kubelet refuses to start
+ * on a node whose kernel differs, rather than change them itself).
+ */
 export const KUBERNETES_SYSCTL = `# Kubernetes: routing between pods, bridged traffic through iptables/nftables.
 net.ipv4.ip_forward = 1
 net.bridge.bridge-nf-call-iptables = 1
 net.bridge.bridge-nf-call-ip6tables = 1
+# The kubelet's protectKernelDefaults: it checks these and does not start when they differ.
+vm.overcommit_memory = 1
+vm.panic_on_oom = 0
+kernel.panic = 10
+kernel.panic_on_oops = 1
+kernel.keys.root_maxkeys = 1000000
+kernel.keys.root_maxbytes = 25000000
 `;
 
 export const KUBERNETES_MODULES = `# containerd's overlayfs snapshotter; bridged traffic through netfilter (sysctl above).
@@ -205,4 +222,122 @@ br_netfilter
 export const FSTAB = `# The node image mounts nothing from here. Its initrd (tools/node-image/initrd/init.sh) has already
 # mounted / (squashfs through dm-verity, read-only), and tmpfs on /run, /var, /tmp,
 # /etc/kubernetes and /etc/cni/net.d.
+`;
+
+/**
+ * What the host may pass a node in QEMU's firmware configuration (fw_cfg items
+ * opt/constellation/<name>), as a cloud passes instance data: outside every measurement, so
+ * nothing here is trusted: the bootstrapper proves itself and checks its peers whatever the host
+ * says. Each item has one fixed destination, and only the variables named here reach the units'
+ * environment (a host-chosen LD_PRELOAD or NODE_OPTIONS would run code in the bootstrapper).
+ */
+export const INSTANCE_DATA = {
+  script: '/usr/lib/constellation/apply-instance-data',
+  unit: 'constellation-instance-data.service',
+  fwCfgDir: '/sys/firmware/qemu_fw_cfg/by_name/opt/constellation',
+  environment: ['CONSTELLATION_METADATA_URL', 'CONSTELLATION_MANIFEST_URL'],
+  items: {
+    /** KEY=VALUE lines for /run/constellation.env (the bootstrapper's EnvironmentFile). */
+    env: '/run/constellation.env',
+    /** A systemd-networkd .network file: the node's address and routes (no DHCP server on mini's bridge). */
+    network: '/run/systemd/network/10-constellation.network',
+    /** /etc/hosts (bind-mounted over the read-only image's): the cluster's node names. */
+    hosts: '/run/constellation/hosts',
+    /** The node's hostname (transient; /etc is read-only). */
+    hostname: '/proc/sys/kernel/hostname',
+    /** The pod network's CNI configuration, as a CNI add-on would write it. */
+    cni: '/etc/cni/net.d/10-constellation.conflist',
+  },
+} as const;
+
+export const INSTANCE_DATA_SCRIPT = `#!/bin/sh
+# Applies the instance data the host passed in QEMU's fw_cfg (opt/constellation/*), each item to
+# its one fixed place. Not measured and not trusted (see tools/node-image/rootfs-files.ts): values
+# are checked for shape, and only the allowed variables reach the units' environment.
+set -eu
+say() { echo "constellation-instance-data: $*"; }
+modprobe qemu_fw_cfg 2>/dev/null || true
+base=${INSTANCE_DATA.fwCfgDir}
+if [ ! -d "$base" ]; then
+  say "no instance data (no fw_cfg items under opt/constellation): nothing applied"
+  exit 0
+fi
+item() { cat "$base/$1/raw" 2>/dev/null; }
+has() { [ -r "$base/$1/raw" ]; }
+mkdir -p /run/constellation /run/systemd/network
+
+if has env; then
+  item env | grep -E '^(${INSTANCE_DATA.environment.join('|')})=[A-Za-z0-9:/._{}%-]+$' >${INSTANCE_DATA.items.env}.new || true
+  dropped=$(item env | grep -cvE '^(${INSTANCE_DATA.environment.join('|')})=[A-Za-z0-9:/._{}%-]+$' || true)
+  [ "$dropped" = 0 ] || say "ignored $dropped line(s) of env: only ${INSTANCE_DATA.environment.join(', ')} with URL characters are taken"
+  chmod 0644 ${INSTANCE_DATA.items.env}.new
+  mv -f ${INSTANCE_DATA.items.env}.new ${INSTANCE_DATA.items.env}
+  say "environment: $(cut -d= -f1 ${INSTANCE_DATA.items.env} | tr '\\n' ' ')"
+fi
+if has hostname; then
+  name=$(item hostname | tr -d '\\n')
+  if echo "$name" | grep -qE '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$'; then
+    echo "$name" >${INSTANCE_DATA.items.hostname}
+    say "hostname: $name"
+  else
+    say "ignored hostname: not a DNS label"
+  fi
+fi
+if has hosts; then
+  item hosts >${INSTANCE_DATA.items.hosts}
+  chmod 0644 ${INSTANCE_DATA.items.hosts}
+  mount --bind ${INSTANCE_DATA.items.hosts} /etc/hosts
+  say "/etc/hosts: $(grep -c . ${INSTANCE_DATA.items.hosts}) line(s)"
+fi
+if has network; then
+  item network >${INSTANCE_DATA.items.network}
+  chmod 0644 ${INSTANCE_DATA.items.network}
+  say "network: ${INSTANCE_DATA.items.network}"
+fi
+if has cni; then
+  item cni >${INSTANCE_DATA.items.cni}
+  chmod 0644 ${INSTANCE_DATA.items.cni}
+  say "pod network: ${INSTANCE_DATA.items.cni}"
+fi
+`;
+
+/**
+ * Runs early (before the network and every node unit), once per boot: the data lives in /run and
+ * in the tmpfs mounts the initrd made.
+ */
+export const INSTANCE_DATA_UNIT = `# Applies the instance data the host passed in QEMU's fw_cfg (see the script).
+[Unit]
+Description=Apply the instance data the host passed (QEMU fw_cfg)
+DefaultDependencies=no
+After=systemd-modules-load.service
+Before=network-pre.target systemd-networkd.service systemd-hostnamed.service containerd.service constellation-node-prep.service constellation-bootstrapper.service kubelet.service
+Wants=network-pre.target
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=${INSTANCE_DATA.script}
+StandardOutput=journal+console
+StandardError=journal+console
+
+[Install]
+WantedBy=sysinit.target
+`;
+
+/**
+ * The node image's bootstrapper flags, over the .deb's unit: the trust files the image carries, node
+ * preparation from the artifact host the instance data names (the manifest is signed: the host may
+ * name the URL, not what is installed), and the LUKS key slots' KDF. The state disk's keys are 32
+ * random bytes, so a memory-hard KDF adds nothing against guessing and costs seconds and hundreds of
+ * MiB per key slot on a small VM: PBKDF2 at its minimum. The state disk is the virtio disk whose
+ * serial is `state` (udev names it), a disk of its own as on the clouds, not a partition.
+ */
+export const bootstrapperDropIn = (
+  ekIntermediates: string | undefined,
+): string => `# The node image's settings for the bootstrapper (tools/node-image/rootfs-files.ts).
+[Service]
+# Overridden by /run/constellation.env (the instance data) when it names one.
+Environment=CONSTELLATION_MANIFEST_URL=https://artifacts.constellation.invalid/manifests/{{.Board}}/{{.OSVersion}}/{{.KubernetesVersion}}.json
+ExecStart=
+ExecStart=/usr/bin/constellation-bootstrapper --metadata-url=\${CONSTELLATION_METADATA_URL} --state-disk=/dev/disk/by-id/virtio-state --ek-roots=/etc/constellation/ek-roots.pem${ekIntermediates === undefined ? '' : ` --ek-intermediates=${ekIntermediates}`} --manifest-url=\${CONSTELLATION_MANIFEST_URL} --disk-kdf=fast
 `;

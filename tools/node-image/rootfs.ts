@@ -15,17 +15,19 @@ import {
   writeFile,
 } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { DEBIAN_PACKAGES, GUEST_AGENT_PACKAGE, RUNTIME_PROGRAMS, SUITE } from './recipe.js';
-import type { RecipeInputs } from './recipe.js';
+import { DEBIAN_PACKAGES, GUEST_AGENT_PACKAGE, RUNTIME_PROGRAMS, SUITE, TRUST_FILES } from './recipe.js';
+import type { RecipeInputs, TrustFile } from './recipe.js';
 import { run } from './progress.js';
 import {
   BOOT_MEASUREMENTS_SCRIPT,
   BOOT_MEASUREMENTS_SCRIPT_PATH,
   BOOT_MEASUREMENTS_UNIT,
   CONSOLE_OUTPUT_DROP_IN,
-  CONTAINERD_CONFIG,
   CONTAINERD_UNIT,
   FSTAB,
+  INSTANCE_DATA,
+  INSTANCE_DATA_SCRIPT,
+  INSTANCE_DATA_UNIT,
   KUBELET_UNIT,
   KUBERNETES_MODULES,
   KUBERNETES_SYSCTL,
@@ -33,6 +35,8 @@ import {
   PREPARED_BIN_DIR,
   RUNTIME_BIN_DIR,
   WAIT_ONLINE_DROP_IN,
+  bootstrapperDropIn,
+  containerdConfig,
 } from './rootfs-files.js';
 
 /** The image's name and version in its os-release (IMAGE_ID, IMAGE_VERSION). */
@@ -158,7 +162,7 @@ export async function customize(root: string, inputs: RecipeInputs, imageVersion
       await chmod(target, 0o755);
     }
     await writeIn(root, '/lib/systemd/system/containerd.service', CONTAINERD_UNIT);
-    await writeIn(root, '/etc/containerd/config.toml', CONTAINERD_CONFIG);
+    await writeIn(root, '/etc/containerd/config.toml', containerdConfig(inputs.runtime.sandboxImage));
     await systemctl(root, 'enable', 'containerd.service');
   }
   for (const program of ['kubeadm', 'kubelet']) {
@@ -167,9 +171,20 @@ export async function customize(root: string, inputs: RecipeInputs, imageVersion
   await writeIn(root, '/lib/systemd/system/kubelet.service', KUBELET_UNIT);
   await writeIn(root, '/etc/sysctl.d/90-kubernetes.conf', KUBERNETES_SYSCTL);
   await writeIn(root, '/etc/modules-load.d/kubernetes.conf', KUBERNETES_MODULES);
-  if (inputs.ekRoots !== undefined) {
-    await writeIn(root, '/etc/constellation/ek-roots.pem', await readFile(inputs.ekRoots.path, 'utf8'));
+  for (const file of Object.keys(TRUST_FILES) as TrustFile[]) {
+    const given = inputs.trust[file];
+    if (given !== undefined) await writeIn(root, TRUST_FILES[file].path, await readFile(given.path, 'utf8'));
   }
+
+  // The instance data the host passes (fw_cfg), and the bootstrapper's flags on this image.
+  await writeIn(root, INSTANCE_DATA.script, INSTANCE_DATA_SCRIPT, 0o755);
+  await writeIn(root, `/lib/systemd/system/${INSTANCE_DATA.unit}`, INSTANCE_DATA_UNIT);
+  await systemctl(root, 'enable', INSTANCE_DATA.unit);
+  await writeIn(
+    root,
+    '/etc/systemd/system/constellation-bootstrapper.service.d/20-node-image.conf',
+    bootstrapperDropIn(inputs.trust.ekIntermediates === undefined ? undefined : TRUST_FILES.ekIntermediates.path),
+  );
 
   // The boot's measurements on the console, for the host that booted it.
   await writeIn(root, BOOT_MEASUREMENTS_SCRIPT_PATH, BOOT_MEASUREMENTS_SCRIPT, 0o755);

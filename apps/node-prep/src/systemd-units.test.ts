@@ -37,6 +37,8 @@ describe('node preparation systemd units', async () => {
 
   it('run preparation once until kubelet.env exists, before the kubelet, restarting on failure', () => {
     expect(unit).toMatch(/^ConditionPathExists=!\/etc\/kubernetes\/kubelet\.env$/m);
+    // Without the image's version seed it could only fail and retry forever: the bootstrapper prepares.
+    expect(unit).toMatch(/^ConditionPathExists=\/etc\/kubernetes\/installer\/kubelet\.env$/m);
     expect(unit).toMatch(/^Before=kubelet\.service/m);
     expect(unit).toMatch(/^Restart=on-failure$/m);
   });

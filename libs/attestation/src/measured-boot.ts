@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { EventLogWriter, cString, filePathDevicePath, imageLoadEventData } from '@constellation/eventlog';
-import type { EventPolicy, EventToWrite } from '@constellation/eventlog';
+import type { EventPolicy, EventToWrite, EventTypeName } from '@constellation/eventlog';
 import type { MeasuredEvent } from '@constellation/proto';
 import { PCR_COUNT } from '@constellation/tpm';
 import type { Tpm } from '@constellation/tpm';
@@ -15,6 +15,11 @@ export interface BootComponent {
   description: string;
   /** SHA-256 of the component's bytes. */
   digest: Buffer;
+  /**
+   * The event real firmware logs for this extend, when the log must match a real boot's (a node
+   * image's predicted events); absent, bootComponentEvent's stand-in event.
+   */
+  event?: { type: EventTypeName; data: Buffer };
 }
 
 export interface MeasureBootOptions {
@@ -51,13 +56,23 @@ export function replayEvents(
 }
 
 /**
- * The TCG event a component is logged as: in PCR 4 an EV_EFI_BOOT_SERVICES_APPLICATION (what
- * UEFI logs for a kernel or boot loader it starts; the description as its file path), elsewhere an
- * EV_IPL whose data is the description. Either way the digest is the component's, and the data
- * is only a label (it does not hash to the digest): policies name digests, never labels.
+ * The TCG event a component is logged as: its own `event` where it has one; else in PCR 4 an
+ * EV_EFI_BOOT_SERVICES_APPLICATION (what UEFI logs for a kernel or boot loader it starts; the
+ * description as its file path), elsewhere an EV_IPL whose data is the description. Either way the
+ * digest is the component's, and the data is only a label (it need not hash to the digest):
+ * policies name digests, never labels.
  */
 export function bootComponentEvent(component: BootComponent): EventToWrite {
   const digests = { sha256: component.digest };
+  if (component.event !== undefined) {
+    // The writer would log it and extend nothing: the TPM would no longer match the components.
+    if (component.event.type === 'EV_NO_ACTION') {
+      throw new RangeError(
+        `"${component.description}" is extended into PCR ${component.pcr}; EV_NO_ACTION extends nothing`,
+      );
+    }
+    return { pcr: component.pcr, type: component.event.type, data: component.event.data, digests };
+  }
   if (component.pcr === 4) {
     return {
       pcr: 4,

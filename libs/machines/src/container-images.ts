@@ -10,24 +10,35 @@ const IMPORT_DIR = '/var/lib/containerd/import';
 async function waitForContainerd(machine: Machine, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const answered = await machine.exec(['ctr', ...CTR_K8S_IO, 'version'], { timeoutMs: 5_000 }).then(
-      () => true,
-      () => false,
-    );
+    const answered = await machine
+      .exec(['ctr', ...CTR_K8S_IO, 'version'], { timeoutMs: Math.min(timeoutMs, 30_000) })
+      .then(
+        () => true,
+        () => false,
+      );
     if (answered) return;
     if (Date.now() > deadline) throw new Error(`${machine.name}'s containerd did not answer within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 
-/** Imports OCI archives of the host into the node's containerd (namespace k8s.io, where the kubelet looks). */
-export async function importImages(machine: Machine, archives: readonly string[]): Promise<void> {
-  await waitForContainerd(machine, 30_000);
+/**
+ * Imports OCI archives of the host into the node's containerd (namespace k8s.io, where the kubelet
+ * looks), once it answers within `readyTimeoutMs` (a VM under software emulation needs minutes).
+ */
+export async function importImages(
+  machine: Machine,
+  archives: readonly string[],
+  readyTimeoutMs = 30_000,
+): Promise<void> {
+  await waitForContainerd(machine, readyTimeoutMs);
   for (const archive of archives) {
     const onNode = `${IMPORT_DIR}/${basename(archive)}`;
     await machine.copyIn(archive, onNode);
     try {
-      await machine.exec(['ctr', ...CTR_K8S_IO, 'images', 'import', onNode], { timeoutMs: 120_000 });
+      await machine.exec(['ctr', ...CTR_K8S_IO, 'images', 'import', onNode], {
+        timeoutMs: Math.max(120_000, readyTimeoutMs),
+      });
     } finally {
       await machine.remove(onNode);
     }

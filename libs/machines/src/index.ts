@@ -14,3 +14,5 @@ export { OVMF, createVmMachine } from './providers/qemu/create-vm-machine.js';
 export type { VmConfig } from './providers/qemu/vm-config.js';
 export { vmPaths } from './providers/qemu/vm-config.js';
 export { VmMachine } from './providers/qemu/vm-machine.js';
+export type { VmBootPhase, VmBootProgress } from './providers/qemu/boot-phase.js';
+export { vmBootProgress } from './providers/qemu/boot-phase.js';

@@ -22,3 +22,4 @@ export { BOOT_PHASES, extendBootPhases } from './boot-phases.js';
 export type { BootPhase } from './boot-phases.js';
 export { IMAGE_PCRS, imageReferenceValues } from './reference-values.js';
 export type { ImageReferenceValues } from './reference-values.js';
+export { imageBootComponents } from './image-boot-components.js';

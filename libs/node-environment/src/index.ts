@@ -23,5 +23,5 @@ export { createNetwork, destroyNetwork, inNode } from './node-network.js';
 export { nodeProgramCommands } from './node-programs.js';
 export type { Descriptor, ImageRegistry, ImageRegistryOptions, RegistryImage } from './image-registry.js';
 export { readArchiveManifest, startImageRegistry } from './image-registry.js';
-export { registryMirrorHosts } from './containerd-config.js';
+export { cniConfig, registryMirrorHosts } from './containerd-config.js';
 export { CNI_BIN_DIR, POD_NETWORK, peerPodRoutes, podSubnet } from './pod-network.js';

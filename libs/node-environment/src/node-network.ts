@@ -12,7 +12,10 @@ export interface MiniNetwork {
   /** Address of the host side: metadata server and TPMs. */
   hostIp: string;
   nodeIps: string[];
-  /** Per node: namespace name (namespaces mode). */
+  /**
+   * Per node: namespace name (namespaces mode). Nodes past the end of this list have an address
+   * but no namespace: virtual machines, whose tap devices their provider puts on the bridge.
+   */
   namespaces: string[];
   bridge: string;
 }
@@ -34,7 +37,12 @@ async function ip(args: string[]): Promise<string> {
   });
 }
 
-export async function createNetwork(mode: 'namespaces' | 'loopback', nodes: number): Promise<MiniNetwork> {
+/** The network for `nodes` nodes; the last `withoutNamespace` of them get an address only (VMs). */
+export async function createNetwork(
+  mode: 'namespaces' | 'loopback',
+  nodes: number,
+  withoutNamespace = 0,
+): Promise<MiniNetwork> {
   if (mode === 'loopback') {
     return {
       mode,
@@ -53,7 +61,7 @@ export async function createNetwork(mode: 'namespaces' | 'loopback', nodes: numb
     mode,
     hostIp: `10.42.${subnet}.1`,
     nodeIps: Array.from({ length: nodes }, (_, i) => `10.42.${subnet}.${10 + i}`),
-    namespaces: Array.from({ length: nodes }, (_, i) => `cstl-${id}-${i}`),
+    namespaces: Array.from({ length: Math.max(0, nodes - withoutNamespace) }, (_, i) => `cstl-${id}-${i}`),
     bridge: `cstl${id}`,
   };
   await ip(['link', 'add', network.bridge, 'type', 'bridge']);

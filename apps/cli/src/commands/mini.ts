@@ -6,6 +6,8 @@ import type { MiniUpResult } from '../mini/mini-up.js';
 import { selfCommand } from '../self-command.js';
 import { TAMPER_MODES } from '../mini/tamper.js';
 import type { Tamper } from '../mini/tamper.js';
+import { VM_TAMPER_MODES } from '../mini/providers/vm-tamper.js';
+import type { VmTamper } from '../mini/providers/vm-tamper.js';
 import { formatTable, outputOption, writeJson, writeResult } from './command-context.js';
 import type { CommandContext } from './command-context.js';
 
@@ -15,6 +17,16 @@ function parseTamperModes(value: string): Tamper[] {
     const known = TAMPER_MODES.find((m) => m === mode.trim());
     if (known === undefined)
       throw new InvalidArgumentError(`"${mode}" is not a tamper mode (expected ${TAMPER_MODES.join(', ')})`);
+    return known;
+  });
+}
+
+/** `--vm-tamper`'s comma-separated modes, each one of VM_TAMPER_MODES. */
+function parseVmTamperModes(value: string): VmTamper[] {
+  return value.split(',').map((mode) => {
+    const known = VM_TAMPER_MODES.find((m) => m === mode.trim());
+    if (known === undefined)
+      throw new InvalidArgumentError(`"${mode}" is not a VM tamper mode (expected ${VM_TAMPER_MODES.join(', ')})`);
     return known;
   });
 }
@@ -33,7 +45,7 @@ function miniUpCommand(context: CommandContext): CommandUnknownOpts {
     .description('start nodes (each with its own swtpm, state disk and bootstrapper), init and join them')
     .addHelpText(
       'after',
-      '\nThe control plane is the real one (etcd, kube-apiserver, kube-controller-manager, kube-scheduler), run\nfrom the programs `node tools/kubernetes/build.mjs` builds; that command prints their directory.\n\nExamples:\n  constellation mini up --kubernetes-bin-dir "$(node tools/kubernetes/build.mjs)"\n  constellation mini up --kubernetes-bin-dir DIR --workers 8\n  constellation mini up --kubernetes-bin-dir DIR --tampered-workers 1   # see a modified node refused\n  constellation mini up --kubernetes-bin-dir DIR --workers 2 --tampered-workers 2 --tamper log-digest,log-removed   # a node whose event log lies\n',
+      '\nThe control plane is the real one (etcd, kube-apiserver, kube-controller-manager, kube-scheduler), run\nfrom the programs `node tools/kubernetes/build.mjs` builds; that command prints their directory.\n\nExamples:\n  constellation mini up --kubernetes-bin-dir "$(node tools/kubernetes/build.mjs)"\n  constellation mini up --kubernetes-bin-dir DIR --workers 8\n  constellation mini up --kubernetes-bin-dir DIR --tampered-workers 1   # see a modified node refused\n  constellation mini up --kubernetes-bin-dir DIR --workers 2 --tampered-workers 2 --tamper log-digest,log-removed   # a node whose event log lies\n  constellation mini up --kubernetes-bin-dir DIR --workers 0 --vm-workers 1 --node-image IMAGE_DIR   # a worker that is a VM booting the node image\n\nVM workers boot the node image (npm run node-image) in QEMU with OVMF and their own swtpm;\n`npm run mini -- --vm-workers N` builds the image mini needs and passes --node-image for you.\n`constellation mini vendor` prints the image build options that make an image trust mini.\n',
     )
     .addOption(
       new Option(
@@ -50,6 +62,26 @@ function miniUpCommand(context: CommandContext): CommandUnknownOpts {
       mini.controlPlanes,
     )
     .option('--workers <n>', 'number of worker nodes', (v) => parseInteger(v, 0, mini.maxWorkers), mini.workers)
+    .addOption(
+      new Option(
+        '--vm-workers <n>',
+        'workers that are QEMU virtual machines booting the node image (software emulation: minutes each)',
+      )
+        .argParser((v) => parseInteger(v, 0, mini.maxWorkers))
+        .default(0),
+    )
+    .addOption(
+      new Option(
+        '--vm-tamper <modes>',
+        `VM workers, in order, that boot a modified UKI and must be refused, comma-separated: ${VM_TAMPER_MODES.join(', ')} (a word added to the kernel command line; a file added to the initrd; bytes appended to the kernel)`,
+      ).argParser(parseVmTamperModes),
+    )
+    .addOption(
+      new Option(
+        '--node-image <dir>',
+        'the node image the VM workers boot (a directory `npm run node-image` printed, built with the options `constellation mini vendor` prints)',
+      ),
+    )
     .addOption(
       new Option(
         '--network <mode>',
@@ -79,6 +111,9 @@ function miniUpCommand(context: CommandContext): CommandUnknownOpts {
         workers: options.workers,
         tamperedWorkers: options.tamperedWorkers,
         ...(options.tamper === undefined ? {} : { tamper: options.tamper }),
+        vmWorkers: options.vmWorkers,
+        ...(options.vmTamper === undefined ? {} : { vmTamper: options.vmTamper }),
+        ...(options.nodeImage === undefined ? {} : { nodeImage: options.nodeImage }),
         network: options.network,
         kubernetesBinDir: options.kubernetesBinDir,
         print: context.print,
@@ -90,6 +125,37 @@ function miniUpCommand(context: CommandContext): CommandUnknownOpts {
       writeResult(
         `${nodeTable(result)}\nkubeconfig: ${result.kubeconfig}\nkubectl: ${result.kubectl} --kubeconfig ${result.kubeconfig}\nstate: ${result.state}\nup in ${(result.elapsedMs / 1000).toFixed(1)} s; stop with: ${selfCommand(workspace, ['mini', 'down'])}\n`,
       );
+    });
+}
+
+function miniVendorCommand(context: CommandContext): CommandUnknownOpts {
+  return new Command('vendor')
+    .description(
+      "mini's stand-in TPM vendor and component publisher (created on first use): the image build options that make a node image trust them",
+    )
+    .addHelpText(
+      'after',
+      `
+A VM worker's node image carries, in its verified root, the EK CA roots its TPM vendor signs with and
+the key that signs the component manifests; mini keeps both here across clusters (private keys 0600).
+--image-options prints one option or value per line, for scripts (npm run mini uses it).
+
+Examples:
+  constellation mini vendor
+  npm run node-image -- --guest-agent $(constellation mini vendor --image-options)
+`,
+    )
+    .option('--image-options', 'print only the image build options, one word per line', false)
+    .action(async (options) => {
+      const { openMiniVendor, imageTrustOptions } = await import('../mini/vendor.js');
+      const { vmImageBuildCommand } = await import('../mini/vm-image.js');
+      const vendor = await openMiniVendor();
+      if (options.imageOptions) {
+        writeResult(`${imageTrustOptions(vendor).join('\n')}\n`);
+        return;
+      }
+      context.print(`mini's vendor: ${vendor.dir}`);
+      writeResult(`${vmImageBuildCommand(vendor)}\n`);
     });
 }
 
@@ -167,6 +233,7 @@ export function miniCommand(context: CommandContext): CommandUnknownOpts {
     .addCommand(miniUpCommand(context))
     .addCommand(miniDownCommand(context))
     .addCommand(miniRebootCommand(context))
+    .addCommand(miniVendorCommand(context))
     .addCommand(miniServeMetadataCommand(), { hidden: true })
     .addCommand(miniNodeRunnerCommand(), { hidden: true })
     .addCommand(miniSystemctlCommand(), { hidden: true });

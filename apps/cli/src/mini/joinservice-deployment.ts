@@ -3,7 +3,6 @@ import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
 import { attestationFileToJson } from '@constellation/attestation';
 import type { Kubectl } from '@constellation/control-plane';
-import { ekCaPaths } from '@constellation/swtpm';
 import { readClusterState } from '../cluster-state.js';
 import { loadClusterConfig } from '../constellation-conf.js';
 import { workspaceFiles } from '../workspace.js';
@@ -39,12 +38,15 @@ function forMini(manifest: Manifest, image: string, registryUrl: string): Manife
  * join-config ConfigMap (measurements, measurement salt, pinned EK CA certificates) and the
  * constellation-mastersecret Secret.
  */
-async function joinServiceInputs(workspace: string, state: MiniState): Promise<Manifest[]> {
+async function joinServiceInputs(workspace: string): Promise<Manifest[]> {
   const files = workspaceFiles(workspace);
   const config = await loadClusterConfig(files.config);
   const cluster = await readClusterState(files.state);
   if (cluster === undefined) throw new Error(`no cluster state at ${files.state}: init has not finished`);
-  const ekCa = ekCaPaths(join(state.dir, 'ek-ca'));
+  // The EK CA the nodes were manufactured with, as pinned in the config (the cluster's or mini's vendor's).
+  const { attestation } = config;
+  if (attestation.variant !== 'tpm2-ek')
+    throw new Error(`mini's config attests with ${attestation.variant}, not tpm2-ek`);
   return [
     {
       apiVersion: 'v1',
@@ -54,8 +56,8 @@ async function joinServiceInputs(workspace: string, state: MiniState): Promise<M
         attestationConfig: JSON.stringify(
           attestationFileToJson(config.attestation.measurements, config.attestation.eventPolicy),
         ),
-        ekRoots: await readFile(ekCa.rootCertPath, 'utf8'),
-        ekIntermediates: await readFile(ekCa.intermediateCertPath, 'utf8'),
+        ekRoots: attestation.ekRoots,
+        ekIntermediates: attestation.ekIntermediates,
       },
       // 32 raw bytes.
       binaryData: { measurementSalt: cluster.measurementSalt },
@@ -82,7 +84,7 @@ export async function deployJoinService(options: {
   admin: Kubectl;
 }): Promise<void> {
   const { artifacts, state } = options;
-  const manifests: Manifest[] = await joinServiceInputs(options.workspace, state);
+  const manifests: Manifest[] = await joinServiceInputs(options.workspace);
   for (const name of ['serviceaccount.yaml', 'rbac.yaml', 'daemonset.yaml']) {
     const text = await readFile(join(artifacts.joinserviceManifests, name), 'utf8');
     for (const doc of parseAllDocuments(text)) {

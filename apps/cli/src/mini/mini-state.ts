@@ -6,6 +6,7 @@ import { writeWorkspaceFile } from '../workspace.js';
 import type { MiniArtifacts } from './artifacts.js';
 import type { MiniNetwork } from '@constellation/node-environment';
 import type { Tamper } from './tamper.js';
+import type { VmTamper } from './providers/vm-tamper.js';
 import { openMachine } from '@constellation/machines';
 import type { Machine, MachineProvider } from '@constellation/machines';
 
@@ -27,6 +28,8 @@ export interface MiniNode {
   tampered: boolean;
   /** How a tampered node differs (absent in records written before the modes existed). */
   tamper?: Tamper;
+  /** How a tampered VM's boot differs from the node image. */
+  vmTamper?: VmTamper;
 }
 
 /** What `mini down` needs to stop and remove; written as soon as anything runs. */

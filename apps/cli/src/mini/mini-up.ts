@@ -28,7 +28,13 @@ import { machineOf, miniDir, readMiniState, writeMiniState } from './mini-state.
 import type { MiniNode, MiniState } from './mini-state.js';
 import { createNetwork } from '@constellation/node-environment';
 import { nodeImages } from './node-images.js';
-import { publishSignedComponents, signManifest } from './signed-components.js';
+import { MINI_OS, generateManifestSigningKey, publishComponents, signManifests } from './signed-components.js';
+import type { ManifestSigningKey } from './signed-components.js';
+import { openMiniVendor } from './vendor.js';
+import type { MiniVendor } from './vendor.js';
+import { openVmImage, vmImageBuildCommand } from './vm-image.js';
+import type { VmImage } from './vm-image.js';
+import type { VmTamper } from './providers/vm-tamper.js';
 import { startNode } from './start-node.js';
 import type { NodeImages } from './node-spec.js';
 import { waitForNodes } from './wait-for-nodes.js';
@@ -43,6 +49,12 @@ export interface MiniUpOptions {
   tamperedWorkers?: number;
   /** What each tampered worker's event log says, in worker order; the last repeats ("bootstrapper" by default). */
   tamper?: readonly Tamper[];
+  /** Workers that are QEMU VMs booting the node image (after the namespace workers). */
+  vmWorkers?: number;
+  /** What each tampered VM worker's boot changes, in VM worker order; the others boot the image as built. */
+  vmTamper?: readonly VmTamper[];
+  /** The node image the VM workers boot (`npm run node-image -- --guest-agent` with mini's trust options). */
+  nodeImage?: string;
   kubernetesVersion?: string;
   /** How long to wait for every node to join (default: 2 min and 45 s per node after the first). */
   joinTimeoutMs?: number;
@@ -62,7 +74,13 @@ export interface MiniUpResult {
   elapsedMs: number;
 }
 
-type Instance = { name: string; role: 'control-plane' | 'worker'; ip: string };
+type Instance = { name: string; role: 'control-plane' | 'worker'; ip: string; vm: boolean };
+
+/** With VM workers: the node image, and the vendor it trusts (whose EK CA and manifest key the cluster uses). */
+interface VmNodes {
+  image: VmImage;
+  vendor: MiniVendor;
+}
 
 /** Everything the steps of `mini up` share once the cluster directory and network exist. */
 interface Bring {
@@ -75,6 +93,8 @@ interface Bring {
   initSecret: string;
   kubernetesVersion: string;
   images: NodeImages;
+  /** Present when the cluster has VM workers. */
+  vms: VmNodes | undefined;
   started: number;
 }
 
@@ -85,13 +105,25 @@ function progress(bring: Pick<Bring, 'options' | 'started'>, line: string): void
 
 /** What the progress line says about a tampered node. */
 function tamperNote(node: MiniNode): string {
+  if (node.vmTamper !== undefined) return ` (boots a MODIFIED UKI: ${node.vmTamper})`;
   if (!node.tampered) return '';
   const log = node.tamper === undefined || node.tamper === 'bootstrapper' ? '' : `, event log: ${node.tamper}`;
   return ` (bootstrapper bundle MODIFIED${log})`;
 }
 
+/** The VM tamper option of one node, when it has one. */
+function vmTamperOf(modes: ReadonlyMap<string, VmTamper>, name: string): { vmTamper?: VmTamper } {
+  const mode = modes.get(name);
+  return mode === undefined ? {} : { vmTamper: mode };
+}
+
 /** Each --tamper mode names a tampered worker: more modes than such workers is a mistake to say. */
 function checkTamperOptions(options: MiniUpOptions): void {
+  const vmModes = options.vmTamper?.length ?? 0;
+  if (vmModes > (options.vmWorkers ?? 0))
+    throw new UsageError(
+      `--vm-tamper lists ${vmModes} modes for ${options.vmWorkers ?? 0} VM workers: give --vm-workers ${vmModes} or more`,
+    );
   const modes = options.tamper?.length ?? 0;
   const tampered = options.tamperedWorkers ?? 0;
   if (tampered > options.workers)
@@ -113,6 +145,7 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniUpResult> {
   const started = Date.now();
   checkTamperOptions(options);
   await refuseRunningCluster(options.workspace);
+  const vms = await vmNodes(options);
   const programs = await locateKubernetesPrograms(options.kubernetesBinDir);
   const built = await findArtifacts();
   const images = await nodeImages(programs.binDir, built);
@@ -138,8 +171,8 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniUpResult> {
     throw new UsageError(
       'mini runs the real control plane, and kubeadm advertises no loopback address: the nodes need network namespaces of their own (run as root, with --network namespaces or auto)',
     );
-  const instances = nodeNames(options.controlPlanes, options.workers);
-  const network = await createNetwork(mode, instances.length);
+  const instances = nodeNames(options.controlPlanes, options.workers, options.vmWorkers ?? 0);
+  const network = await createNetwork(mode, instances.length, options.vmWorkers ?? 0);
   const state: MiniState = {
     startedAt: new Date().toISOString(),
     dir,
@@ -154,7 +187,9 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniUpResult> {
     nodes: [],
   };
   await writeMiniState(options.workspace, state);
-  options.print(`[  0.0 s] network: one network namespace per node on bridge ${network.bridge} (${network.hostIp}/24)`);
+  options.print(
+    `[  0.0 s] network: ${vms === undefined ? 'one network namespace per node' : 'one network namespace per namespace node, a tap per VM,'} on bridge ${network.bridge} (${network.hostIp}/24)`,
+  );
   const initSecret = randomBytes(32).toString('base64url');
   await writeWorkspaceFile(files.initSecret, initSecret, true);
   try {
@@ -164,11 +199,14 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniUpResult> {
       artifacts,
       state,
       instances: instances.map((n, i) => ({ ...n, ip: network.nodeIps[i] ?? '' })),
-      boot: await bootChain(artifacts.bootstrapper),
+      // With VMs every node shows the image's boot: the VMs' firmware measures it, and the namespace
+      // nodes' stand-in firmware measures the same events, so one measurement set fits both.
+      boot: vms === undefined ? await bootChain(artifacts.bootstrapper) : vms.image.boot,
       initSecret,
       // The release of the programs the control plane runs (kubeadm deploys its own minor only).
       kubernetesVersion: options.kubernetesVersion ?? programs.release,
       images,
+      vms,
       started,
     }).then((nodes) => ({
       nodes,
@@ -202,14 +240,30 @@ async function refuseRunningCluster(workspace: string): Promise<void> {
     );
 }
 
-function nodeNames(controlPlanes: number, workers: number): Omit<Instance, 'ip'>[] {
+function nodeNames(controlPlanes: number, workers: number, vmWorkers: number): Omit<Instance, 'ip'>[] {
   return [
     ...Array.from({ length: controlPlanes }, (_, i) => ({
       name: `control-plane-${i}`,
       role: 'control-plane' as const,
+      vm: false,
     })),
-    ...Array.from({ length: workers }, (_, i) => ({ name: `worker-${i + 1}`, role: 'worker' as const })),
+    ...Array.from({ length: workers }, (_, i) => ({ name: `worker-${i + 1}`, role: 'worker' as const, vm: false })),
+    ...Array.from({ length: vmWorkers }, (_, i) => ({ name: `vm-worker-${i + 1}`, role: 'worker' as const, vm: true })),
   ];
+}
+
+/** The node image and its vendor when the cluster has VM workers; refuses a missing or foreign image with the command that builds one. */
+async function vmNodes(options: MiniUpOptions): Promise<VmNodes | undefined> {
+  if ((options.vmWorkers ?? 0) === 0) {
+    if (options.nodeImage !== undefined) throw new UsageError('--node-image is for VM workers: give --vm-workers too');
+    return undefined;
+  }
+  const vendor = await openMiniVendor();
+  if (options.nodeImage === undefined)
+    throw new UsageError(
+      `--vm-workers needs the node image they boot: build it with \`${vmImageBuildCommand(vendor)}\` (it prints the directory), then give --node-image <dir> (\`npm run mini -- --vm-workers N\` does both)`,
+    );
+  return { image: await openVmImage(options.nodeImage, vendor), vendor };
 }
 
 async function bringUp(bring: Bring): Promise<MiniNodeResult[]> {
@@ -217,9 +271,11 @@ async function bringUp(bring: Bring): Promise<MiniNodeResult[]> {
   const files = workspaceFiles(options.workspace);
   const ekCa = await manufactureTpms(bring);
   const publicKey = await startCloud(bring);
-  await startNodes(bring, { publicKey, ekCa });
+  // VMs boot (minutes under software emulation) while init runs; their bootstrappers wait for the JoinService.
+  const { vmsStarted } = await startNodes(bring, { publicKey, ekCa });
 
-  const measurements = expectedMeasurements(bring.boot, [4, 9, 15]);
+  // The PCRs the image's boot measures (4 and 9; with VMs also 11), and PCR 15 at zero.
+  const measurements = expectedMeasurements(bring.boot, [...new Set([...bring.boot.map((c) => c.pcr), 15])]);
   const first = state.nodes[0];
   if (first === undefined) throw new Error('no control plane started');
   await writeWorkspaceFile(
@@ -264,11 +320,17 @@ async function bringUp(bring: Bring): Promise<MiniNodeResult[]> {
     bring,
     `JoinService deployed as the DaemonSet of deploy/joinservice (port ${state.joinServicePort} of every control plane); the other nodes join through it`,
   );
+  await vmsStarted;
   return waitForNodes({
     state,
     kubeconfig: files.kubeconfig,
     // Control planes join one at a time, about 20 s each on 2 idle cores; workers in parallel.
-    timeoutMs: options.joinTimeoutMs ?? 120_000 + 45_000 * (state.nodes.length - 1),
+    // A VM under software emulation: node preparation, kubeadm join and the kubelet run 5-20x slower.
+    timeoutMs:
+      options.joinTimeoutMs ??
+      120_000 +
+        45_000 * (state.nodes.length - 1) +
+        8 * 60_000 * state.nodes.filter((n) => n.provider === 'qemu').length,
     print: (line) => {
       progress(bring, line);
     },
@@ -281,7 +343,8 @@ async function bringUp(bring: Bring): Promise<MiniNodeResult[]> {
  */
 async function manufactureTpms(bring: Bring): Promise<EkCa> {
   const { state, instances } = bring;
-  const ekCa = await createEkCa(join(state.dir, 'ek-ca'), { name: 'constellation mini' });
+  // VMs carry their vendor's EK roots in their verified image: every TPM comes from that vendor then.
+  const ekCa = bring.vms?.vendor.ekCa ?? (await createEkCa(join(state.dir, 'ek-ca'), { name: 'constellation mini' }));
   const manufactured = await Promise.all(
     instances.map((instance) =>
       manufactureTpm({ stateDir: join(state.dir, instance.name, 'tpm'), vmid: instance.name, ca: ekCa }),
@@ -291,7 +354,12 @@ async function manufactureTpms(bring: Bring): Promise<EkCa> {
     ...instance,
     ekPublicKeyHash: manufactured[i]?.ekPublicKeyHash ?? '',
   }));
-  progress(bring, `${instances.length} TPMs manufactured with EK certificates from the cluster's EK CA`);
+  progress(
+    bring,
+    bring.vms === undefined
+      ? `${instances.length} TPMs manufactured with EK certificates from the cluster's EK CA`
+      : `${instances.length} TPMs manufactured with EK certificates from mini's vendor CA (${bring.vms.vendor.dir}; the node image trusts it)`,
+  );
   return ekCa;
 }
 
@@ -317,7 +385,11 @@ async function startCloud(bring: Bring): Promise<string> {
   );
   // Node preparation: kubeadm and the kubelet reach every node as signed, digest-checked components.
   const artifactsDir = join(state.dir, 'artifacts');
-  const publicKey = await publishSignedComponents(artifactsDir, bring.programs.binDir, bring.kubernetesVersion);
+  // The namespace nodes' OS version, and the node image's (its node preparation asks for that one).
+  const osVersions = [MINI_OS.version, ...(bring.vms === undefined ? [] : [bring.vms.image.osVersion])];
+  await publishComponents(artifactsDir, bring.programs.binDir, bring.kubernetesVersion, osVersions);
+  // A VM's image pins its vendor's key; namespace nodes alone get a key of this cluster's.
+  const manifestKey: ManifestSigningKey = bring.vms?.vendor.manifestKey ?? (await generateManifestSigningKey());
   const urlFile = join(state.dir, 'metadata.url');
   state.metadataPid = await spawnDetached(
     process.execPath,
@@ -350,27 +422,44 @@ async function startCloud(bring: Bring): Promise<string> {
     { timeoutMs: 10_000, what: 'the metadata server writing its URL' },
   );
   await writeMiniState(options.workspace, state);
-  await signManifest(artifactsDir, bring.kubernetesVersion, `${state.metadataUrl}/artifacts`);
+  await signManifests(artifactsDir, bring.kubernetesVersion, osVersions, `${state.metadataUrl}/artifacts`, manifestKey);
   progress(
     bring,
     `metadata server and artifact host (signed kubeadm and kubelet) at ${state.metadataUrl}; the control planes' load balancer at ${state.network.hostIp}:${state.apiServerPort}`,
   );
-  return publicKey;
+  return manifestKey.publicKey;
 }
 
-async function startNodes(bring: Bring, image: { publicKey: string; ekCa: EkCa }): Promise<void> {
+/**
+ * Starts the namespace nodes one after the other and powers on the VMs; returns once the namespace
+ * nodes run, with a promise for the VMs (booted, images imported), which fails with the first
+ * VM's failure.
+ */
+async function startNodes(
+  bring: Bring,
+  image: { publicKey: string; ekCa: EkCa },
+): Promise<{ vmsStarted: Promise<void> }> {
   const { options, state, artifacts } = bring;
   const modes = options.tamper ?? ['bootstrapper'];
   const tampered = new Map(
     bring.instances
-      .filter((i) => i.role === 'worker')
+      .filter((i) => i.role === 'worker' && !i.vm)
       .slice(0, options.tamperedWorkers ?? 0)
       .map((i, n) => [i.name, modes[Math.min(n, modes.length - 1)] ?? 'bootstrapper'] as const),
   );
+  const vmTamper = new Map(
+    bring.instances
+      .filter((i) => i.vm)
+      .flatMap((i, n) => {
+        const mode = options.vmTamper?.[n];
+        return mode === undefined ? [] : [[i.name, mode] as const];
+      }),
+  );
   const hosts = bring.instances.map(({ name, ip }) => ({ name, ip }));
+  const vms: Promise<void>[] = [];
   for (const [index, instance] of (bring.instances as (Instance & { ekPublicKeyHash: string })[]).entries()) {
     const nodeStarted = Date.now();
-    const node = await startNode({
+    const started = startNode({
       artifacts,
       dir: state.dir,
       network: state.network,
@@ -384,12 +473,30 @@ async function startNodes(bring: Bring, image: { publicKey: string; ekCa: EkCa }
       boot: bring.boot,
       image,
       tamper: tampered.get(instance.name),
+      ...(instance.vm && bring.vms !== undefined ? { vmImage: bring.vms.image } : {}),
+      ...vmTamperOf(vmTamper, instance.name),
+      print: (line) => {
+        progress(bring, line);
+      },
+    }).then(async (node) => {
+      state.nodes.push(node);
+      await writeMiniState(options.workspace, state);
+      const took = `${((Date.now() - nodeStarted) / 1000).toFixed(1)} s`;
+      progress(
+        bring,
+        instance.vm
+          ? `${instance.name}: VM booted the node image (OVMF measured it into its swtpm, EK sha256:${node.ekPublicKeyHash.slice(0, 12)}…), its systemd started the bootstrapper${node.vmTamper === undefined ? ', images imported' : ''}${tamperNote(node)} (${took}; serial console: ${join(node.dir, 'serial.log')})`
+          : `${instance.name}: swtpm (EK sha256:${node.ekPublicKeyHash.slice(0, 12)}…), measured boot, LUKS2 disk, containerd with the node image's images, bootstrapper started${tamperNote(node)} (${took})`,
+      );
     });
-    state.nodes.push(node);
-    await writeMiniState(options.workspace, state);
-    progress(
-      bring,
-      `${instance.name}: swtpm (EK sha256:${node.ekPublicKeyHash.slice(0, 12)}…), measured boot, LUKS2 disk, containerd with the node image's images, bootstrapper started${tamperNote(node)} (${((Date.now() - nodeStarted) / 1000).toFixed(1)} s)`,
-    );
+    if (instance.vm) {
+      // Observed now so that a failure while init runs is not an unhandled rejection; awaited later.
+      started.catch(() => undefined);
+      vms.push(started);
+    } else {
+      await started;
+    }
   }
+  // An async function's returned promise would be awaited with it: wrapped, the VMs are not.
+  return { vmsStarted: Promise.all(vms).then(() => undefined) };
 }

@@ -1,15 +1,29 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { importImages, namespaceMachinePaths, tagImage } from '@constellation/machines';
-import type { Machine } from '@constellation/machines';
+import { importImages, namespaceMachinePaths, tagImage, vmPaths } from '@constellation/machines';
+import type { Machine, VmBootPhase, VmMachine } from '@constellation/machines';
 import type { MiniNode } from './mini-state.js';
 import type { NodeSpec } from './node-spec.js';
 import { BOOTSTRAPPER_UNIT, IMAGES_PRELOADED, createNamespaceNode } from './providers/namespace-node.js';
+import { createVmNode } from './providers/vm-node.js';
+import type { VmImage } from './vm-image.js';
+import type { VmTamper } from './providers/vm-tamper.js';
 
 export interface StartNodeOptions extends Omit<NodeSpec, 'dir' | 'ports'> {
   /** The cluster's directory; the node gets `<dir>/<name>`. */
   dir: string;
+  /** Boot this node image in a VM (qemu provider) instead of a namespace node. */
+  vmImage?: VmImage;
+  /** A VM that boots a modified UKI (it must be refused). */
+  vmTamper?: VmTamper;
+  /** Lines about a VM's boot, as it passes each phase. */
+  print?: (line: string) => void;
 }
+
+const PORTS = { init: 9000, recovery: 9999, verify: 30081 };
+
+/** How long a VM may take from power-on to its guest agent and containerd, under software emulation. */
+const VM_BOOT_TIMEOUT_MS = 6 * 60_000;
 
 /**
  * One node, powered on: the provider makes its machine (TPM, state disk, the image's files and
@@ -18,30 +32,77 @@ export interface StartNodeOptions extends Omit<NodeSpec, 'dir' | 'ports'> {
  */
 export async function startNode(options: StartNodeOptions): Promise<MiniNode> {
   const { instance, tamper } = options;
-  const ports = { init: 9000, recovery: 9999, verify: 30081 };
-  const machine: Machine = await createNamespaceNode({
-    ...options,
-    dir: join(options.dir, instance.name),
-    ports,
-  });
-  await machine.boot();
+  const dir = join(options.dir, instance.name);
+  const spec = { ...options, dir, ports: PORTS };
   const controlPlane = instance.role === 'control-plane';
-  await importImages(machine, controlPlane ? options.images.controlPlane : options.images.worker);
-  if (controlPlane) for (const [source, target] of options.images.tags) await tagImage(machine, source, target);
-  await machine.writeFile(IMAGES_PRELOADED, `${new Date().toISOString()}\n`);
-  await machine.exec(['systemctl', 'start', BOOTSTRAPPER_UNIT], { timeoutMs: 30_000 });
-  const paths = namespaceMachinePaths(machine.record.dir);
-  const swtpmPid = Number((await readFile(paths.tpmPidFile, 'utf8')).trim());
+  let tpm: { socket: string; pid: number };
+  if (options.vmImage === undefined) {
+    const machine: Machine = await createNamespaceNode(spec);
+    await machine.boot();
+    await importImages(machine, controlPlane ? options.images.controlPlane : options.images.worker);
+    if (controlPlane) for (const [source, target] of options.images.tags) await tagImage(machine, source, target);
+    await machine.writeFile(IMAGES_PRELOADED, `${new Date().toISOString()}\n`);
+    await machine.exec(['systemctl', 'start', BOOTSTRAPPER_UNIT], { timeoutMs: 30_000 });
+    const paths = namespaceMachinePaths(machine.record.dir);
+    tpm = { socket: paths.tpmSocket, pid: Number((await readFile(paths.tpmPidFile, 'utf8')).trim()) };
+  } else {
+    const tap = `${options.network.bridge}v${options.index}`;
+    const machine = await createVmNode(spec, options.vmImage, tap, options.vmTamper);
+    await machine.boot();
+    await waitForVmBoot(machine, options.print ?? (() => undefined));
+    // The image's systemd has started the bootstrapper already; the images reach containerd while
+    // it attests and joins (the kubelet retries a pod whose image is not there yet). A tampered
+    // VM never runs a pod.
+    if (options.vmTamper === undefined) await importImages(machine, options.images.worker, VM_BOOT_TIMEOUT_MS);
+    const paths = vmPaths(machine.record.dir);
+    tpm = { socket: paths.tpmControl, pid: Number((await readFile(paths.tpmPid, 'utf8')).trim()) };
+  }
   return {
     ...instance,
-    dir: machine.record.dir,
-    provider: machine.record.provider,
-    tpmSocket: paths.tpmSocket,
-    swtpmPid,
-    initPort: ports.init,
-    recoveryPort: ports.recovery,
-    verifyPort: ports.verify,
-    tampered: tamper !== undefined,
+    dir,
+    provider: options.vmImage === undefined ? 'namespaces' : 'qemu',
+    tpmSocket: tpm.socket,
+    swtpmPid: tpm.pid,
+    initPort: PORTS.init,
+    recoveryPort: PORTS.recovery,
+    verifyPort: PORTS.verify,
+    tampered: tamper !== undefined || options.vmTamper !== undefined,
     ...(tamper === undefined ? {} : { tamper }),
+    ...(options.vmTamper === undefined ? {} : { vmTamper: options.vmTamper }),
   };
+}
+
+/**
+ * Waits until the VM's guest agent answers (systemd runs, and with it the image's units), printing
+ * each boot phase as the serial console shows it; fails with the initrd's reason when the boot
+ * stops there (a root filesystem that does not match its hash, say).
+ */
+async function waitForVmBoot(machine: VmMachine, print: (line: string) => void): Promise<void> {
+  const started = Date.now();
+  let shown: VmBootPhase | undefined;
+  for (;;) {
+    const progress = await machine.bootProgress();
+    if (progress.phase !== shown) {
+      shown = progress.phase;
+      print(`${machine.name}: boot phase ${progress.phase} (${((Date.now() - started) / 1000).toFixed(0)} s)`);
+    }
+    if (progress.phase === 'failed')
+      throw new Error(
+        `${machine.name} stopped booting: ${progress.error ?? 'no reason given'} (serial console: ${machine.logPath()})`,
+      );
+    // The agent runs under systemd: asking earlier only queues requests it answers later.
+    const booting = progress.phase === 'firmware' || progress.phase === 'kernel' || progress.phase === 'initrd';
+    const answered = await (
+      booting ? Promise.reject(new Error('booting')) : machine.exec(['true'], { timeoutMs: 30_000 })
+    ).then(
+      () => true,
+      () => false,
+    );
+    if (answered) return;
+    if (Date.now() - started > VM_BOOT_TIMEOUT_MS)
+      throw new Error(
+        `${machine.name}'s guest agent did not answer within ${VM_BOOT_TIMEOUT_MS / 1000} s of power-on; last boot phase: ${progress.phase} (serial console: ${machine.logPath()})`,
+      );
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+  }
 }

@@ -26,7 +26,11 @@ export interface MiniNodeResult {
  */
 async function lastTellingLines(path: string, count: number): Promise<string> {
   const text = await readFile(path, 'utf8').catch(() => '');
-  const lines = text.split('\n').filter((line) => line.startsWith('{') || /^[A-Za-z]*Error\b/.test(line));
+  const lines = text
+    .split('\n')
+    // A VM's console prefixes each journal line with the kernel's time and the unit's name and pid.
+    .map((line) => line.replace(/^\[\s*[\d.]+\] [\w.@-]+\[\d+\]: /, ''))
+    .filter((line) => line.startsWith('{') || /^[A-Za-z]*Error\b/.test(line));
   return lines.length === 0
     ? '(none)'
     : lines

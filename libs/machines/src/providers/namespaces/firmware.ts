@@ -2,6 +2,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { bootComponentEvent, measureBoot } from '@constellation/attestation';
 import type { BootComponent } from '@constellation/attestation';
 import { EventLogWriter } from '@constellation/eventlog';
+import type { EventTypeName } from '@constellation/eventlog';
 import { SocketTransport, SwtpmControl, Tpm } from '@constellation/tpm';
 
 /**
@@ -25,12 +26,24 @@ interface SerialComponent {
   pcr: number;
   description: string;
   digest: string;
+  /** The component's own event (data in hex), so that every power-on logs what the first did. */
+  event?: { type: EventTypeName; data: string };
 }
 
 const serialise = (components: readonly BootComponent[]): SerialComponent[] =>
-  components.map((c) => ({ pcr: c.pcr, description: c.description, digest: c.digest.toString('hex') }));
+  components.map((c) => ({
+    pcr: c.pcr,
+    description: c.description,
+    digest: c.digest.toString('hex'),
+    ...(c.event === undefined ? {} : { event: { type: c.event.type, data: c.event.data.toString('hex') } }),
+  }));
 const deserialise = (components: readonly SerialComponent[]): BootComponent[] =>
-  components.map((c) => ({ pcr: c.pcr, description: c.description, digest: Buffer.from(c.digest, 'hex') }));
+  components.map((c) => ({
+    pcr: c.pcr,
+    description: c.description,
+    digest: Buffer.from(c.digest, 'hex'),
+    ...(c.event === undefined ? {} : { event: { type: c.event.type, data: Buffer.from(c.event.data, 'hex') } }),
+  }));
 
 export async function writeFirmware(path: string, firmware: Firmware): Promise<void> {
   const file: FirmwareFile = {

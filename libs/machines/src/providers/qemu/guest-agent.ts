@@ -37,9 +37,11 @@ export class GuestAgent {
       connection.skipThrough = '\xff';
       connection.sendRaw(Uint8Array.of(0xff));
       connection.send({ execute: 'guest-sync-delimited', arguments: { id } });
-      const reply = await connection.next(timeoutMs);
-      if (reply.return !== id)
-        throw new QemuProtocolError(`${vm}'s guest agent answered sync ${id} with ${JSON.stringify(reply)}`);
+      // Replies before ours answer commands of earlier clients that the agent read only now (sent
+      // while the guest was still booting, say): stale, skipped. Ours is the last command sent.
+      const deadline = Date.now() + timeoutMs;
+      let reply = await connection.next(timeoutMs);
+      while (reply.return !== id) reply = await connection.next(Math.max(1, deadline - Date.now()));
     } catch (error) {
       connection.close();
       throw error;

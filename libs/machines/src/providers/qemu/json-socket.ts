@@ -44,7 +44,11 @@ export class JsonSocket {
         this.skipThrough = undefined;
       }
       for (let end = this.#buffer.indexOf('\n'); end >= 0; end = this.#buffer.indexOf('\n')) {
-        const line = this.#buffer.slice(0, end).trim();
+        // The guest agent puts 0xFF before each guest-sync-delimited reply, stale ones included.
+        const line = this.#buffer
+          .slice(0, end)
+          .replace(/^\xff+/, '')
+          .trim();
         this.#buffer = this.#buffer.slice(end + 1);
         if (line !== '') this.#deliver(line);
       }

@@ -10,8 +10,8 @@ export interface VmConfig {
   cpus: number;
   /** `kvm` only where it has been seen to boot OVMF; `tcg` (software) otherwise. */
   accel: 'kvm' | 'tcg';
-  /** A tap device of mini's bridge, and the guest's MAC address on it. */
-  network?: { tap: string; mac: string };
+  /** A tap device on `bridge` (made at power-on when missing), and the guest's MAC address on it. */
+  network?: { tap: string; mac: string; bridge: string };
   /** QEMU firmware configuration items (opt/constellation/...): files the guest reads, outside any measurement. */
   fwCfg: Record<string, string>;
 }

@@ -4,8 +4,11 @@ import { posix } from 'node:path';
 import type { ExecResult, Machine, MachineRecord, UnitStatus } from '../../machine.js';
 import { checkMachinePath } from '../../machine-path.js';
 import { isRunning, stopProcess } from '../../stop-process.js';
+import { vmBootProgress } from './boot-phase.js';
+import type { VmBootProgress } from './boot-phase.js';
 import { GuestAgent } from './guest-agent.js';
 import { Qmp } from './qmp.js';
+import { ensureTap, removeTap } from './tap-device.js';
 import { qemuArguments, vmPaths } from './vm-config.js';
 import type { VmConfig } from './vm-config.js';
 
@@ -59,7 +62,8 @@ export class VmMachine implements Machine {
     this.#paths = vmPaths(record.dir);
   }
 
-  async #agent<T>(use: (agent: GuestAgent) => Promise<T>, timeoutMs = 10_000): Promise<T> {
+  /** Under software emulation a busy guest's agent has been seen to take 9 s to answer its first sync. */
+  async #agent<T>(use: (agent: GuestAgent) => Promise<T>, timeoutMs = 30_000): Promise<T> {
     const agent = await GuestAgent.connect(this.#paths.guestAgent, this.name, timeoutMs);
     try {
       return await use(agent);
@@ -126,7 +130,9 @@ export class VmMachine implements Machine {
       this.#paths.tpmLog,
       10_000,
     );
-    await run('qemu-system-x86_64', qemuArguments(this.record.dir, await this.#config()), this.#paths.qemuLog, 60_000);
+    const config = await this.#config();
+    if (config.network !== undefined) await ensureTap(config.network.tap, config.network.bridge);
+    await run('qemu-system-x86_64', qemuArguments(this.record.dir, config), this.#paths.qemuLog, 60_000);
   }
 
   /** Power button, then power cut if the guest has not stopped within `graceMs`. */
@@ -155,6 +161,13 @@ export class VmMachine implements Machine {
   async destroy(): Promise<void> {
     await this.#powerCut();
     await stopProcess(await readPid(this.#paths.tpmPid));
+    const tap = (await this.#config().catch(() => undefined))?.network?.tap;
+    if (tap !== undefined) await removeTap(tap);
+  }
+
+  /** How far the boot has come, from the serial console. */
+  async bootProgress(): Promise<VmBootProgress> {
+    return vmBootProgress(await readFile(this.#paths.serialLog, 'utf8').catch(() => ''));
   }
 
   async unitState(unit: string): Promise<UnitStatus | undefined> {
