@@ -261,7 +261,7 @@ async function vmNodes(options: MiniUpOptions): Promise<VmNodes | undefined> {
   const vendor = await openMiniVendor();
   if (options.nodeImage === undefined)
     throw new UsageError(
-      `--vm-workers needs the node image they boot: build it with \`${vmImageBuildCommand(vendor)}\` (it prints the directory), then give --node-image <dir> (\`npm run mini -- --vm-workers N\` does both)`,
+      `--vm-workers needs the node image they boot: build it with \`${vmImageBuildCommand(vendor)}\` (it prints the directory), then give --node-image <dir> (\`npm run mini -- --vm-workers ${options.vmWorkers ?? 0}\` does both)`,
     );
   return { image: await openVmImage(options.nodeImage, vendor), vendor };
 }
