@@ -101,7 +101,9 @@ async function joinOnce(
 async function runNode(node: PreparedNode, orders: StormOrders): Promise<NodeOutcome> {
   const outcome: NodeOutcome = { name: node.identity.name, joined: false, attempts: 0, failures: {} };
   try {
-    for (let attempt = 0; Date.now() < orders.giveUpAtMs; attempt++) {
+    // Attempts until the give-up time; a backoff that would cross it is cut short there and one
+    // last attempt made, so a node that waited through a fault still asks the recovered service.
+    for (let attempt = 0; ; attempt++) {
       outcome.attempts++;
       try {
         const { ticket, callMs } = await joinOnce(node, orders);
@@ -116,11 +118,10 @@ async function runNode(node: PreparedNode, orders: StormOrders): Promise<NodeOut
         const name = code === undefined ? 'other' : (grpc.status[code] ?? String(code));
         outcome.failures[name] = (outcome.failures[name] ?? 0) + 1;
         outcome.lastError = errorMessage(err);
+        if (Date.now() >= orders.giveUpAtMs) break;
         // The bootstrapper's policy: what the service asked, else backoff.
         const delay = retryDelay(attempt, readRetryAfter(err), orders.initialBackoffMs, orders.maxBackoffMs);
-        await new Promise((resolve) =>
-          setTimeout(resolve, Math.min(delay, Math.max(0, orders.giveUpAtMs - Date.now()))),
-        );
+        await new Promise((resolve) => setTimeout(resolve, Math.min(delay, orders.giveUpAtMs - Date.now())));
       }
     }
     return outcome;

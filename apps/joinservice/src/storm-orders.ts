@@ -11,7 +11,7 @@ export interface StormOrders {
   concurrency: number;
   /** Date.now() at which every process starts its nodes: the driver's go (on stdin) sets it. */
   startAtMs: number;
-  /** A node still without a ticket this long after the start gives up. */
+  /** A node still without a ticket this long after the start gives up (after one last attempt then). */
   giveUpAfterMs: number;
   /** startAtMs + giveUpAfterMs. */
   giveUpAtMs: number;
