@@ -213,15 +213,18 @@ kernel.keys.root_maxkeys = 1000000
 kernel.keys.root_maxbytes = 25000000
 `;
 
-export const KUBERNETES_MODULES = `# containerd's overlayfs snapshotter; bridged traffic through netfilter (sysctl above).
+export const KUBERNETES_MODULES = `# containerd's overlayfs snapshotter; bridged traffic through netfilter (sysctl above); dm-crypt
+# for the state disk, which the bootstrapper maps (--state-mount).
 overlay
 br_netfilter
+dm_crypt
 `;
 
 /** /etc/fstab: nothing (the initrd mounts everything; see initrd/init.sh). */
 export const FSTAB = `# The node image mounts nothing from here. Its initrd (tools/node-image/initrd/init.sh) has already
 # mounted / (squashfs through dm-verity, read-only), and tmpfs on /run, /var, /tmp,
-# /etc/kubernetes and /etc/cni/net.d.
+# /etc/kubernetes and /etc/cni/net.d. The bootstrapper maps the state disk (dm-crypt), mounts it on
+# /run/state and binds /etc/kubernetes and /var/lib/kubelet from it.
 `;
 
 /**
@@ -330,7 +333,9 @@ WantedBy=sysinit.target
  * name the URL, not what is installed), and the LUKS key slots' KDF. The state disk's keys are 32
  * random bytes, so a memory-hard KDF adds nothing against guessing and costs seconds and hundreds of
  * MiB per key slot on a small VM: PBKDF2 at its minimum. The state disk is the virtio disk whose
- * serial is `state` (udev names it), a disk of its own as on the clouds, not a partition.
+ * serial is `state` (udev names it), a disk of its own as on the clouds, not a partition; the
+ * bootstrapper maps it with dm-crypt and mounts it on /run/state (node preparation's programs),
+ * binding /etc/kubernetes and /var/lib/kubelet from it, so a rebooted node finds them, encrypted.
  */
 export const bootstrapperDropIn = (
   ekIntermediates: string | undefined,
@@ -339,5 +344,5 @@ export const bootstrapperDropIn = (
 # Overridden by /run/constellation.env (the instance data) when it names one.
 Environment=CONSTELLATION_MANIFEST_URL=https://artifacts.constellation.invalid/manifests/{{.Board}}/{{.OSVersion}}/{{.KubernetesVersion}}.json
 ExecStart=
-ExecStart=/usr/bin/constellation-bootstrapper --metadata-url=\${CONSTELLATION_METADATA_URL} --state-disk=/dev/disk/by-id/virtio-state --ek-roots=/etc/constellation/ek-roots.pem${ekIntermediates === undefined ? '' : ` --ek-intermediates=${ekIntermediates}`} --manifest-url=\${CONSTELLATION_MANIFEST_URL} --disk-kdf=fast
+ExecStart=/usr/bin/constellation-bootstrapper --metadata-url=\${CONSTELLATION_METADATA_URL} --state-disk=/dev/disk/by-id/virtio-state --ek-roots=/etc/constellation/ek-roots.pem${ekIntermediates === undefined ? '' : ` --ek-intermediates=${ekIntermediates}`} --manifest-url=\${CONSTELLATION_MANIFEST_URL} --disk-kdf=fast --state-mount=/run/state
 `;

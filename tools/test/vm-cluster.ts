@@ -10,6 +10,7 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { openMachineAt } from '@constellation/machines';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const CLI = join(ROOT, 'apps', 'cli', 'dist', 'constellation.mjs');
@@ -141,23 +142,49 @@ async function main(): Promise<void> {
       expect(/PCR 11 {2}ok/.test(verify.stdout) && /PCR {2}4 {2}ok/.test(verify.stdout), verify.stdout);
       expect(/event log: \d+ events, replayed to the quote/.test(verify.stdout), verify.stdout);
     });
-    await check('mini reboot of the VM: it boots again and its Node is Ready again', async () => {
-      const reboot = await cli(workspace, ['mini', 'reboot', honest], 15 * 60_000);
-      expect(reboot.code === 0, `exit ${String(reboot.code)}: ${reboot.stderr}`);
-      const deadline = Date.now() + 15 * 60_000;
-      for (;;) {
-        const status = await cli(workspace, ['status'], 120_000);
-        const line = status.stdout.split('\n').find((l) => l.startsWith(`${honest} `)) ?? '';
-        if (/\bTrue\s+attested\b/.test(line)) break;
-        if (Date.now() > deadline) throw new Error(`${honest} not Ready and attested 15 min after its reboot: ${line}`);
-        await new Promise((resolve) => setTimeout(resolve, 10_000));
+    await check('the VM keeps its state on the state disk, mapped with dm-crypt', async () => {
+      const machine = await openMachineAt(join(workspace, 'constellation-mini', honest));
+      if (machine === undefined) throw new Error(`no machine record for ${honest}`);
+      const run = async (command: string[]): Promise<string> =>
+        (await machine.exec(command, { timeoutMs: 60_000 })).stdout.trim();
+      expect((await run(['lsblk', '-n', '-d', '-o', 'TYPE', '/dev/mapper/state'])) === 'crypt', 'no crypt mapping');
+      const sources = await run(['findmnt', '-n', '-o', 'TARGET,SOURCE,FSTYPE', '-R', '/run/state']);
+      expect(/^\/run\/state\s+\/dev\/mapper\/state\s+ext4$/m.test(sources), `/run/state: ${sources}`);
+      for (const dir of ['/etc/kubernetes', '/var/lib/kubelet']) {
+        const mount = await run(['findmnt', '-n', '-o', 'SOURCE', dir]);
+        expect(mount === `/dev/mapper/state[${dir}]`, `${dir} is mounted from ${mount}, not the state disk`);
       }
-      const serial = await readFile(join(workspace, 'constellation-mini', honest, 'serial.log'), 'utf8');
-      expect(
-        serial.includes('joined the cluster') || serial.includes('"outcome"'),
-        'no bootstrapper outcome on its console',
-      );
+      const kubelet = await run(['ls', '/etc/kubernetes']);
+      expect(kubelet.includes('kubelet.conf'), `/etc/kubernetes holds: ${kubelet}`);
     });
+    await check(
+      'mini reboot of the VM: it rejoins with the key from its rejoin ticket, its state disk mapped, and its Node is Ready again',
+      async () => {
+        const reboot = await cli(workspace, ['mini', 'reboot', honest], 15 * 60_000);
+        expect(reboot.code === 0, `exit ${String(reboot.code)}: ${reboot.stderr}`);
+        // The console log starts again with the new boot: its bootstrapper's outcome is this boot's.
+        const serialLog = join(workspace, 'constellation-mini', honest, 'serial.log');
+        const deadline = Date.now() + 15 * 60_000;
+        for (;;) {
+          const serial = await readFile(serialLog, 'utf8');
+          if (serial.includes('"rejoined the cluster"')) break;
+          if (Date.now() > deadline)
+            throw new Error(
+              `${honest} did not rejoin within 15 min of its reboot; console tail: ${serial.slice(-2000)}`,
+            );
+          await new Promise((resolve) => setTimeout(resolve, 10_000));
+        }
+        // The kubelet found its configuration and credentials on the encrypted state disk.
+        for (;;) {
+          const status = await cli(workspace, ['status'], 120_000);
+          const line = status.stdout.split('\n').find((l) => l.startsWith(`${honest} `)) ?? '';
+          if (/\bTrue\s+attested\b/.test(line)) break;
+          if (Date.now() > deadline)
+            throw new Error(`${honest} not Ready and attested 15 min after its reboot: ${line}`);
+          await new Promise((resolve) => setTimeout(resolve, 10_000));
+        }
+      },
+    );
   } finally {
     const down = await cli(workspace, ['mini', 'down'], 10 * 60_000).catch((error: unknown) => ({
       code: -1,

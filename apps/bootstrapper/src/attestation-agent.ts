@@ -10,7 +10,7 @@ import { readNodeState } from './node-state.js';
  */
 export async function serveAgentOnControlPlane(context: NodeContext): Promise<{ close(): Promise<void> } | undefined> {
   if (context.issuer.rooted === undefined) return undefined;
-  const state = await readNodeState(context.paths.nodeState);
+  const state = await readNodeState(context.disk);
   if (state.role !== 'control-plane') return undefined;
   await mkdir(dirname(context.paths.attestationAgentSocket), { recursive: true, mode: 0o700 });
   return serveAttestationAgent(context.paths.attestationAgentSocket, context.issuer, context.logger);

@@ -66,6 +66,12 @@ export interface BootstrapperFlags {
   runtimeEventLog: string;
   stateDisk: string;
   diskKdf: 'default' | 'fast';
+  /**
+   * Map the state disk with dm-crypt and mount its file system here (under --root), with
+   * /etc/kubernetes and /var/lib/kubelet bound from it; without it the disk's header is used
+   * (key, token) and those directories are the root's own.
+   */
+  stateMount?: string;
   metadataUrl: string;
   nodeName?: string;
   initHost: string;

@@ -13,6 +13,7 @@ import type { NodeContext } from './node-context.js';
 import type { OpenedNode } from './open-node.js';
 import type { RecentLog } from './recent-log.js';
 import { shellCommand } from './shell-command.js';
+import { stateMounter } from './state-mount.js';
 
 /** The node's attestation issuer: rooted in the TPM's EK certificate unless configured otherwise. */
 async function createIssuer(
@@ -136,6 +137,7 @@ export async function createNodeContext(
     ...(config.minimumKubernetesVersion === undefined
       ? {}
       : { minimumKubernetesVersion: config.minimumKubernetesVersion }),
+    ...(config.stateMount === undefined ? {} : { mountStateDisk: stateMounter(disk, config.root, config.stateMount) }),
     startKubelet: shellCommand(config.kubeletStartCommand),
     ...nodePreparation(config, logger),
   };

@@ -79,7 +79,7 @@ export async function takeNode(
   report.done();
 
   report.begin(InitStep.INIT_STEP_WRITE_NODE_STATE);
-  await writeNodeState(context.paths.nodeState, {
+  await writeNodeState(context.disk, {
     role: 'control-plane',
     measurementSalt: request.measurementSalt,
     clusterId,

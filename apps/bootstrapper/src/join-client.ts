@@ -164,7 +164,7 @@ export class JoinClient {
       certificatePem: ticket.kubeletClientCert,
       keyPem: keys.clientKeyPem,
     });
-    await writeNodeState(context.paths.nodeState, { role, measurementSalt: ticket.measurementSalt, clusterId });
+    await writeNodeState(context.disk, { role, measurementSalt: ticket.measurementSalt, clusterId });
     if (context.prepareNode !== undefined) await context.prepareNode(ticket.kubernetesVersion);
     // Loaded by a node that joins (kubeadm's configuration writer), not at every start.
     const { kubeadmJoin, kubeadmRunner } = await import('./kubeadm-driver.js');

@@ -32,6 +32,11 @@ export interface NodeContext {
   defaultKubernetesVersion: string;
   /** Older versions are refused, from the init request and join tickets alike (downgrade protection). */
   minimumKubernetesVersion?: string;
+  /**
+   * Maps and mounts the state disk, opened by `passphrase` (`fresh`: formatted in this boot, so
+   * its file system is made); undefined when the node keeps its files on its root (--state-mount).
+   */
+  mountStateDisk?: (passphrase: Buffer, fresh: boolean) => Promise<void>;
   /** Starts the kubelet once the node belongs to a cluster (systemctl in production). */
   startKubelet: () => Promise<void>;
   /**

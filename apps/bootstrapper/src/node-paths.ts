@@ -8,8 +8,6 @@ import {
 /** Every file the bootstrapper reads or writes, under one root (`/` on a real node). */
 export interface NodePaths {
   root: string;
-  /** Role, measurement salt and cluster ID of this node (on the state disk in production). */
-  nodeState: string;
   /** The state disk's first-boot passphrase, until it is replaced by the derived key. */
   initialDiskKey: string;
   /** The kubelet's serving certificate and key, where the KubeletConfiguration points. */
@@ -32,7 +30,6 @@ export interface NodePaths {
 export function nodePaths(root: string): NodePaths {
   return {
     root,
-    nodeState: join(root, 'run', 'state', 'constellation', 'node_state.json'),
     initialDiskKey: join(root, 'run', 'cryptsetup-keys.d', 'state.key'),
     kubeletServingCert: join(root, KUBELET_SERVING_CERT_FILE),
     kubeletServingKey: join(root, KUBELET_SERVING_KEY_FILE),

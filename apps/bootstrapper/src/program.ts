@@ -71,6 +71,10 @@ function withNodeOptions<Args extends unknown[], Opts extends OptionValues>(comm
         .choices(['default', 'fast'] as const)
         .default('default' as const),
     )
+    .option(
+      '--state-mount <dir>',
+      'map the state disk with dm-crypt and mount it on <dir> (a node image: /run/state), binding /etc/kubernetes and /var/lib/kubelet from it so they survive a reboot, encrypted',
+    )
     .option('--metadata-url <url>', 'instance metadata service', DEFAULTS.metadataUrl)
     .option('--node-name <name>', 'identify to the metadata service by name (when machines share an address)')
     .option('--init-host <address>', 'address of the InitServer and RecoveryServer', DEFAULTS.initHost)

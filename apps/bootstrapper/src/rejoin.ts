@@ -32,7 +32,7 @@ interface Keys {
  */
 export async function rejoin(context: NodeContext, options: RejoinOptions): Promise<'rejoined'> {
   const log = context.logger.child({ component: 'rejoin' });
-  const state = await readNodeState(context.paths.nodeState);
+  const state = await readNodeState(context.disk);
   const diskUuid = await context.disk.uuid();
   // Read once: a wrong key, from a ticket or a Recover call, is refused for the price of a hash.
   const keyCheck = await context.disk.keyCheck();
@@ -113,6 +113,8 @@ export async function rejoin(context: NodeContext, options: RejoinOptions): Prom
     const keys = await Promise.race([ticketed, recovered]);
     progress.settled = true;
     settledBy = keys.source;
+    // The node's configuration from an earlier boot, on the disk (with --state-mount).
+    await context.mountStateDisk?.(keys.diskKey, false);
     // Before the mark: the node's configuration is from an earlier boot; only the kubelet remains.
     await recordKubernetesConfigured(context.paths);
     if (!(await context.lock.tryLock(state.clusterId, 'rejoin')))

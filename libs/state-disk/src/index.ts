@@ -1,1 +1,3 @@
 export { StateDisk, diskKeyCheck } from './state-disk.js';
+export { mountStateDisk } from './state-mount.js';
+export type { StateMountOptions } from './state-mount.js';

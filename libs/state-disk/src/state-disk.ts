@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cryptsetupOutcome, runCryptsetup } from './cryptsetup.js';
@@ -36,6 +36,15 @@ interface Token {
   diskIsInitialized?: unknown;
   diskReceipt?: unknown;
   keyCheck?: unknown;
+  nodeState?: unknown;
+}
+
+/** The token's fields as written. */
+interface TokenFields {
+  initialized: boolean;
+  diskReceipt?: Uint8Array | undefined;
+  keyCheck?: Buffer | undefined;
+  nodeState?: Readonly<Record<string, string>> | undefined;
 }
 
 /**
@@ -101,7 +110,7 @@ export class StateDisk {
         'format the state disk',
       );
     });
-    await this.writeToken(false);
+    await this.writeToken({ initialized: false });
   }
 
   /**
@@ -188,11 +197,59 @@ export class StateDisk {
    */
   async setInitialized(initialized: boolean, diskReceipt?: Uint8Array, diskKey?: Uint8Array): Promise<void> {
     await this.ready();
-    await this.writeToken(
+    await this.writeToken({
       initialized,
-      initialized ? diskReceipt : undefined,
-      initialized && diskKey !== undefined ? diskKeyCheck(diskKey) : undefined,
-    );
+      diskReceipt: initialized ? diskReceipt : undefined,
+      keyCheck: initialized && diskKey !== undefined ? diskKeyCheck(diskKey) : undefined,
+    });
+  }
+
+  /**
+   * What the node remembers about the cluster its disk belongs to (token `nodeState`: role, salt,
+   * cluster ID, nothing secret), as stored; undefined if the token holds none. In the header, not
+   * on the encrypted file system: a rebooted node needs it before it has the key that opens that.
+   */
+  async nodeState(): Promise<unknown> {
+    return (await this.readToken())?.nodeState;
+  }
+
+  /** Keeps `state` in the token of an initialised disk (a reset drops it with the rest). */
+  async setNodeState(state: Readonly<Record<string, string>>): Promise<void> {
+    const token = await this.readToken();
+    if (token?.diskIsInitialized !== true)
+      throw new StateDiskError(`could not keep the node state (${this.device}): the disk is not initialised`);
+    const receipt = typeof token.diskReceipt === 'string' ? Buffer.from(token.diskReceipt, 'base64') : undefined;
+    const check = typeof token.keyCheck === 'string' ? Buffer.from(token.keyCheck, 'base64') : undefined;
+    await this.writeToken({ initialized: true, diskReceipt: receipt, keyCheck: check, nodeState: state });
+  }
+
+  /**
+   * Maps the disk with dm-crypt as /dev/mapper/`name` (opened by `passphrase`) and returns that
+   * path; a mapping of this disk under that name already there (a restarted bootstrapper) is kept.
+   */
+  async open(name: string, passphrase: Buffer): Promise<string> {
+    await this.ready();
+    const mapped = `/dev/mapper/${name}`;
+    const status = await runCryptsetup(this.program, ['status', name], this.timeoutMs);
+    if (status.code === 0) {
+      // An image file is mapped through a loop device: its `loop:` line names the file.
+      const backing = (/^\s*loop:\s+(\S+)$/m.exec(status.stdout) ?? /^\s*device:\s+(\S+)$/m.exec(status.stdout))?.[1];
+      if (backing !== undefined && (await sameFile(backing, this.device))) return mapped;
+      throw new StateDiskError(
+        `could not map the state disk (${this.device}) as ${mapped}: that name maps ${backing ?? 'another device'}`,
+      );
+    }
+    await this.withKeyFiles([passphrase], async ([keyFile]) => {
+      await this.run(['open', '--type', 'luks2', '--key-file', keyFile ?? '', this.device, name], 'map the state disk');
+    });
+    return mapped;
+  }
+
+  /** Removes the mapping /dev/mapper/`name` (nothing to do when there is none). */
+  async close(name: string): Promise<void> {
+    const status = await runCryptsetup(this.program, ['status', name], this.timeoutMs);
+    if (status.code !== 0) return;
+    await this.run(['close', name], 'unmap the state disk');
   }
 
   /**
@@ -227,7 +284,7 @@ export class StateDisk {
     return ours.type === TOKEN_TYPE ? ours : undefined;
   }
 
-  private async writeToken(initialized: boolean, diskReceipt?: Uint8Array, keyCheck?: Buffer): Promise<void> {
+  private async writeToken({ initialized, diskReceipt, keyCheck, nodeState }: TokenFields): Promise<void> {
     const token = Buffer.from(
       JSON.stringify({
         type: TOKEN_TYPE,
@@ -235,6 +292,7 @@ export class StateDisk {
         diskIsInitialized: initialized,
         ...(diskReceipt === undefined ? {} : { diskReceipt: Buffer.from(diskReceipt).toString('base64') }),
         ...(keyCheck === undefined ? {} : { keyCheck: keyCheck.toString('base64') }),
+        ...(nodeState === undefined ? {} : { nodeState }),
       }),
     );
     await this.withKeyFiles([token], async ([tokenFile]) => {
@@ -272,4 +330,10 @@ export class StateDisk {
       await rm(dir, { recursive: true, force: true });
     }
   }
+}
+
+/** Whether two paths name the same file or device (a loop device's backing file counts as it). */
+async function sameFile(a: string, b: string): Promise<boolean> {
+  const [left, right] = await Promise.all([realpath(a).catch(() => a), realpath(b).catch(() => b)]);
+  return left === right;
 }

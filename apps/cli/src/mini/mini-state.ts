@@ -63,8 +63,18 @@ export async function readMiniState(workspace: string): Promise<MiniState | unde
 /** The cluster's node image; a cluster started by a CLI from before node images has none. */
 export function nodeImage(state: MiniState, workspace: string): MiniArtifacts {
   if (state.artifacts !== undefined) return state.artifacts;
-  throw new UsageError(
-    `the mini cluster in ${workspace} was started by an older constellation, which kept no node image: run \`${selfCommand(workspace, ['mini', 'down'])}\`, then \`${selfCommand(workspace, ['mini', 'up'])}\``,
+  throw startedByOlderVersion(workspace, 'no node image');
+}
+
+/** The built programs' directory the cluster was started with (the node images lie beside it). */
+export function kubernetesBinDirOf(state: MiniState, workspace: string): string {
+  if (state.kubernetesBinDir !== undefined) return state.kubernetesBinDir;
+  throw startedByOlderVersion(workspace, "no Kubernetes programs' directory");
+}
+
+function startedByOlderVersion(workspace: string, kept: string): UsageError {
+  return new UsageError(
+    `the mini cluster in ${workspace} was started by an older constellation, which kept ${kept}: run \`${selfCommand(workspace, ['mini', 'down'])}\`, then \`${selfCommand(workspace, ['mini', 'up'])}\``,
   );
 }
 

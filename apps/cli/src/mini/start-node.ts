@@ -48,12 +48,8 @@ export async function startNode(options: StartNodeOptions): Promise<MiniNode> {
   } else {
     const tap = `${options.network.bridge}v${options.index}`;
     const machine = await createVmNode(spec, options.vmImage, tap, options.vmTamper);
-    await machine.boot();
-    await waitForVmBoot(machine, options.print ?? (() => undefined));
-    // The image's systemd has started the bootstrapper already; the images reach containerd while
-    // it attests and joins (the kubelet retries a pod whose image is not there yet). A tampered
-    // VM never runs a pod.
-    if (options.vmTamper === undefined) await importImages(machine, options.images.worker, VM_BOOT_TIMEOUT_MS);
+    // A tampered VM never runs a pod: it gets no images.
+    await powerOnVm(machine, options.vmTamper === undefined ? options.images.worker : [], options.print);
     const paths = vmPaths(machine.record.dir);
     tpm = { socket: paths.tpmControl, pid: Number((await readFile(paths.tpmPid, 'utf8')).trim()) };
   }
@@ -70,6 +66,23 @@ export async function startNode(options: StartNodeOptions): Promise<MiniNode> {
     ...(tamper === undefined ? {} : { tamper }),
     ...(options.vmTamper === undefined ? {} : { vmTamper: options.vmTamper }),
   };
+}
+
+/**
+ * Powers a VM node on (at creation and at `mini reboot`) and waits for its guest agent, showing
+ * each boot phase; then the worker images go into its containerd, which keeps them in memory (a
+ * reboot loses them, as a cloud node's image cache goes with its instance). The image's systemd
+ * has started the bootstrapper already: the images arrive while it attests and joins (the kubelet
+ * retries a pod whose image is not there yet).
+ */
+export async function powerOnVm(
+  machine: VmMachine,
+  images: readonly string[],
+  print: (line: string) => void = () => undefined,
+): Promise<void> {
+  await machine.boot();
+  await waitForVmBoot(machine, print);
+  if (images.length > 0) await importImages(machine, images, VM_BOOT_TIMEOUT_MS);
 }
 
 /**

@@ -12,8 +12,12 @@ import type { VmTamper } from './vm-tamper.js';
 /** A VM node's memory: the kubelet, containerd and the preloaded images live in RAM (tmpfs /var). */
 const VM_MEMORY_MIB = 2048;
 
-/** The state disk: LUKS2 header and key slots, and room to spare. */
-const STATE_DISK_BYTES = 256 * 1024 * 1024;
+/**
+ * The state disk (sparse): LUKS2 header, then the encrypted file system that keeps
+ * /etc/kubernetes, /var/lib/kubelet (the kubelet's node file system, pods' volumes) and the
+ * prepared programs across reboots.
+ */
+const STATE_DISK_BYTES = 2 * 1024 * 1024 * 1024;
 
 /** A MAC address in QEMU's range (52:54:00), fixed by the node's name, so a reboot keeps it. */
 function macAddress(name: string): string {
