@@ -16,3 +16,5 @@ export { vmPaths } from './providers/qemu/vm-config.js';
 export { VmMachine } from './providers/qemu/vm-machine.js';
 export type { VmBootPhase, VmBootProgress } from './providers/qemu/boot-phase.js';
 export { vmBootProgress } from './providers/qemu/boot-phase.js';
+export type { AccelChoice, KvmProbeOptions } from './providers/qemu/kvm-probe.js';
+export { probeKvm } from './providers/qemu/kvm-probe.js';

@@ -9,7 +9,8 @@ import { pathExists } from '@constellation/files';
 import { hashInitSecret } from '@constellation/keys';
 import { Kubectl, locateKubernetesPrograms } from '@constellation/control-plane';
 import type { KubernetesPrograms } from '@constellation/control-plane';
-import { isRunning } from '@constellation/machines';
+import { isRunning, probeKvm } from '@constellation/machines';
+import type { AccelChoice } from '@constellation/machines';
 import { CNI_BIN_DIR } from '@constellation/node-environment';
 import { createEkCa, manufactureTpm } from '@constellation/swtpm';
 import type { EkCa } from '@constellation/swtpm';
@@ -80,6 +81,8 @@ type Instance = { name: string; role: 'control-plane' | 'worker'; ip: string; vm
 interface VmNodes {
   image: VmImage;
   vendor: MiniVendor;
+  /** KVM where it was seen to boot OVMF here, else software emulation (probeKvm). */
+  accel: AccelChoice['accel'];
 }
 
 /** Everything the steps of `mini up` share once the cluster directory and network exist. */
@@ -263,7 +266,14 @@ async function vmNodes(options: MiniUpOptions): Promise<VmNodes | undefined> {
     throw new UsageError(
       `--vm-workers needs the node image they boot: build it with \`${vmImageBuildCommand(vendor)}\` (it prints the directory), then give --node-image <dir> (\`npm run mini -- --vm-workers ${options.vmWorkers ?? 0}\` does both)`,
     );
-  return { image: await openVmImage(options.nodeImage, vendor), vendor };
+  const image = await openVmImage(options.nodeImage, vendor);
+  const { accel, reason } = await probeKvm();
+  options.print(
+    accel === 'kvm'
+      ? `VMs run with KVM (${reason})`
+      : `VMs run under software emulation (TCG), slowly: KVM here: ${reason}`,
+  );
+  return { image, vendor, accel };
 }
 
 async function bringUp(bring: Bring): Promise<MiniNodeResult[]> {
@@ -457,6 +467,8 @@ async function startNodes(
   );
   const hosts = bring.instances.map(({ name, ip }) => ({ name, ip }));
   const vms: Promise<void>[] = [];
+  // The first VM that fails ends the others' waits: mini up reports it and ends, not minutes later.
+  const vmFailed = new AbortController();
   for (const [index, instance] of (bring.instances as (Instance & { ekPublicKeyHash: string })[]).entries()) {
     const nodeStarted = Date.now();
     const started = startNode({
@@ -473,7 +485,14 @@ async function startNodes(
       boot: bring.boot,
       image,
       tamper: tampered.get(instance.name),
-      ...(instance.vm && bring.vms !== undefined ? { vmImage: bring.vms.image } : {}),
+      ...(instance.vm && bring.vms !== undefined
+        ? {
+            vmImage: bring.vms.image,
+            vmAccel: bring.vms.accel,
+            vmsBootingAtOnce: options.vmWorkers ?? 1,
+            signal: vmFailed.signal,
+          }
+        : {}),
       ...vmTamperOf(vmTamper, instance.name),
       print: (line) => {
         progress(bring, line);
@@ -491,7 +510,9 @@ async function startNodes(
     });
     if (instance.vm) {
       // Observed now so that a failure while init runs is not an unhandled rejection; awaited later.
-      started.catch(() => undefined);
+      started.catch(() => {
+        vmFailed.abort(new Error(`stopped waiting: another VM failed to start`));
+      });
       vms.push(started);
     } else {
       await started;

@@ -14,6 +14,12 @@ export interface StartNodeOptions extends Omit<NodeSpec, 'dir' | 'ports'> {
   dir: string;
   /** Boot this node image in a VM (qemu provider) instead of a namespace node. */
   vmImage?: VmImage;
+  /** How the VM runs: KVM where it was seen to work, else software emulation. Default tcg. */
+  vmAccel?: 'kvm' | 'tcg';
+  /** VMs that boot at the same time as this one, itself included (they share the cores). Default 1. */
+  vmsBootingAtOnce?: number;
+  /** Stops waiting for the VM's boot (another node failed: `mini up` reports that and ends). */
+  signal?: AbortSignal;
   /** A VM that boots a modified UKI (it must be refused). */
   vmTamper?: VmTamper;
   /** Lines about a VM's boot, as it passes each phase. */
@@ -22,8 +28,15 @@ export interface StartNodeOptions extends Omit<NodeSpec, 'dir' | 'ports'> {
 
 const PORTS = { init: 9000, recovery: 9999, verify: 30081 };
 
-/** How long a VM may take from power-on to its guest agent and containerd, under software emulation. */
+/**
+ * How long a VM may take from power-on to its guest agent and containerd, under software
+ * emulation, when it boots alone or beside one other: VMs booting at once share the host's cores
+ * (four on two cores took over 6 minutes each), so the bound grows with their number.
+ */
 const VM_BOOT_TIMEOUT_MS = 6 * 60_000;
+
+export const vmBootTimeoutMs = (vmsBootingAtOnce: number): number =>
+  VM_BOOT_TIMEOUT_MS * Math.max(1, Math.ceil(vmsBootingAtOnce / 2));
 
 /**
  * One node, powered on: the provider makes its machine (TPM, state disk, the image's files and
@@ -47,9 +60,15 @@ export async function startNode(options: StartNodeOptions): Promise<MiniNode> {
     tpm = { socket: paths.tpmSocket, pid: Number((await readFile(paths.tpmPidFile, 'utf8')).trim()) };
   } else {
     const tap = `${options.network.bridge}v${options.index}`;
-    const machine = await createVmNode(spec, options.vmImage, tap, options.vmTamper);
+    const machine = await createVmNode(spec, options.vmImage, tap, options.vmTamper, options.vmAccel ?? 'tcg');
     // A tampered VM never runs a pod: it gets no images.
-    await powerOnVm(machine, options.vmTamper === undefined ? options.images.worker : [], options.print);
+    await powerOnVm(
+      machine,
+      options.vmTamper === undefined ? options.images.worker : [],
+      options.print,
+      vmBootTimeoutMs(options.vmsBootingAtOnce ?? 1),
+      options.signal,
+    );
     const paths = vmPaths(machine.record.dir);
     tpm = { socket: paths.tpmControl, pid: Number((await readFile(paths.tpmPid, 'utf8')).trim()) };
   }
@@ -79,10 +98,13 @@ export async function powerOnVm(
   machine: VmMachine,
   images: readonly string[],
   print: (line: string) => void = () => undefined,
+  timeoutMs = VM_BOOT_TIMEOUT_MS,
+  signal?: AbortSignal,
 ): Promise<void> {
   await machine.boot();
-  await waitForVmBoot(machine, print);
-  if (images.length > 0) await importImages(machine, images, VM_BOOT_TIMEOUT_MS);
+  await waitForVmBoot(machine, print, timeoutMs, signal);
+  signal?.throwIfAborted();
+  if (images.length > 0) await importImages(machine, images, timeoutMs);
 }
 
 /**
@@ -90,10 +112,16 @@ export async function powerOnVm(
  * each boot phase as the serial console shows it; fails with the initrd's reason when the boot
  * stops there (a root filesystem that does not match its hash, say).
  */
-async function waitForVmBoot(machine: VmMachine, print: (line: string) => void): Promise<void> {
+async function waitForVmBoot(
+  machine: VmMachine,
+  print: (line: string) => void,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+): Promise<void> {
   const started = Date.now();
   let shown: VmBootPhase | undefined;
   for (;;) {
+    signal?.throwIfAborted();
     const progress = await machine.bootProgress();
     if (progress.phase !== shown) {
       shown = progress.phase;
@@ -112,9 +140,9 @@ async function waitForVmBoot(machine: VmMachine, print: (line: string) => void):
       () => false,
     );
     if (answered) return;
-    if (Date.now() - started > VM_BOOT_TIMEOUT_MS)
+    if (Date.now() - started > timeoutMs)
       throw new Error(
-        `${machine.name}'s guest agent did not answer within ${VM_BOOT_TIMEOUT_MS / 1000} s of power-on; last boot phase: ${progress.phase} (serial console: ${machine.logPath()})`,
+        `${machine.name}'s guest agent did not answer within ${timeoutMs / 1000} s of power-on; last boot phase: ${progress.phase} (serial console: ${machine.logPath()})`,
       );
     await new Promise((resolve) => setTimeout(resolve, 2_000));
   }

@@ -87,6 +87,7 @@ export async function createVmNode(
   image: VmImage,
   bridgeTap: string,
   tamper: VmTamper | undefined,
+  accel: 'kvm' | 'tcg',
 ): Promise<VmMachine> {
   const mac = macAddress(spec.instance.name);
   const stateDisk = join(spec.dir, 'state.img');
@@ -105,6 +106,7 @@ export async function createVmNode(
     memoryMiB: tamper === undefined ? VM_MEMORY_MIB : 1024,
     // Two vCPUs: QEMU translates each on a host thread of its own (multi-threaded TCG).
     cpus: tamper === undefined ? 2 : 1,
+    accel,
     network: { tap: bridgeTap, mac, bridge: spec.network.bridge },
     fwCfg: instanceData(spec, mac),
   });
