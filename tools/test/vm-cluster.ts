@@ -151,8 +151,12 @@ async function main(): Promise<void> {
       const sources = await run(['findmnt', '-n', '-o', 'TARGET,SOURCE,FSTYPE', '-R', '/run/state']);
       expect(/^\/run\/state\s+\/dev\/mapper\/state\s+ext4$/m.test(sources), `/run/state: ${sources}`);
       for (const dir of ['/etc/kubernetes', '/var/lib/kubelet']) {
-        const mount = await run(['findmnt', '-n', '-o', 'SOURCE', dir]);
-        expect(mount === `/dev/mapper/state[${dir}]`, `${dir} is mounted from ${mount}, not the state disk`);
+        // The topmost mount there (the image's tmpfs lies below it).
+        const mount = (await run(['findmnt', '-n', '-o', 'SOURCE', '--mountpoint', dir])).split('\n').at(-1)?.trim();
+        expect(
+          mount === `/dev/mapper/state[${dir}]`,
+          `${dir} is mounted from ${mount ?? 'nothing'}, not the state disk`,
+        );
       }
       const kubelet = await run(['ls', '/etc/kubernetes']);
       expect(kubelet.includes('kubelet.conf'), `/etc/kubernetes holds: ${kubelet}`);

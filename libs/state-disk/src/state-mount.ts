@@ -47,11 +47,12 @@ export async function mountStateDisk(
   } else if (fileSystem !== 'ext4') {
     throw new StateDiskError(`${mapped} holds a ${fileSystem} file system; the state disk's is ext4`);
   }
-  await mountOnce(mapped, options.mountPoint, ['-t', 'ext4', '-o', 'nosuid,nodev'], timeout);
+  await mountOnce(mapped, options.mountPoint, ['-t', 'ext4', '-o', 'nosuid,nodev'], mapped, timeout);
   for (const { source, target } of options.binds) {
     const from = join(options.mountPoint, source);
     await mkdir(from, { recursive: true, mode: 0o755 });
-    await mountOnce(from, target, ['--bind'], timeout);
+    // findmnt names a bind mount by its file system and the directory inside it.
+    await mountOnce(from, target, ['--bind'], `${mapped}[/${source}]`, timeout);
   }
 }
 
@@ -68,13 +69,18 @@ async function fileSystemType(device: string, timeout: number): Promise<string |
   }
 }
 
-async function mountOnce(what: string, where: string, args: string[], timeout: number): Promise<void> {
+/**
+ * Mounts `what` on `where` unless the topmost mount there is already `source` (as findmnt names
+ * it). Another mount there (a node image's tmpfs on /etc/kubernetes) is mounted over, not taken
+ * for done: whatever the node writes must land on the disk.
+ */
+async function mountOnce(what: string, where: string, args: string[], source: string, timeout: number): Promise<void> {
   await mkdir(where, { recursive: true, mode: 0o755 });
-  const mounted = await run('mountpoint', ['-q', where], { timeout }).then(
-    () => true,
-    () => false,
+  const sources = await run('findmnt', ['-n', '-o', 'SOURCE', '--mountpoint', where], { timeout }).then(
+    ({ stdout }) => stdout.trim().split('\n'),
+    () => [], // exit 1: nothing is mounted there
   );
-  if (mounted) return;
+  if (sources.at(-1)?.trim() === source) return;
   await step(`mount ${what} on ${where}`, () => run('mount', [...args, what, where], { timeout }));
 }
 
