@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { openMachineAt } from '@constellation/machines';
 import { buildBundles, createTempDir, repoRoot, runCommand } from '@constellation/testing';
+import { rssMiB } from './process-memory.js';
 
 const SIZES: { controlPlanes: number; workers: number; goalSeconds?: number }[] = [
   { controlPlanes: 1, workers: 2, goalSeconds: 40 },
@@ -31,16 +32,6 @@ function built(script: string): string {
 }
 const kubernetesBinDir = built('tools/kubernetes/build.mjs');
 built('tools/kubernetes/images.mjs');
-
-/** Resident memory of the processes, in MiB. */
-async function rssMiB(pids: readonly number[]): Promise<number> {
-  let kib = 0;
-  for (const pid of pids) {
-    const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
-    kib += Number(/^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1] ?? 0);
-  }
-  return kib / 1024;
-}
 
 console.log('\nconstellation mini up on real nodes, wall time until every node is Ready');
 for (const { controlPlanes, workers, goalSeconds } of SIZES) {

@@ -12,6 +12,7 @@ import { performance } from 'node:perf_hooks';
 import { createVmMachine, openMachineAt, probeKvm } from '@constellation/machines';
 import { createEkCa, manufactureTpm } from '@constellation/swtpm';
 import { createTempDir, repoRoot, runCommand } from '@constellation/testing';
+import { rssMiB } from './process-memory.js';
 
 const root = repoRoot();
 const cli = join(root, 'apps/cli/dist/constellation.mjs');
@@ -52,15 +53,6 @@ function buildImage(output?: string): string {
   );
   if (built.status !== 0) throw new Error('building the node image failed (see above)');
   return built.stdout.trim().split('\n').at(-1) ?? '';
-}
-
-async function rssMiB(pids: readonly number[]): Promise<number> {
-  let kib = 0;
-  for (const pid of pids) {
-    const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
-    kib += Number(/^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1] ?? 0);
-  }
-  return kib / 1024;
 }
 
 const [, nodeSeconds] = timed(() => spawnSync(process.execPath, ['-e', '0']));
