@@ -9,7 +9,8 @@ import { MeasurementsSource } from './measurements-source.js';
  * Attack (issue 42, item 3): a hand-edited join configuration whose measurements hold only PCR 15
  * (or whose boot PCRs are all warnOnly). The CLI refused such a set, the JoinService's loader did
  * not: with it, any boot chain on a genuine TPM was admitted. Loading and live reloading now obey
- * the same rule as the CLI (checkMeasurementPolicy in @constellation/attestation).
+ * the same rule as the CLI (checkMeasurementPolicy in @constellation/attestation). Issue 50: a set
+ * enforcing only PCRs no boot measures (16 and 23 are resettable by any process) is refused too.
  */
 
 const ZERO = '0'.repeat(64);
@@ -46,6 +47,17 @@ describe('the JoinService refuses measurements that enforce no boot measurement'
       `${warned.path}: the measurements enforce no boot measurement (PCR 4 is warnOnly)`,
     );
     warned.source.stop();
+  });
+
+  // Issue 50, item 4: PCR 23 (and 16) any process resets at locality 0 and extends as it likes.
+  it('does not start with only a PCR no boot measures enforced (PCR 23)', async () => {
+    const resettable = await source(
+      JSON.stringify({ measurements: { '23': { expected: ZERO }, '15': { expected: ZERO } } }),
+    );
+    await expect(resettable.source.start()).rejects.toThrow(
+      `${resettable.path}: the measurements enforce no boot measurement (PCR 23 is enforced, but no boot measures it`,
+    );
+    resettable.source.stop();
   });
 
   it('keeps the last good measurements when a reload brings only PCR 15, and says why', async () => {

@@ -73,6 +73,23 @@ describe('parseMeasurements', () => {
       },
       'the measurements enforce no boot measurement (PCRs 4, 9 are warnOnly)',
     ],
+    // Issue 50, item 4: PCRs 16 and 23 any process resets at locality 0, and nothing in a boot
+    // extends 10, 13 or 14: a set enforcing only those admits any boot.
+    [
+      { measurements: { '23': { expected: ZERO }, '15': { expected: ZERO } } },
+      'the measurements enforce no boot measurement (PCR 23 is enforced, but no boot measures it: PCRs 16 and 23 any process resets, and the boot extends none of 10, 13, 14; the boot measures 0-9, 11 and 12)',
+    ],
+    [
+      {
+        measurements: {
+          '16': { expected: A },
+          '10': { expected: B },
+          '4': { expected: A, warnOnly: true },
+          '15': { expected: ZERO },
+        },
+      },
+      'the measurements enforce no boot measurement (PCRs 10, 16 are enforced, but no boot measures them',
+    ],
   ])('refuses the unsafe set %j, naming the rule', (input, message) => {
     expect(() => parseMeasurements(JSON.stringify(input), 'measurements')).toThrow(`measurements: ${message}`);
   });

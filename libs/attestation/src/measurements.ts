@@ -42,11 +42,18 @@ export interface AttestationFile {
 const CLUSTER_PCR = 15;
 
 /**
+ * The PCRs a boot measures (firmware 0-7, boot loader 8 and 9, the UKI's stub 11 and 12): only an
+ * enforced one of these makes a set judge the boot. PCRs 16 and 23 any process resets at locality
+ * 0, and nothing of a boot extends 10, 13 or 14 (10 is IMA's, which the node image does not run).
+ */
+const BOOT_MEASURED_PCRS: ReadonlySet<number> = new Set([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12]);
+
+/**
  * The rules every measurements set obeys, whatever reads it (the CLI's config, the JoinService's
  * file at start and at every reload). An empty set would accept any machine, and PCR 15 is what
  * tells a fresh node from one that already committed to a cluster, so it is always enforced: zero
  * for nodes that init or join, the cluster's mark where joined nodes are verified (`pcr15`). And
- * at least one boot measurement (a PCR other than 15) is enforced: PCR 15 says only whether a node
+ * at least one boot measurement (a PCR a boot measures, BOOT_MEASURED_PCRS) is enforced: PCR 15 says only whether a node
  * joined a cluster, so with nothing else any software on a genuine TPM passes. The CLI refused
  * such a set and the JoinService's loader did not (issue 42). Throws AttestationConfigError naming
  * the rule.
@@ -78,11 +85,16 @@ export function checkMeasurementPolicy(
     );
   }
   const boot = [...measurements.keys()].filter((pcr) => pcr !== CLUSTER_PCR);
-  if (boot.some((pcr) => measurements.get(pcr)?.warnOnly === false)) return;
+  const enforced = boot.filter((pcr) => measurements.get(pcr)?.warnOnly === false);
+  if (enforced.some((pcr) => BOOT_MEASURED_PCRS.has(pcr))) return;
+  const list = (pcrs: number[], verb: string): string =>
+    `${pcrs.length === 1 ? 'PCR' : 'PCRs'} ${[...pcrs].sort((a, b) => a - b).join(', ')} ${pcrs.length === 1 ? 'is' : 'are'} ${verb}`;
   const why =
     boot.length === 0
       ? 'only PCR 15'
-      : `${boot.length === 1 ? 'PCR' : 'PCRs'} ${boot.join(', ')} ${boot.length === 1 ? 'is' : 'are'} warnOnly`;
+      : enforced.length === 0
+        ? list(boot, 'warnOnly')
+        : `${list(enforced, 'enforced')}, but no boot measures ${enforced.length === 1 ? 'it' : 'them'}: PCRs 16 and 23 any process resets, and the boot extends none of 10, 13, 14; the boot measures 0-9, 11 and 12`;
   throw new AttestationConfigError(
     `${source}: the measurements enforce no boot measurement (${why}): any software on a genuine TPM would pass; enforce the PCRs the node image measures (for example 4 and 9) with warnOnly: false`,
   );
