@@ -140,6 +140,17 @@ describe('constellation mini', () => {
           );
       }
 
+      // Attack (issue 50, item 1): the artifact host serves this directory to anyone on the bridge
+      // (nodes, refused ones too, hostNetwork pods); with the manifest signing key in it any of them
+      // signed a manifest of its own with a higher serial. Nothing served may be a private key.
+      const served = join(workspace, 'constellation-mini', 'artifacts');
+      const servedFiles = (await readdir(served, { recursive: true, withFileTypes: true })).filter((e) => e.isFile());
+      expect(servedFiles.length).toBeGreaterThan(0);
+      for (const entry of servedFiles) {
+        const text = await readFile(join(entry.parentPath, entry.name), 'utf8');
+        expect(text, entry.name).not.toMatch(/PRIVATE KEY/);
+      }
+
       // status and the JoinService's log say why, naming the event or the PCR that does not replay.
       const status = await constellation(workspace, 'status');
       expect(status.code).toBe(0);
