@@ -44,7 +44,6 @@ interface TokenFields {
   initialized: boolean;
   diskReceipt?: Uint8Array | undefined;
   keyCheck?: Buffer | undefined;
-  nodeState?: Readonly<Record<string, string>> | undefined;
 }
 
 /**
@@ -218,9 +217,8 @@ export class StateDisk {
     const token = await this.readToken();
     if (token?.diskIsInitialized !== true)
       throw new StateDiskError(`could not keep the node state (${this.device}): the disk is not initialised`);
-    const receipt = typeof token.diskReceipt === 'string' ? Buffer.from(token.diskReceipt, 'base64') : undefined;
-    const check = typeof token.keyCheck === 'string' ? Buffer.from(token.keyCheck, 'base64') : undefined;
-    await this.writeToken({ initialized: true, diskReceipt: receipt, keyCheck: check, nodeState: state });
+    // The token as stored, with the node state beside its other fields.
+    await this.importToken({ ...token, nodeState: state });
   }
 
   /**
@@ -243,13 +241,6 @@ export class StateDisk {
       await this.run(['open', '--type', 'luks2', '--key-file', keyFile ?? '', this.device, name], 'map the state disk');
     });
     return mapped;
-  }
-
-  /** Removes the mapping /dev/mapper/`name` (nothing to do when there is none). */
-  async close(name: string): Promise<void> {
-    const status = await runCryptsetup(this.program, ['status', name], this.timeoutMs);
-    if (status.code !== 0) return;
-    await this.run(['close', name], 'unmap the state disk');
   }
 
   /**
@@ -284,17 +275,19 @@ export class StateDisk {
     return ours.type === TOKEN_TYPE ? ours : undefined;
   }
 
-  private async writeToken({ initialized, diskReceipt, keyCheck, nodeState }: TokenFields): Promise<void> {
-    const token = Buffer.from(
-      JSON.stringify({
-        type: TOKEN_TYPE,
-        keyslots: [],
-        diskIsInitialized: initialized,
-        ...(diskReceipt === undefined ? {} : { diskReceipt: Buffer.from(diskReceipt).toString('base64') }),
-        ...(keyCheck === undefined ? {} : { keyCheck: keyCheck.toString('base64') }),
-        ...(nodeState === undefined ? {} : { nodeState }),
-      }),
-    );
+  private async writeToken({ initialized, diskReceipt, keyCheck }: TokenFields): Promise<void> {
+    await this.importToken({
+      type: TOKEN_TYPE,
+      keyslots: [],
+      diskIsInitialized: initialized,
+      ...(diskReceipt === undefined ? {} : { diskReceipt: Buffer.from(diskReceipt).toString('base64') }),
+      ...(keyCheck === undefined ? {} : { keyCheck: keyCheck.toString('base64') }),
+    });
+  }
+
+  /** Replaces our token with `fields`, passed to cryptsetup through a private file as keys are. */
+  private async importToken(fields: Record<string, unknown>): Promise<void> {
+    const token = Buffer.from(JSON.stringify(fields));
     await this.withKeyFiles([token], async ([tokenFile]) => {
       await this.run(
         ['token', 'import', '--token-id', TOKEN_ID, '--token-replace', '--json-file', tokenFile ?? '', this.device],

@@ -35,7 +35,7 @@ const PORTS = { init: 9000, recovery: 9999, verify: 30081 };
  */
 const VM_BOOT_TIMEOUT_MS = 6 * 60_000;
 
-export const vmBootTimeoutMs = (vmsBootingAtOnce: number): number =>
+const vmBootTimeoutMs = (vmsBootingAtOnce: number): number =>
   VM_BOOT_TIMEOUT_MS * Math.max(1, Math.ceil(vmsBootingAtOnce / 2));
 
 /**
