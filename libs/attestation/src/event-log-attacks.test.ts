@@ -224,11 +224,11 @@ describe('the policy on boot events', () => {
       });
       // The honest log: its replay holds, and the rule names the event.
       expect(await refusal(secureBootLog(0).bytes, 'event-policy', check, other)).toBe(
-        'event policy not satisfied: Secure Boot must be enabled, the SecureBoot variable is disabled (event 1, PCR 7) [rule secureBoot]',
+        "event policy not satisfied: Secure Boot must be enabled: the SecureBoot variable measured before PCR 7's separator is disabled (event 1, PCR 7, labelled EV_EFI_VARIABLE_DRIVER_CONFIG) [rule secureBoot]",
       );
       // A log claiming Secure Boot on over the same digests: the replay holds, the claim is not believed.
       expect(await refusal(secureBootLog(1).bytes, 'event-policy', check, other)).toBe(
-        "event policy not satisfied: Secure Boot must be enabled: the SecureBoot variable's data does not hash to its digest (event 1, PCR 7) [rule secureBoot]",
+        "event policy not satisfied: Secure Boot must be enabled: PCR 7 event before its separator does not show what it measured (its data does not hash to its digest), so Secure Boot's state cannot be read (event 1, PCR 7, labelled EV_EFI_VARIABLE_DRIVER_CONFIG) [rule secureBoot]",
       );
     } finally {
       await other.close();

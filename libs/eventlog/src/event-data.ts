@@ -1,6 +1,6 @@
 import { DevicePathError, devicePathText } from './device-path.js';
 import { EVENT_TYPES } from './event-types.js';
-import { bankDigest } from './hash-banks.js';
+import { hashesToDigests } from './measured-bytes.js';
 import type { LogEvent } from './parse-event-log.js';
 import { eventText, guidText, safeU64, u64Hex, utf16Text } from './uefi-text.js';
 
@@ -70,7 +70,7 @@ export interface EventDataView {
 
 /** Whether H(data) equals the event's digest in every bank it has. */
 export function dataHashesToDigests(event: LogEvent): boolean {
-  return hashesTo(event, event.data);
+  return hashesToDigests(event, event.data);
 }
 
 /** Decodes what an operator reads from an event's data. Never throws: bad data is "undecodable". */
@@ -82,7 +82,11 @@ export function describeEventData(event: LogEvent): EventDataView {
     // Every decoder checks its sizes; a RangeError here means a decoder missed a check.
     details = { kind: 'undecodable', reason: err instanceof Error ? err.message : String(err) };
   }
-  return { untrusted: true, hashesToDigests: measuredContent(event, details).some((c) => hashesTo(event, c)), details };
+  return {
+    untrusted: true,
+    hashesToDigests: measuredContent(event, details).some((c) => hashesToDigests(event, c)),
+    details,
+  };
 }
 
 /** The bytes a measuring agent may have hashed for an event whose data decoded to `details`. */
@@ -101,14 +105,6 @@ function measuredContent(event: LogEvent, details: EventDetails): Buffer[] {
     candidates.push(event.data.subarray(0, end));
   }
   return candidates;
-}
-
-function hashesTo(event: LogEvent, content: Buffer): boolean {
-  if (event.digests.size === 0) return false;
-  for (const [bank, digest] of event.digests) {
-    if (!bankDigest(bank, content).equals(digest)) return false;
-  }
-  return true;
 }
 
 function decode(event: LogEvent): EventDetails {
@@ -164,7 +160,7 @@ function noAction(data: Buffer): EventDetails {
 }
 
 /** UEFI_VARIABLE_DATA: GUID, name length (UTF-16 units), data length, name, data. */
-function uefiVariable(data: Buffer): EventDetails {
+export function uefiVariable(data: Buffer): EventDetails {
   if (data.length < 32) return { kind: 'undecodable', reason: `UEFI_VARIABLE_DATA needs 32 bytes, got ${data.length}` };
   const variableGuid = guidText(data, 0);
   const nameLength = safeU64(data, 16);

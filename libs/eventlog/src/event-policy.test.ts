@@ -10,7 +10,15 @@ import { realLogs } from './testdata.fixture.js';
 const logs = await realLogs();
 const real = (name: string) => parseEventLog(logs.find((l) => l.name === name)!.bytes);
 
-/** A crafted log: Secure Boot `on` or off, one boot application, one kernel command line. */
+/** GRUB's way: the string after the label is what is hashed. */
+const grub = (label: string, text: string) => ({
+  pcr: 8,
+  type: 'EV_IPL' as const,
+  data: cString(`${label}: ${text}`),
+  digests: { sha1: bankDigest('sha1', Buffer.from(text)), sha256: bankDigest('sha256', Buffer.from(text)) },
+});
+
+/** A crafted log: Secure Boot `on` or off, one boot application, GRUB's linux command and command line. */
 function crafted(options: { secureBoot: number; claimSecureBoot?: number; commandLine?: string }) {
   const writer = new EventLogWriter({ banks: ['sha1', 'sha256'] });
   const measured = uefiVariableData(EFI_GLOBAL_VARIABLE_GUID, 'SecureBoot', Buffer.from([options.secureBoot]));
@@ -34,12 +42,8 @@ function crafted(options: { secureBoot: number; claimSecureBoot?: number; comman
     digests: { sha1: Buffer.alloc(20, 1), sha256: Buffer.alloc(32, 0xab) },
   });
   const line = options.commandLine ?? 'console=ttyS0';
-  writer.append({
-    pcr: 8,
-    type: 'EV_IPL',
-    data: cString(`kernel_cmdline: ${line}`),
-    digests: { sha1: bankDigest('sha1', Buffer.from(line)), sha256: bankDigest('sha256', Buffer.from(line)) },
-  });
+  writer.append(grub('grub_cmd', `linux /vmlinuz ${line}`));
+  writer.append(grub('kernel_cmdline', `/vmlinuz ${line}`));
   return parseEventLog(writer.bytes());
 }
 
@@ -47,7 +51,11 @@ describe('policy on boot events', () => {
   it('refuses Secure Boot off where the rule asks for it on, naming rule and event', () => {
     const violations = checkEventPolicy(crafted({ secureBoot: 0 }), { secureBoot: 'enabled' });
     expect(violations.map((v) => [v.rule, v.event?.index, v.message])).toEqual([
-      ['secureBoot', 1, 'Secure Boot must be enabled, the SecureBoot variable is disabled (event 1, PCR 7)'],
+      [
+        'secureBoot',
+        1,
+        "Secure Boot must be enabled: the SecureBoot variable measured before PCR 7's separator is disabled (event 1, PCR 7, labelled EV_EFI_VARIABLE_DRIVER_CONFIG)",
+      ],
     ]);
     expect(checkEventPolicy(crafted({ secureBoot: 1 }), { secureBoot: 'enabled' })).toEqual([]);
   });
@@ -56,33 +64,34 @@ describe('policy on boot events', () => {
     // Measured 0 (off), the log claims 1 (on): the claim is not what the PCR holds.
     const violations = checkEventPolicy(crafted({ secureBoot: 0, claimSecureBoot: 1 }), { secureBoot: 'enabled' });
     expect(violations.map((v) => v.message)).toEqual([
-      "Secure Boot must be enabled: the SecureBoot variable's data does not hash to its digest (event 1, PCR 7)",
+      "Secure Boot must be enabled: PCR 7 event before its separator does not show what it measured (its data does not hash to its digest), so Secure Boot's state cannot be read (event 1, PCR 7, labelled EV_EFI_VARIABLE_DRIVER_CONFIG)",
     ]);
   });
 
   it('checks real logs: Secure Boot on RHEL, off on Ubuntu 21.04, absent on the workstation', () => {
     expect(checkEventPolicy(real('rhel8-uefi.bin'), { secureBoot: 'enabled' })).toEqual([]);
     expect(checkEventPolicy(real('ubuntu-2104-no-secure-boot.bin'), { secureBoot: 'enabled' })[0]?.message).toBe(
-      'Secure Boot must be enabled, the SecureBoot variable is disabled (event 3, PCR 7)',
+      "Secure Boot must be enabled: the SecureBoot variable measured before PCR 7's separator is disabled (event 3, PCR 7, labelled EV_EFI_VARIABLE_DRIVER_CONFIG)",
     );
     expect(checkEventPolicy(real('arch-linux-workstation.bin'), { secureBoot: 'enabled' })[0]?.message).toBe(
-      'Secure Boot must be enabled, the SecureBoot variable is absent (event 3, PCR 7)',
+      "Secure Boot must be enabled: the SecureBoot variable measured before PCR 7's separator is absent (event 3, PCR 7, labelled EV_EFI_VARIABLE_DRIVER_CONFIG)",
     );
   });
 
   it('allows only the listed kernel command lines and boot application digests', () => {
     const log = crafted({ secureBoot: 1, commandLine: 'console=ttyS0 init=/bin/sh' });
     const violations = checkEventPolicy(log, {
-      kernelCommandLines: ['console=ttyS0'],
+      kernelCommandLines: ['/vmlinuz console=ttyS0'],
       bootApplications: ['cd'.repeat(32)],
     });
     expect(violations.map((v) => v.message)).toEqual([
-      'kernel command line "console=ttyS0 init=/bin/sh" is not allowed (event 4, PCR 8)',
-      `boot application digest sha256:${'ab'.repeat(32)} is not allowed (event 3, PCR 4)`,
+      'kernel command line "/vmlinuz console=ttyS0 init=/bin/sh" is not allowed (event 5, PCR 8, labelled EV_IPL)',
+      `PCR 4 extends sha256:${'ab'.repeat(32)}, which is not an allowed boot application (event 3, PCR 4, labelled EV_EFI_BOOT_SERVICES_APPLICATION)`,
+      'the log shows no allowed boot application in PCR 4',
     ]);
     expect(
       checkEventPolicy(crafted({ secureBoot: 1 }), {
-        kernelCommandLines: ['console=ttyS0'],
+        kernelCommandLines: ['/vmlinuz console=ttyS0'],
         bootApplications: ['ab'.repeat(32)],
       }),
     ).toEqual([]);

@@ -1,20 +1,26 @@
-import { describeEventData } from './event-data.js';
-import type { EventDataView } from './event-data.js';
-import { EVENT_TYPES } from './event-types.js';
+import { COMMAND_LINE_PCRS, readBootApplications, readKernelCommandLines, readSecureBoot } from './boot-state.js';
 import type { EventLog, LogEvent } from './parse-event-log.js';
 import { extendsPcr } from './replay.js';
 
 /**
  * Rules on what a boot measured, beside PCR values. Only meaningful for a log whose replay equals
- * the quoted PCRs: the verifier checks that first. Every rule reads only data that hashes to the
- * event's digests, so a log cannot claim more than what was extended.
+ * the quoted PCRs: the verifier checks that first. Every rule reads only what the TPM binds
+ * (digests, their order, data that hashes to its digest; boot-state.ts), never an event's type,
+ * so a log can neither claim more than what was extended nor relabel an event out of a rule.
  */
 export interface EventPolicy {
-  /** Secure Boot must be on: PCR 7's SecureBoot variable event says 1. */
+  /** Secure Boot must be on: the SecureBoot variable the firmware measured before PCR 7's separator says 1. */
   readonly secureBoot?: 'enabled';
-  /** The kernel command lines allowed, exactly; the log must show one and only allowed ones. */
+  /**
+   * The kernel command lines allowed, exactly: the log must show one in PCR 8 or 12 and only
+   * allowed ones. Proves the command line only when the boot loader that measured it is pinned
+   * too (bootApplications, or PCR 4 enforced): a loader of the node's own measures what it likes.
+   */
   readonly kernelCommandLines?: readonly string[];
-  /** SHA-256 digests (lower-case hex) allowed for EV_EFI_BOOT_SERVICES_APPLICATION events in PCR 4. */
+  /**
+   * SHA-256 digests (lower-case hex) allowed for the code PCR 4 measured: every event there but
+   * the firmware's separator and action strings, whatever its type; at least one must appear.
+   */
   readonly bootApplications?: readonly string[];
   /**
    * Per PCR (decimal index), the SHA-256 digests (lower-case hex) allowed for every event that
@@ -36,80 +42,77 @@ export interface EventPolicyViolation {
 }
 
 const where = (event: LogEvent): string => `(event ${event.index}, PCR ${event.pcr})`;
+/** Where an event is, and what the log calls it: a label only, never a reason to believe the event. */
+const labelled = (event: LogEvent): string => `(event ${event.index}, PCR ${event.pcr}, labelled ${event.typeName})`;
 
 /** Every violation of `policy` by `log`; empty when it satisfies every rule. */
 export function checkEventPolicy(log: EventLog, policy: EventPolicy): EventPolicyViolation[] {
-  const viewed = log.events.filter(extendsPcr).map((event) => ({ event, view: describeEventData(event) }));
   const violations: EventPolicyViolation[] = [];
-  if (policy.secureBoot === 'enabled') violations.push(...checkSecureBoot(viewed));
+  if (policy.secureBoot === 'enabled') violations.push(...checkSecureBoot(log));
   if (policy.kernelCommandLines !== undefined) {
-    violations.push(...checkKernelCommandLines(viewed, policy.kernelCommandLines));
+    violations.push(...checkKernelCommandLines(log, policy.kernelCommandLines));
   }
   if (policy.bootApplications !== undefined) violations.push(...checkBootApplications(log, policy.bootApplications));
   if (policy.pcrEventDigests !== undefined) violations.push(...checkPcrEventDigests(log, policy.pcrEventDigests));
   return violations;
 }
 
-interface Viewed {
-  readonly event: LogEvent;
-  readonly view: EventDataView;
-}
-
-function checkSecureBoot(viewed: readonly Viewed[]): EventPolicyViolation[] {
-  const events = viewed.filter(
-    ({ event, view }) =>
-      event.pcr === 7 &&
-      event.type === EVENT_TYPES.EV_EFI_VARIABLE_DRIVER_CONFIG &&
-      view.details.kind === 'uefi-variable' &&
-      view.details.secureBootVariable === 'SecureBoot',
-  );
-  if (events.length === 0) {
-    return [
-      {
-        rule: 'secureBoot',
-        event: undefined,
-        message: 'Secure Boot must be enabled: the log has no SecureBoot variable event in PCR 7',
-      },
-    ];
+function checkSecureBoot(log: EventLog): EventPolicyViolation[] {
+  const reading = readSecureBoot(log);
+  const violation = (message: string, event?: LogEvent): EventPolicyViolation => ({
+    rule: 'secureBoot',
+    event,
+    message: `Secure Boot must be enabled: ${message}`,
+  });
+  if (!reading.separator) {
+    return [violation('PCR 7 has no separator, so nothing in it can be placed before the boot loader ran')];
   }
-  const out: EventPolicyViolation[] = [];
-  for (const { event, view } of events) {
-    if (!view.hashesToDigests) {
-      out.push({
-        rule: 'secureBoot',
-        event,
-        message: `Secure Boot must be enabled: the SecureBoot variable's data does not hash to its digest ${where(event)}`,
-      });
-    } else if (view.details.kind === 'uefi-variable' && view.details.secureBoot !== 'enabled') {
-      out.push({
-        rule: 'secureBoot',
-        event,
-        message: `Secure Boot must be enabled, the SecureBoot variable is ${view.details.secureBoot ?? 'unreadable'} ${where(event)}`,
-      });
+  const out = reading.unreadable.map((event) =>
+    violation(
+      `PCR 7 event before its separator does not show what it measured (its data does not hash to its digest), so Secure Boot's state cannot be read ${labelled(event)}`,
+      event,
+    ),
+  );
+  if (reading.variables.length === 0 && out.length === 0) {
+    out.push(violation("no SecureBoot variable was measured before PCR 7's separator"));
+  }
+  for (const { event, value } of reading.variables) {
+    if (value !== 'enabled') {
+      out.push(
+        violation(`the SecureBoot variable measured before PCR 7's separator is ${value} ${labelled(event)}`, event),
+      );
     }
   }
   return out;
 }
 
-function checkKernelCommandLines(viewed: readonly Viewed[], allowed: readonly string[]): EventPolicyViolation[] {
-  const events = viewed.filter(({ view }) => view.details.kind === 'kernel-command-line');
-  if (events.length === 0) {
-    return [{ rule: 'kernelCommandLines', event: undefined, message: 'the log shows no kernel command line' }];
+function checkKernelCommandLines(log: EventLog, allowed: readonly string[]): EventPolicyViolation[] {
+  const reading = readKernelCommandLines(log);
+  const out: EventPolicyViolation[] = [
+    ...reading.unreadable.map((event) => ({
+      rule: 'kernelCommandLines' as const,
+      event,
+      message: `PCR ${event.pcr} event does not show what it measured (its data does not hash to its digest): it may be the kernel command line ${labelled(event)}`,
+    })),
+    ...reading.unpaired.map((event) => ({
+      rule: 'kernelCommandLines' as const,
+      event,
+      message: `GRUB's linux command is not followed in PCR 8 by the kernel command line GRUB measures with it ${labelled(event)}`,
+    })),
+  ];
+  if (reading.commandLines.length === 0 && out.length === 0) {
+    out.push({
+      rule: 'kernelCommandLines',
+      event: undefined,
+      message: `the log shows no kernel command line (PCR ${COMMAND_LINE_PCRS.join(' or ')}, where boot loaders measure it)`,
+    });
   }
-  const out: EventPolicyViolation[] = [];
-  for (const { event, view } of events) {
-    if (view.details.kind !== 'kernel-command-line') continue;
-    if (!view.hashesToDigests) {
+  for (const { event, commandLine } of reading.commandLines) {
+    if (!allowed.includes(commandLine)) {
       out.push({
         rule: 'kernelCommandLines',
         event,
-        message: `the kernel command line's data does not hash to its digest ${where(event)}`,
-      });
-    } else if (!allowed.includes(view.details.commandLine)) {
-      out.push({
-        rule: 'kernelCommandLines',
-        event,
-        message: `kernel command line ${JSON.stringify(view.details.commandLine)} is not allowed ${where(event)}`,
+        message: `kernel command line ${JSON.stringify(commandLine)} is not allowed ${labelled(event)}`,
       });
     }
   }
@@ -127,19 +130,30 @@ function checkBootApplications(log: EventLog, allowed: readonly string[]): Event
     ];
   }
   const out: EventPolicyViolation[] = [];
-  for (const event of log.events) {
-    if (event.type !== EVENT_TYPES.EV_EFI_BOOT_SERVICES_APPLICATION || event.pcr !== 4) continue;
-    const digest = event.digests.get('sha256')?.toString('hex') ?? '';
-    if (!allowed.includes(digest)) {
-      out.push({
-        rule: 'bootApplications',
-        event,
-        message: `boot application digest sha256:${digest} is not allowed ${where(event)}`,
-      });
+  let seen = 0;
+  for (const event of readBootApplications(log)) {
+    const digest = sha256Of(event);
+    if (allowed.includes(digest)) {
+      seen++;
+      continue;
     }
+    out.push({
+      rule: 'bootApplications',
+      event,
+      message: `PCR 4 extends sha256:${digest}, which is not an allowed boot application ${labelled(event)}`,
+    });
+  }
+  if (seen === 0) {
+    out.push({
+      rule: 'bootApplications',
+      event: undefined,
+      message: 'the log shows no allowed boot application in PCR 4',
+    });
   }
   return out;
 }
+
+const sha256Of = (event: LogEvent): string => event.digests.get('sha256')?.toString('hex') ?? '';
 
 function checkPcrEventDigests(
   log: EventLog,
@@ -177,34 +191,20 @@ function checkPcrEventDigests(
 }
 
 /**
- * The policy a known-good log satisfies (its reference state): Secure Boot as it was when it was
- * on, the kernel command lines it shows, the digests of the boot applications it loaded. Only data
- * that hashes to its digests is taken.
+ * The policy a known-good log satisfies (its reference state), read as the rules read it: Secure
+ * Boot when the firmware measured it on, the kernel command lines when every event of their PCRs
+ * shows what it measured, the digests of the code PCR 4 measured.
  */
 export function eventPolicyFromLog(log: EventLog): EventPolicy {
-  const viewed = log.events.filter(extendsPcr).map((event) => ({ event, view: describeEventData(event) }));
-  const secureBootOn = viewed.some(
-    ({ event, view }) =>
-      event.pcr === 7 &&
-      view.hashesToDigests &&
-      view.details.kind === 'uefi-variable' &&
-      view.details.secureBootVariable === 'SecureBoot' &&
-      view.details.secureBoot === 'enabled',
-  );
-  const commandLines = viewed.flatMap(({ view }) =>
-    view.hashesToDigests && view.details.kind === 'kernel-command-line' ? [view.details.commandLine] : [],
-  );
-  const applications = log.banks.includes('sha256')
-    ? log.events.flatMap((event) =>
-        event.type === EVENT_TYPES.EV_EFI_BOOT_SERVICES_APPLICATION && event.pcr === 4
-          ? [event.digests.get('sha256')?.toString('hex') ?? '']
-          : [],
-      )
-    : undefined;
+  const secureBootOn = checkSecureBoot(log).length === 0;
+  const reading = readKernelCommandLines(log);
+  const provable = reading.unreadable.length === 0 && reading.unpaired.length === 0;
+  const commandLines = provable ? reading.commandLines.map((c) => c.commandLine) : [];
+  const applications = log.banks.includes('sha256') ? readBootApplications(log).map(sha256Of) : [];
   return {
     ...(secureBootOn ? { secureBoot: 'enabled' as const } : {}),
     ...(commandLines.length > 0 ? { kernelCommandLines: [...new Set(commandLines)] } : {}),
-    ...(applications !== undefined && applications.length > 0 ? { bootApplications: [...new Set(applications)] } : {}),
+    ...(applications.length > 0 ? { bootApplications: [...new Set(applications)] } : {}),
   };
 }
 

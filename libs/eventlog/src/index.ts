@@ -36,3 +36,6 @@ export type { EventLogWriterOptions, EventToWrite, WrittenEvent } from './event-
 export { checkEventPolicy, eventPolicyFromLog, parseEventPolicy } from './event-policy.js';
 export type { EventPolicy, EventPolicyRule, EventPolicyViolation } from './event-policy.js';
 export { appendEventLog } from './append-event-log.js';
+export { COMMAND_LINE_PCRS, readBootApplications, readKernelCommandLines, readSecureBoot } from './boot-state.js';
+export type { CommandLineReading, SecureBootReading, SecureBootValue } from './boot-state.js';
+export { extendsSeparator, hashesToDigests, measuredBytes } from './measured-bytes.js';
