@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import type { Measurements } from '@constellation/attestation';
+import type { EventPolicy } from '@constellation/eventlog';
 import type { EkCa } from '@constellation/swtpm';
 import { tempDirForTest } from '@constellation/testing';
 import { configYaml } from './constellation-conf.js';
@@ -13,12 +14,14 @@ import { workspaceFiles, writeWorkspaceFile } from './workspace.js';
 export async function attestedWorkspace(options: {
   port: number;
   measurements: Measurements;
+  eventPolicy?: EventPolicy;
   ekCa?: EkCa;
   /** tpm2-ek: the EK hash (hex) init may send its secrets to. */
   firstControlPlaneEk?: string;
   initSecret?: string;
 }): Promise<string> {
   const { port, measurements, ekCa } = options;
+  const events = options.eventPolicy === undefined ? {} : { eventPolicy: options.eventPolicy };
   const workspace = await tempDirForTest();
   await writeWorkspaceFile(
     workspaceFiles(workspace).config,
@@ -30,10 +33,11 @@ export async function attestedWorkspace(options: {
       serviceCidr: '10.96.0.0/12',
       attestation:
         ekCa === undefined
-          ? { variant: 'qemu-vtpm', measurements }
+          ? { variant: 'qemu-vtpm', measurements, ...events }
           : {
               variant: 'tpm2-ek',
               measurements,
+              ...events,
               ekRoots: await readFile(ekCa.rootCertPath, 'utf8'),
               ekIntermediates: await readFile(ekCa.intermediateCertPath, 'utf8'),
               ...(options.firstControlPlaneEk === undefined

@@ -1,5 +1,6 @@
+import { eventLogPolicyViolations } from '@constellation/attestation';
 import type { Measurements } from '@constellation/attestation';
-import { checkEventPolicy, describeEventData, eventsForPcr } from '@constellation/eventlog';
+import { describeEventData, eventsForPcr } from '@constellation/eventlog';
 import type { EventLog, LogEvent } from '@constellation/eventlog';
 import { UsageError } from '@constellation/command-line';
 import { markedPcr15 } from '@constellation/keys';
@@ -19,7 +20,11 @@ export interface VerifyReport {
   endorsementKey?: string;
   /** Events in the node's TCG event log (it replays to the quote); absent: the node sent none. */
   eventLogEvents?: number;
-  /** Why the node's events break the configured event policy, one message per rule and event. */
+  /**
+   * Why the node's events break the configured event policy, one message per rule and event, or
+   * why the rules cannot be read (no log; events in PCRs the quote does not cover), as the
+   * JoinService would refuse it.
+   */
   eventPolicyViolations: string[];
 }
 
@@ -96,13 +101,11 @@ export async function verifyNode(
       ...(matches || log === undefined ? {} : { events: pcrEvents(log, pcr) }),
     };
   });
-  const policy = config.attestation.eventPolicy;
-  const eventPolicyViolations =
-    policy === undefined
-      ? []
-      : log === undefined
-        ? ["the event policy needs the node's event log, and the node sent none"]
-        : checkEventPolicy(log, policy).map((v) => `${v.message} [rule ${v.rule}]`);
+  // The JoinService's own reading: no rule is read on events of a PCR the quote leaves out.
+  const eventPolicyViolations = eventLogPolicyViolations(
+    log === undefined ? undefined : { log, unquoted: result.eventLogUnquoted ?? [] },
+    config.attestation.eventPolicy,
+  );
   return {
     node: endpoint,
     pcrs,

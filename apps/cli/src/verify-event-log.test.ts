@@ -2,6 +2,13 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TpmIssuer, componentDigest, expectedMeasurements, measureBoot } from '@constellation/attestation';
+import {
+  EFI_GLOBAL_VARIABLE_GUID,
+  EventLogWriter,
+  appendEventLog,
+  separatorData,
+  uefiVariableData,
+} from '@constellation/eventlog';
 import type { BootComponent } from '@constellation/attestation';
 import { startSwtpm, useTestEkCa } from '@constellation/testing';
 import { SocketTransport, Tpm } from '@constellation/tpm';
@@ -23,6 +30,7 @@ const ekCa = useTestEkCa();
 let tpm: Tpm;
 let stop: () => Promise<void>;
 let issuer: TpmIssuer;
+let log: Buffer;
 let dir: string;
 
 beforeAll(async () => {
@@ -32,7 +40,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'verify-event-log-'));
   const logPath = join(dir, 'boot', 'binary_bios_measurements');
   await measureBoot(tpm, BOOT, { eventLog: logPath });
-  const log = await readFile(logPath);
+  log = await readFile(logPath);
   issuer = await TpmIssuer.rooted(tpm, { tcgEventLog: () => log });
 }, 60_000);
 
@@ -65,6 +73,36 @@ describe('constellation verify with the node event log', () => {
         '    untrusted, not confirmed by the digests: text "bootstrapper bundle"',
       ]);
       expect(report.eventPolicyViolations).toEqual([]);
+    } finally {
+      await node.close();
+    }
+  });
+
+  it('refuses to vouch for events in a PCR the quote leaves out (issue 50, item 3)', async () => {
+    // The node quotes PCRs 4, 9 and 15 only, and its log invents the firmware's Secure Boot events
+    // in PCR 7: nothing binds them, yet they satisfy the rule read on their own.
+    const invented = new EventLogWriter({ banks: ['sha256'] });
+    invented.append({
+      pcr: 7,
+      type: 'EV_EFI_VARIABLE_DRIVER_CONFIG',
+      data: uefiVariableData(EFI_GLOBAL_VARIABLE_GUID, 'SecureBoot', Buffer.from([1])),
+    });
+    invented.append({ pcr: 7, type: 'EV_SEPARATOR', data: separatorData() });
+    const withPcr7 = appendEventLog(log, invented.bytes()).bytes;
+    const partial = await TpmIssuer.rooted(tpm, { tcgEventLog: () => withPcr7, pcrs: [4, 9, 15] });
+    const node = await recordingInitNode(partial);
+    try {
+      const workspace = await attestedWorkspace({
+        port: node.port,
+        measurements: expectedMeasurements(BOOT, [4, 9, 15]),
+        eventPolicy: { secureBoot: 'enabled' },
+        ekCa: ekCa(),
+      });
+      const report = await verifyNode(workspace, `127.0.0.1:${node.port}`);
+      expect(report.pcrs.every((p) => p.matches)).toBe(true);
+      expect(report.eventPolicyViolations).toEqual([
+        'the event log extends PCR 7, which the quote does not cover: those events cannot be checked against the event policy',
+      ]);
     } finally {
       await node.close();
     }

@@ -103,32 +103,40 @@ export function hasEventRules(policy: EventPolicy | undefined): policy is EventP
 }
 
 /**
- * Applies the event policy to a checked log. With rules, the node must have sent a log, and every
- * PCR the log extends must be quoted (otherwise its events are unverified claims). Throws
- * AttestationError ("event-policy") naming each broken rule and its event.
+ * Why a checked log does not satisfy the event policy, one message per reason; empty when it does
+ * (or there are no rules). With rules, the node must have sent a log, and every PCR the log extends
+ * must be quoted: events in a PCR the quote leaves out are unverified claims, so the rules are not
+ * read on them at all. For verifiers that report (`constellation verify`) as for those that refuse.
  */
-export function checkEventLogPolicy(checked: CheckedEventLog | undefined, policy: EventPolicy | undefined): void {
-  if (!hasEventRules(policy)) return;
+export function eventLogPolicyViolations(
+  checked: Pick<CheckedEventLog, 'log' | 'unquoted'> | undefined,
+  policy: EventPolicy | undefined,
+): string[] {
+  if (!hasEventRules(policy)) return [];
   const rules = Object.keys(policy).filter((rule) => policy[rule as keyof EventPolicy] !== undefined);
   if (checked === undefined) {
-    throw new AttestationError(
-      'event-policy',
-      `the event policy (${rules.join(', ')}) needs the node's event log, and the node sent none`,
-    );
+    return [`the event policy (${rules.join(', ')}) needs the node's event log, and the node sent none`];
   }
   if (checked.unquoted.length > 0) {
-    throw new AttestationError(
-      'event-policy',
+    return [
       `the event log extends ${checked.unquoted.length === 1 ? 'PCR' : 'PCRs'} ${checked.unquoted.join(', ')}, which the quote does not cover: those events cannot be checked against the event policy`,
-    );
+    ];
   }
-  const violations = checkEventPolicy(checked.log, policy);
-  if (violations.length > 0) {
-    throw new AttestationError(
-      'event-policy',
-      `event policy not satisfied: ${violations.map((v) => `${v.message} [rule ${v.rule}]`).join('; ')}`,
-    );
-  }
+  return checkEventPolicy(checked.log, policy).map((v) => `${v.message} [rule ${v.rule}]`);
+}
+
+/**
+ * Applies the event policy to a checked log (eventLogPolicyViolations). Throws AttestationError
+ * ("event-policy") naming each broken rule and its event, or why the rules cannot be read.
+ */
+export function checkEventLogPolicy(checked: CheckedEventLog | undefined, policy: EventPolicy | undefined): void {
+  const violations = eventLogPolicyViolations(checked, policy);
+  if (violations.length === 0) return;
+  const readable = checked !== undefined && checked.unquoted.length === 0;
+  throw new AttestationError(
+    'event-policy',
+    readable ? `event policy not satisfied: ${violations.join('; ')}` : violations.join('; '),
+  );
 }
 
 /** One event as a refusal or a report shows it: position, type, digest, and what its data says (untrusted). */

@@ -26,7 +26,12 @@ export {
   expectedMeasurements,
   measureBoot,
 } from './measured-boot.js';
-export { MAX_EVENT_LOG_BYTES, MAX_EVENT_LOG_EVENTS, eventSummary } from './event-log-check.js';
+export {
+  MAX_EVENT_LOG_BYTES,
+  MAX_EVENT_LOG_EVENTS,
+  eventLogPolicyViolations,
+  eventSummary,
+} from './event-log-check.js';
 export type { AttestationFile } from './measurements.js';
 export type { Measurements } from './measurements.js';
 export {

@@ -104,7 +104,7 @@ export class TpmValidator implements Validator {
       warnings: mismatches.filter((m) => m.warnOnly),
       attestationKeyName: publicName(ak).toString('hex'),
       akPublic: Buffer.from(doc.akPublic),
-      ...(eventLog === undefined ? {} : { eventLog: eventLog.log }),
+      ...(eventLog === undefined ? {} : { eventLog: eventLog.log, eventLogUnquoted: eventLog.unquoted }),
       ...(this.variant.rooted && identity !== undefined ? { identityClaim: identity } : {}),
     };
   }

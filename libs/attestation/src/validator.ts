@@ -15,6 +15,8 @@ export interface ValidationResult {
    * its replay equals every quoted PCR it extends. Event data stays untrusted (docs/eventlog.md).
    */
   eventLog?: EventLog;
+  /** With `eventLog`: the PCRs it extends that the quote does not cover (their events are unverified). */
+  eventLogUnquoted?: readonly number[];
   /** Mismatches on warnOnly PCRs: accepted, but worth logging. */
   warnings: readonly PcrMismatch[];
   /** TPM name of the attestation key that signed (nameAlg || SHA-256(TPMT_PUBLIC)), hex. */
