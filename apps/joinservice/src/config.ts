@@ -5,7 +5,11 @@ import { join } from 'node:path';
 export const JOINSERVICE_DEFAULTS = {
   host: '0.0.0.0',
   port: 9090,
-  metricsHost: '0.0.0.0',
+  /**
+   * Loopback only: on a control plane's host network, any pod could otherwise read every node's
+   * join outcomes and refusal reasons. The kubelet probes the health port, on `host`.
+   */
+  metricsHost: '127.0.0.1',
   metricsPort: 9091,
   healthPort: 9092,
   configDir: '/var/config',

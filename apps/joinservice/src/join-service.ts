@@ -189,10 +189,11 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
   const healthServer = createGrpcServer({ 'grpc.max_connection_idle_ms': HEALTH_CONNECTION_IDLE_MS });
   health.addTo(healthServer);
   const healthFront = new GrpcPlainFront(healthServer, { established: HEALTH_CONNECTIONS });
-  const healthPort = await healthFront.listen(settings.healthPort, settings.metricsHost);
+  const healthPort = await healthFront.listen(settings.healthPort, settings.host);
   const http = await startMetricsServer(metrics, settings.metricsHost, settings.metricsPort);
   logger.info('joinservice serving', {
     port,
+    metricsHost: settings.metricsHost,
     metricsPort: http.port,
     healthPort,
     apiServerEndpoint: settings.apiServerEndpoint,

@@ -94,7 +94,6 @@ describe('constellation-joinservice entry point', () => {
         entry,
         '--host=127.0.0.1',
         '--port=0',
-        '--metrics-host=127.0.0.1',
         '--metrics-port=0',
         '--health-port=0',
         `--config-dir=${dir}/config`,
@@ -117,6 +116,9 @@ describe('constellation-joinservice entry point', () => {
           .find((e) => e['message'] === 'joinservice serving'),
       { timeoutMs: 20_000, description: 'the joinservice to log that it serves' },
     );
+    // Issue 50, item 7: the metrics (every node's join outcome and refusal reason) listen on
+    // loopback unless told otherwise: on a control plane's host network, 0.0.0.0 let any pod read them.
+    expect(serving['metricsHost']).toBe('127.0.0.1');
     // The kubelet probes the plaintext health port; nodes reach the same health service over TLS.
     const { credentials } = await import('@grpc/grpc-js');
     const probe = new HealthClient(`127.0.0.1:${String(serving['healthPort'])}`, credentials.createInsecure());

@@ -49,7 +49,7 @@ function withServingOptions<Args extends unknown[], Opts extends OptionValues>(c
     .option('--port <port>', 'gRPC port to serve joins on (0: any free port)', (v) => parsePort(v, true), DEFAULTS.port)
     .option(
       '--metrics-host <address>',
-      'address of the Prometheus /metrics and /healthz endpoint',
+      'address of the Prometheus /metrics and /healthz endpoint (loopback by default: the metrics show every join and refusal; expose them only to your scraper)',
       DEFAULTS.metricsHost,
     )
     .option(
