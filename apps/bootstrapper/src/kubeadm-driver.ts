@@ -2,7 +2,13 @@ import { readFile, writeFile, mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pathExists } from '@constellation/files';
 import type { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
-import { clusterConfigMap, initConfiguration, joinConfiguration, runKubeadm } from '@constellation/kubeadm';
+import {
+  clusterConfigMap,
+  initConfiguration,
+  joinConfiguration,
+  runKubeadm,
+  writeAdmissionConfiguration,
+} from '@constellation/kubeadm';
 import type { ClusterConfig, InitConfigInput, JoinConfigInput } from '@constellation/kubeadm';
 import type { Logger } from '@constellation/logger';
 import type { NodeContext } from './node-context.js';
@@ -56,6 +62,8 @@ export async function kubeadmInit(runner: KubeadmRunner, input: InitConfigInput)
     'kubeadm-init.yaml',
     initConfiguration({ ...input, ...(runner.kubeadm.node === undefined ? {} : { node: runner.kubeadm.node }) }),
   );
+  // The API server's static pod mounts it (Pod Security baseline by default).
+  await writeAdmissionConfiguration(runner.kubernetesDir);
   // --skip-token-print: kubeadm's join command holds a token, and its output goes to the node log.
   await kubeadm(runner, ['init', '--config', file, '--skip-token-print', '-v=5']);
 }
@@ -75,6 +83,8 @@ export async function kubeadmJoin(runner: KubeadmRunner, input: JoinConfigInput)
     'kubeadm-join.yaml',
     joinConfiguration({ ...input, ...(runner.kubeadm.node === undefined ? {} : { node: runner.kubeadm.node }) }),
   );
+  // A control plane's API server mounts it, as the first one's does (kubeadm-config's ClusterConfiguration).
+  if (input.controlPlane !== undefined) await writeAdmissionConfiguration(runner.kubernetesDir);
   let last: unknown;
   for (let attempt = 1; attempt <= 3; attempt++) {
     try {

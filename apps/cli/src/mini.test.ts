@@ -348,6 +348,22 @@ describe('constellation mini', () => {
       );
       expect(fetched.code, fetched.stderr).toBe(0);
       await podSucceeded(workspace, 'fetch-by-name', 'a pod on worker-4 fetching from the web Service by name');
+
+      // Attack (issue 50, item 6): a tenant's pod mounting the worker's root read every node's files
+      // and the operator's. Pod Security baseline is every namespace's default but kube-system's.
+      const hostRoot = await kubectl(
+        workspace,
+        'run',
+        'read-the-node',
+        '--image=localhost/constellation/busybox:mini',
+        '--image-pull-policy=Never',
+        '--overrides={"spec":{"nodeName":"worker-4","volumes":[{"name":"root","hostPath":{"path":"/"}}]}}',
+        '--',
+        'ls',
+        '/',
+      );
+      expect(hostRoot.code).not.toBe(0);
+      expect(hostRoot.stderr).toContain('violates PodSecurity "baseline:latest": hostPath volumes (volume "root")');
       expect((await kubectl(workspace, 'logs', 'fetch-by-name')).stdout.toString()).toMatch(
         /^HTTP\/1\.1 200 OK\r?\n[^]*\r?\n\r?\nweb\n$/,
       );

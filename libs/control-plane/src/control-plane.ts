@@ -1,7 +1,7 @@
 import { request } from 'node:https';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { initConfiguration } from '@constellation/kubeadm';
+import { initConfiguration, writeAdmissionConfiguration } from '@constellation/kubeadm';
 import type { KubernetesPrograms } from './kubernetes-programs.js';
 import { isRunning, logTail, startManagedProcess, stopManagedProcesses } from './managed-process.js';
 import type { ManagedProcess } from './managed-process.js';
@@ -112,6 +112,8 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       certSans: options.certSans ?? [],
       kubeProxy: false,
     });
+  // The API server's admission configuration, where the generated configuration names it.
+  await writeAdmissionConfiguration(join(root, 'etc', 'kubernetes'));
   // It names a bootstrap token (one that cannot join): 0600 like every file holding a secret.
   await writeFile(join(root, KUBEADM_CONFIG), config, { mode: 0o600 });
   const inNetwork = (program: string, args: readonly string[]): [string, string[]] => {

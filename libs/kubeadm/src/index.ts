@@ -13,6 +13,12 @@ export { clusterConfigMap, parseClusterConfig, readClusterConfig } from './clust
 export { deleteUnmintedBootstrapTokens } from './init-bootstrap-token.js';
 export type { InitConfigInput, JoinConfigInput, KubeadmNodeOptions } from './kubeadm-config.js';
 export { CRI_SOCKET, initConfiguration, joinConfiguration } from './kubeadm-config.js';
+export {
+  ADMISSION_CONFIG_DIR,
+  ADMISSION_CONFIG_FILE,
+  admissionConfiguration,
+  writeAdmissionConfiguration,
+} from './pod-security-admission.js';
 export type { KubeProxyFields } from './kube-proxy-config.js';
 export { KUBE_PROXY_API, KUBE_PROXY_KIND, parseKubeProxyConfiguration } from './kube-proxy-config.js';
 export { KUBELET_CERT_DIR, KUBELET_SERVING_CERT_FILE, KUBELET_SERVING_KEY_FILE } from './kubelet-paths.js';

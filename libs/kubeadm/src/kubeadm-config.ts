@@ -1,4 +1,5 @@
 import { stringify } from 'yaml';
+import { ADMISSION_CONFIG_DIR, ADMISSION_CONFIG_FILE } from './pod-security-admission.js';
 import { apiServerCertSans } from './api-server-alt-names.js';
 import { initBootstrapTokens } from './init-bootstrap-token.js';
 import { kubeProxyConfiguration } from './kube-proxy-config.js';
@@ -131,7 +132,22 @@ export function initConfiguration(input: InitConfigInput): string {
       ...(input.serviceCidr === undefined ? {} : { networking: { serviceSubnet: input.serviceCidr } }),
       apiServer: {
         certSANs: certSans,
-        extraArgs: args({ profiling: 'false', 'kubelet-certificate-authority': '/etc/kubernetes/pki/ca.crt' }),
+        extraArgs: args({
+          profiling: 'false',
+          'kubelet-certificate-authority': '/etc/kubernetes/pki/ca.crt',
+          // Pod Security baseline by default (pod-security-admission.ts); the file is written on
+          // every control plane before kubeadm runs.
+          'admission-control-config-file': `/etc/kubernetes/${ADMISSION_CONFIG_FILE}`,
+        }),
+        extraVolumes: [
+          {
+            name: 'admission-config',
+            hostPath: ADMISSION_CONFIG_DIR,
+            mountPath: ADMISSION_CONFIG_DIR,
+            readOnly: true,
+            pathType: 'Directory',
+          },
+        ],
       },
       controllerManager: { extraArgs: args({ profiling: 'false', 'terminated-pod-gc-threshold': '1000' }) },
       scheduler: { extraArgs: args({ profiling: 'false' }) },
