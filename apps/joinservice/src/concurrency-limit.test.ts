@@ -214,4 +214,40 @@ describe('ConcurrencyLimit line', () => {
     release();
     expect(l.tryEnter()).toBeDefined();
   });
+
+  it('serves an answered call ahead of the line, whatever the line holds', async () => {
+    const { limit } = limitWithClock(1, { maxWaiting: 1, maxWaitMs: 5_000 });
+    const held = limit.tryEnter(false);
+    const inLine = limit.enqueue(false);
+    const answered = limit.enterAnswered();
+    expect(typeof answered).toBe('object');
+    const order: string[] = [];
+    void inLine.admitted.then((release) => {
+      order.push('line');
+      release();
+    });
+    void (answered as { admitted: Promise<() => void> }).admitted.then((release) => {
+      order.push('answered');
+      release();
+    });
+    held?.();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(order).toEqual(['answered', 'line']);
+    // A slot is free again, and an answered call takes it at once.
+    expect(typeof limit.enterAnswered()).toBe('function');
+  });
+
+  it('measures the rate on holds that complete work, not on preparing a challenge', () => {
+    const { limit, clock } = limitWithClock(1, { initialHoldMs: 1_000 });
+    // Ten challenges prepared in 1 ms each: counted, they would say 1,000 joins a second.
+    for (let i = 0; i < 10; i++) {
+      const release = limit.tryEnter(false);
+      clock.ms += 1;
+      release?.();
+    }
+    limit.tryEnter(false);
+    // Still the assumed 1 s per join: the tenth caller told to come back is sent 9 s out.
+    const waits = Array.from({ length: 10 }, () => limit.busy().retryAfterMs ?? 0);
+    expect(waits[9]).toBe(9_000);
+  });
 });

@@ -31,6 +31,8 @@ export interface Waiting {
 const HOLD_AVERAGE_WEIGHT = 0.2;
 
 interface Waiter {
+  /** Whether the slot it is given holds work that completes a request (see `tryEnter`). */
+  completes: boolean;
   admit: (release: () => void) => void;
   refuse: (refusal: Refusal) => void;
 }
@@ -53,6 +55,8 @@ interface Waiter {
 export class ConcurrencyLimit {
   private inFlight = 0;
   private readonly line: Waiter[] = [];
+  /** Calls whose node answered its challenge, waiting to have the answer checked: served first. */
+  private readonly answeredLine: Waiter[] = [];
   /** Average ms a slot is held, over recent work; undefined before any completed. */
   private holdMs: number | undefined;
   /** Callers told to come back whose time has not come yet, as of `bookedAt`. */
@@ -116,24 +120,48 @@ export class ConcurrencyLimit {
     );
   }
 
-  /** Takes a slot, or undefined when all are taken (or others are in line first). */
-  tryEnter(): (() => void) | undefined {
-    if (this.inFlight >= this.options.max || this.line.length > 0) return undefined;
+  /**
+   * Takes a slot, or undefined when all are taken (or others are in line first). `completes`: the
+   * hold is work that completes a request, and counts in the rate callers are told to come back by
+   * (the JoinService's hello phase, which only prepares a challenge, does not).
+   */
+  tryEnter(completes = true): (() => void) | undefined {
+    if (this.inFlight >= this.options.max || this.line.length > 0 || this.answeredLine.length > 0) return undefined;
     this.inFlight++;
-    return this.slot();
+    return this.slot(completes);
+  }
+
+  /**
+   * A slot for a call whose node has answered its challenge: ahead of every call in line, whose
+   * node has proven nothing yet, and not bounded by the line's length (the calls that can answer
+   * are bounded by the challenges given out). A slot at once, or a wait with the line's bound.
+   * Its hold is the work that completes a join: the rate callers are told to come back by is
+   * measured on these.
+   */
+  enterAnswered(): (() => void) | Waiting {
+    if (this.inFlight < this.options.max && this.answeredLine.length === 0) {
+      this.inFlight++;
+      return this.slot(true);
+    }
+    return this.wait(this.answeredLine, true);
   }
 
   /**
    * Joins the line for a slot. Throws the busy refusal when the line is full; `admitted` rejects
    * with it when no slot freed within the longest wait.
    */
-  enqueue(): Waiting {
+  enqueue(completes = true): Waiting {
     if (this.line.length >= (this.options.maxWaiting ?? 0)) throw this.busy();
+    return this.wait(this.line, completes);
+  }
+
+  /** A place at the end of `line`, refused with the busy refusal after the longest wait. */
+  private wait(line: Waiter[], completes: boolean): Waiting {
     let settled = false;
     let waiter: Waiter | undefined;
     const admitted = new Promise<() => void>((resolve, reject) => {
       const timer = setTimeout(() => {
-        this.leaveLine(waiter);
+        this.leaveLine(line, waiter);
         waiter?.refuse(this.busy());
       }, this.options.maxWaitMs ?? 0);
       const settle = (): void => {
@@ -141,6 +169,7 @@ export class ConcurrencyLimit {
         settled = true;
       };
       waiter = {
+        completes,
         admit: (release) => {
           settle();
           resolve(release);
@@ -150,13 +179,13 @@ export class ConcurrencyLimit {
           reject(refusal);
         },
       };
-      this.line.push(waiter);
+      line.push(waiter);
     });
     return {
       admitted,
       cancel: () => {
         if (settled) return;
-        this.leaveLine(waiter);
+        this.leaveLine(line, waiter);
         // Nobody listens any more; a rejection must not go unhandled.
         admitted.catch(() => undefined);
         waiter?.refuse(new Refusal('exhausted', 'busy', 'the caller went away while waiting for a slot'));
@@ -164,27 +193,33 @@ export class ConcurrencyLimit {
     };
   }
 
-  private leaveLine(waiter: Waiter | undefined): void {
-    const index = waiter === undefined ? -1 : this.line.indexOf(waiter);
-    if (index >= 0) this.line.splice(index, 1);
+  private leaveLine(line: Waiter[], waiter: Waiter | undefined): void {
+    const index = waiter === undefined ? -1 : line.indexOf(waiter);
+    if (index >= 0) line.splice(index, 1);
   }
 
-  /** A taken slot's release: hands the slot to the first in line, or frees it (once). */
-  private slot(): () => void {
+  /**
+   * A taken slot's release: hands the slot to the first answered call waiting, else the first in
+   * line, or frees it (once). `completes`: the hold is work that completes a join, and counts in
+   * the rate.
+   */
+  private slot(completes: boolean): () => void {
     const entered = this.now();
     let freed = false;
     return () => {
       if (freed) return;
       freed = true;
-      const at = this.now();
-      const held = at - entered;
-      this.completions.push(at);
-      if (this.completions.length > 2 * this.options.max) this.completions.shift();
-      this.holdMs =
-        this.holdMs === undefined ? held : this.holdMs * (1 - HOLD_AVERAGE_WEIGHT) + held * HOLD_AVERAGE_WEIGHT;
-      const next = this.line.shift();
+      if (completes) {
+        const at = this.now();
+        const held = at - entered;
+        this.completions.push(at);
+        if (this.completions.length > 2 * this.options.max) this.completions.shift();
+        this.holdMs =
+          this.holdMs === undefined ? held : this.holdMs * (1 - HOLD_AVERAGE_WEIGHT) + held * HOLD_AVERAGE_WEIGHT;
+      }
+      const next = this.answeredLine.shift() ?? this.line.shift();
       if (next === undefined) this.inFlight--;
-      else next.admit(this.slot());
+      else next.admit(this.slot(next.completes));
     };
   }
 }

@@ -31,6 +31,12 @@ export const JOINSERVICE_DEFAULTS = {
   waitingCallsPerSlot: 1,
   maxWaitForSlotMs: 5_000,
   /**
+   * Challenges one network address may leave unanswered at once. They hold no slot (waiting for a
+   * node's answer costs the service nothing but memory), so this only bounds what one address
+   * makes the service remember; nodes behind one NAT address join at once up to it.
+   */
+  unansweredPerSource: 64,
+  /**
    * How long a slot is taken to be held until joins have completed, to spread the first refused
    * callers of a storm: without it they all came back after the minimum, round after round, until
    * the first joins completed (about 1,000 refusals in a 500-node storm; 500 with it, measured).
@@ -143,6 +149,8 @@ export interface JoinServiceSettings {
   maxConcurrentTickets: number;
   /** Join calls that may wait in line for a slot, per slot; the default when absent. */
   waitingCallsPerSlot?: number;
+  /** Challenges one address may leave unanswered at once (default JOINSERVICE_DEFAULTS.unansweredPerSource). */
+  unansweredPerSource?: number;
   /** TLS handshakes under way at once, and how long one may take; the defaults when absent. */
   maxHandshakes?: number;
   /** Copies of the join port's listening socket that accept connections; the default when absent. */

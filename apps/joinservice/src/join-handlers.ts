@@ -81,9 +81,14 @@ export function joinHandlers(parts: JoinHandlerParts): JoinServiceServer {
    * rest come back after retry-after-ms; a stranger's silent streams take no slot and no place in
    * line (red-team finding). Rejoins share the slots: without them every stranger's rejoin hello
    * had its EK certificate checked at once, however many came (red-team finding).
+   *
+   * Two phases, each with a slot of its own: the hello's (preparing the challenge) and the
+   * answer's (checking it, the ticket), ahead of the line. Waiting for the node's answer holds
+   * none: strangers replaying public hellos from two addresses, half the slots each, held every
+   * slot for the challenge's time bound and turned genuine nodes away (issue 50).
    */
   const admitFor =
-    (call: grpc.ServerDuplexStream<unknown, unknown>, kind: 'join' | 'rejoin') =>
+    (call: grpc.ServerDuplexStream<unknown, unknown>, kind: 'join' | 'rejoin', phase: 'hello' | 'answer') =>
     (): (() => void) | Promise<() => void> => {
       // The challenge frees the slot however the exchange ends; a handler that never settles
       // must not keep it either.
@@ -97,13 +102,21 @@ export function joinHandlers(parts: JoinHandlerParts): JoinServiceServer {
         metrics.joins.inc({ kind, role: 'unknown', outcome: 'retry' });
         throw busy;
       };
-      const leave = limit.tryEnter();
-      if (leave !== undefined) return settle(leave);
       let waiting;
-      try {
-        waiting = limit.enqueue();
-      } catch (busy) {
-        return shed(busy);
+      if (phase === 'answer') {
+        // An answered call goes ahead of the line: its node has done its part.
+        const entered = limit.enterAnswered();
+        if (typeof entered === 'function') return settle(entered);
+        waiting = entered;
+      } else {
+        // A slot for preparing the challenge only (admitAnswer: none while the node answers).
+        const leave = limit.tryEnter(false);
+        if (leave !== undefined) return settle(leave);
+        try {
+          waiting = limit.enqueue(false);
+        } catch (busy) {
+          return shed(busy);
+        }
       }
       for (const event of ['close', 'error', 'cancelled']) call.once(event, waiting.cancel);
       return waiting.admitted.then(settle, (err: unknown) => {
@@ -116,7 +129,8 @@ export function joinHandlers(parts: JoinHandlerParts): JoinServiceServer {
       serveChallenge(call, {
         ...challenge,
         vetIdentity: vetIdentity('join'),
-        admit: admitFor(call, 'join'),
+        admit: admitFor(call, 'join', 'hello'),
+        admitAnswer: admitFor(call, 'join', 'answer'),
         onRejected: (reason) => {
           countRejected('join', reason);
           if (reason === 'outstanding' || reason === 'unanswered')
@@ -144,7 +158,8 @@ export function joinHandlers(parts: JoinHandlerParts): JoinServiceServer {
       serveChallenge(call, {
         ...challenge,
         vetIdentity: vetIdentity('rejoin'),
-        admit: admitFor(call, 'rejoin'),
+        admit: admitFor(call, 'rejoin', 'hello'),
+        admitAnswer: admitFor(call, 'rejoin', 'answer'),
         onRejected: (reason) => {
           countRejected('rejoin', reason);
         },

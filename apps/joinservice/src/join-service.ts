@@ -139,12 +139,9 @@ export async function startJoinService(settings: JoinServiceSettings, logger: Lo
         ...(serviceAttester === undefined ? {} : { serviceAttester }),
         challengeTtlMs: settings.challengeTtlMs,
         outstanding: new OutstandingChallenges(),
-        // Half the slots at most for one address's unanswered challenges: a stranger replaying
-        // genuine nodes' hellos held them all (issue 42); the other half stays for other nodes.
-        unanswered: new UnansweredChallenges(
-          Math.max(1, Math.ceil(settings.maxConcurrentTickets / 2)),
-          settings.maxConcurrentTickets,
-        ),
+        // Challenges one address leaves unanswered: they hold no slot (the answer takes its own,
+        // admitAnswer), so this bounds only what one address makes the service remember.
+        unanswered: new UnansweredChallenges(settings.unansweredPerSource ?? JOINSERVICE_DEFAULTS.unansweredPerSource),
         maxRequestBytes: JOINSERVICE_DEFAULTS.maxRequestBytes,
         logger,
       },

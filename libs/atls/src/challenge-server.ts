@@ -89,6 +89,15 @@ export interface ChallengeServerOptions {
    */
   admit?: () => (() => void) | Promise<() => void>;
   /**
+   * With it, the slot `admit` gives is held only while the service prepares the challenge: from
+   * the challenge on, the call holds none (waiting for a node's answer costs the service nothing
+   * but the call's memory), and once its node answers, this gives it a slot again, ahead of calls
+   * still in line, for checking the answer and the handler. Without it a call that never answered
+   * held its slot for the challenge's whole time bound, and strangers replaying public hellos from
+   * enough addresses held every slot (issue 50). Same contract as `admit`.
+   */
+  admitAnswer?: () => (() => void) | Promise<() => void>;
+  /**
    * Shared by the service's calls (rooted variants): at most one call in line or served per TPM a
    * hello names and network source, one slot for all of a TPM's calls, and one challenge
    * outstanding per proven TPM and source. Without it, one replayed hello can fill the line and
@@ -158,6 +167,8 @@ class ChallengeSession {
   private readonly releases: (() => void)[] = [];
   /** This call's count among its source's unanswered calls, freed once its answer arrives. */
   private unanswered: (() => void) | undefined;
+  /** The slot `admit` gave this call, while it holds it itself (without a TPM place). */
+  private slot: (() => void) | undefined;
 
   constructor(
     private readonly call: Stream,
@@ -314,8 +325,22 @@ class ChallengeSession {
    * A slot this call was admitted to: its TPM's calls share it (see OutstandingChallenges).
    */
   private keepSlot(release: () => void): void {
-    if (this.place === undefined) this.releases.push(release);
-    else this.place.adopt(release);
+    if (this.place !== undefined) {
+      this.place.adopt(release);
+      return;
+    }
+    this.slot = release;
+    this.releases.push(() => {
+      this.yieldSlot();
+    });
+  }
+
+  /** Gives back the slot `admit` gave (its TPM's, when the TPM's calls share one). */
+  private yieldSlot(): void {
+    this.place?.yieldSlot();
+    const slot = this.slot;
+    this.slot = undefined;
+    slot?.();
   }
 
   /**
@@ -438,6 +463,8 @@ class ChallengeSession {
       this.finish(grpc.status.DEADLINE_EXCEEDED, `no answer to the challenge within ${this.ttl} ms`, 'expired');
     }, this.ttl);
     const credential = pending?.credential;
+    // Waiting for the node's answer takes none of the service's work: the slot goes to the next call.
+    if (this.options.admitAnswer !== undefined) this.yieldSlot();
     this.call.write({
       step: {
         $case: 'challenge',
@@ -496,8 +523,42 @@ class ChallengeSession {
     }
     this.state = 'working'; // the nonce is consumed from here on
     clearTimeout(this.timer);
-    // Answered: whatever the answer is worth, the slot is no longer held by silence.
+    // Answered: whatever the answer is worth, the call is no longer counted as silent.
     this.unanswered?.();
+    const admitAnswer = this.options.admitAnswer;
+    if (admitAnswer === undefined) {
+      this.check(answer, nonce, validator);
+      return;
+    }
+    let admitted: (() => void) | Promise<() => void>;
+    try {
+      admitted = admitAnswer();
+    } catch (err) {
+      this.refuseAdmission(err);
+      return;
+    }
+    if (typeof admitted === 'function') {
+      this.releases.push(admitted);
+      this.check(answer, nonce, validator);
+      return;
+    }
+    admitted.then(
+      (release) => {
+        if (this.state !== 'working') {
+          release(); // the caller went away while waiting
+          return;
+        }
+        this.releases.push(release);
+        this.check(answer, nonce, validator);
+      },
+      (err: unknown) => {
+        if (this.state === 'working') this.refuseAdmission(err);
+      },
+    );
+  }
+
+  /** The answer's checks (quotes, activation proof), then the handler, then the sealed answer. */
+  private check(answer: Answer, nonce: Buffer, validator: Validator): void {
     const validated = this.validate(answer, nonce, validator);
     if (validated === undefined) return;
     for (const warning of validated.result.warnings) {
@@ -507,7 +568,7 @@ class ChallengeSession {
         actual: warning.actual,
       });
     }
-    this.options.handle(Buffer.from(request), validated.result, validated.identity).then(
+    this.options.handle(Buffer.from(answer.request), validated.result, validated.identity).then(
       async (plaintext) => {
         await this.respond(plaintext, answer, nonce);
       },

@@ -45,6 +45,8 @@ export interface TpmPlace {
   adopt(release: () => void): void;
   /** This call ended: its place is free, and the TPM's slot with its last call. */
   leave(): void;
+  /** The TPM's calls need no slot now (a challenge was sent): the slot goes back, the place stays. */
+  yieldSlot(): void;
 }
 
 /** The calls naming one TPM: at most one per network source, and the slot they share. */
@@ -130,6 +132,11 @@ export class OutstandingChallenges {
       adopt: (release) => {
         if (left || tpm.slot !== undefined) release();
         else tpm.slot = release;
+      },
+      yieldSlot: () => {
+        const slot = tpm.slot;
+        tpm.slot = undefined;
+        slot?.();
       },
       leave: () => {
         if (left) return;

@@ -4,12 +4,15 @@ import { Refusal } from '@constellation/errors';
 const RETRY_AFTER_MS = 1_000;
 
 /**
- * The service's slots held by calls that have not answered their challenge, per network source
- * (`peerSource`): from the moment a call is given a slot until its answer arrives or the call
- * ends. A call given a slot while its source is at the bound gives the slot back and is refused. A genuine node has one call at a time and answers within
- * milliseconds; a stranger replaying genuine nodes' hellos (EK certificates and AKs are public)
- * never answers, and before this bound each such hello, naming another registered TPM, held a
- * slot for the challenge's whole time bound: from one address, every slot (issue 42).
+ * Calls that have not answered their challenge, per network source (`peerSource`): from the
+ * moment their TPM is vouched for until their answer arrives or the call ends. A call over its
+ * source's bound is refused before the service attests its host for it. A genuine node has one
+ * call at a time and answers within milliseconds; a stranger replaying genuine nodes' hellos (EK
+ * certificates and AKs are public) never answers. Before this bound each such hello, naming
+ * another registered TPM, held a slot for the challenge's whole time bound: from one address,
+ * every slot (issue 42). Since issue 50 a call waiting for its answer holds no slot at all
+ * (`admitAnswer` in challenge-server.ts), which no number of addresses gets around; this bound
+ * stays, on what one address makes the service prepare and remember.
  *
  * Behind a proxy or NodePort that hides source addresses every call is from one source, and the
  * bound is the service's: keep sources visible (externalTrafficPolicy: Local).
@@ -17,11 +20,7 @@ const RETRY_AFTER_MS = 1_000;
 export class UnansweredChallenges {
   private readonly bySource = new Map<string, number>();
 
-  /** `maxPerSource` of `slots`: the message names both. */
-  constructor(
-    readonly maxPerSource: number,
-    private readonly slots: number,
-  ) {
+  constructor(readonly maxPerSource: number) {
     if (!Number.isInteger(maxPerSource) || maxPerSource < 1)
       throw new RangeError(`unanswered challenges per source must be a positive integer, got ${maxPerSource}`);
   }
@@ -36,7 +35,7 @@ export class UnansweredChallenges {
       throw new Refusal(
         'exhausted',
         'unanswered-challenges',
-        `this address already holds ${held} join slots with challenges it has not answered (at most ${this.maxPerSource} of the ${this.slots}); answer them first`,
+        `this address already has ${held} challenges it has not answered (at most ${this.maxPerSource}); answer them first`,
         { retryAfterMs: RETRY_AFTER_MS },
       );
     }
