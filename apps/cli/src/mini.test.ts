@@ -1,11 +1,12 @@
 import { cp as copy, mkdir, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { kubernetesBinDir, repoRoot, runCommand, tempDirForTest, waitFor } from '@constellation/testing';
 import { describe, expect, it } from 'vitest';
 import { pathExists } from '@constellation/files';
-import { unitLog } from '@constellation/node-environment';
+import { readNodeEnvironment, unitLog } from '@constellation/node-environment';
 import { isRunning } from '@constellation/machines';
 import type { MiniNode, MiniState } from './mini/mini-state.js';
 import { BOOTSTRAPPER_UNIT } from './mini/providers/namespace-node.js';
@@ -150,6 +151,36 @@ describe('constellation mini', () => {
         const text = await readFile(join(entry.parentPath, entry.name), 'utf8');
         expect(text, entry.name).not.toMatch(/PRIVATE KEY/);
       }
+
+      // Attack (issue 50, item 6): a node's mount namespace was a copy of the host's, so its
+      // processes (a tampered node's, a pod's host path) read the operator's secrets, other
+      // nodes' keys, mini's vendor keys and its own TPM's state. Read as worker-1 (tampered) would.
+      const worker1 = state.nodes.find((n) => n.name === 'worker-1');
+      const controlPlane0 = state.nodes.find((n) => n.name === 'control-plane-0');
+      const mountNamespace =
+        (await readNodeEnvironment(worker1?.dir ?? ''))?.mountNamespace ?? 'worker-1 has no record';
+      const secrets = [
+        join(workspace, 'constellation-admin.conf'),
+        join(workspace, 'constellation-mastersecret.json'),
+        join(controlPlane0?.dir ?? '', 'etc', 'kubernetes', 'pki', 'ca.key'),
+        join(worker1?.dir ?? '', 'tpm', 'swtpm.sock.ctrl'),
+        join(homedir(), '.config', 'constellation', 'mini-vendor', 'manifest-signing-key.asc'),
+      ];
+      for (const secret of secrets) {
+        const read = await runCommand('nsenter', [`--mount=${mountNamespace}`, '--', 'cat', secret], {
+          timeoutMs: 10_000,
+        });
+        expect(read.code, secret).not.toBe(0);
+        expect(read.stderr, secret).toContain('No such file or directory');
+      }
+      const ownTpm = await runCommand(
+        'nsenter',
+        [`--mount=${mountNamespace}`, '--', 'ls', '-A', join(worker1?.dir ?? '', 'tpm')],
+        {
+          timeoutMs: 10_000,
+        },
+      );
+      expect(ownTpm.stdout.toString().trim()).toBe('swtpm.sock');
 
       // status and the JoinService's log say why, naming the event or the PCR that does not replay.
       const status = await constellation(workspace, 'status');

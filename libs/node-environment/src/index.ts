@@ -12,6 +12,7 @@ export {
   unitLog,
   unitState,
 } from './node-environment.js';
+export type { HostView } from './mount-namespace.js';
 export type { NodeLayout } from './node-layout.js';
 export { nodeLayout } from './node-layout.js';
 export type { UnitSpec, UnitsFile } from './unit.js';

@@ -21,12 +21,26 @@ async function privateNamespaceDir(): Promise<void> {
 }
 
 /**
- * A mount namespace of its own for a node, kept by a file (as `ip netns` keeps network ones):
- * `binds` maps a path as the node sees it to the host directory or file behind it. Propagation is
- * private both ways: what the node mounts (its state disk, pod volumes) stays in it, and goes with
- * it. A missing mount point on the host is created empty.
+ * What a node sees of the host's file system beyond its bind mounts, as steps applied in order:
+ * `hide` puts an empty tmpfs over a directory (the node sees it empty), `keep` shows a host path
+ * again at its own place (inside a hidden directory, say). A namespace starts as a copy of the
+ * host's, so without hiding a node (its processes, a pod's hostPath) reads every other node's
+ * files and the operator's.
  */
-export async function createMountNamespace(file: string, binds: ReadonlyMap<string, string>): Promise<void> {
+export type HostView = readonly ({ readonly hide: string } | { readonly keep: string })[];
+
+/**
+ * A mount namespace of its own for a node, kept by a file (as `ip netns` keeps network ones):
+ * `binds` maps a path as the node sees it to the host directory or file behind it, then `view`
+ * hides and keeps host paths (HostView). Propagation is private both ways: what the node mounts
+ * (its state disk, pod volumes) stays in it, and goes with it. A missing mount point on the host
+ * is created empty.
+ */
+export async function createMountNamespace(
+  file: string,
+  binds: ReadonlyMap<string, string>,
+  view: HostView = [],
+): Promise<void> {
   await privateNamespaceDir();
   await removeMountNamespace(file);
   for (const [target, source] of binds) {
@@ -46,10 +60,45 @@ export async function createMountNamespace(file: string, binds: ReadonlyMap<stri
   const script = [
     ...detach,
     ...[...binds].map(([target, source]) => `mount --bind ${shellQuote(source)} ${shellQuote(target)}`),
+    ...hostViewScript(view),
   ];
   await runProgram('unshare', [`--mount=${file}`, '--propagation', 'private', '--', 'sh', '-ec', script.join('\n')], {
     timeoutMs: 10_000,
   });
+}
+
+/**
+ * The shell steps of a HostView, run inside the new namespace. What is kept is first bound to a
+ * staging tmpfs (on MOUNT_NAMESPACE_DIR, detached in the namespace already), because hiding a
+ * directory also hides what is below it; then each step in order; then the staging goes.
+ */
+function hostViewScript(view: HostView): string[] {
+  if (view.length === 0) return [];
+  const staged = (i: number): string => shellQuote(`${MOUNT_NAMESPACE_DIR}/${i}`);
+  const script = [`mount -t tmpfs -o mode=0700,size=1m constellation-stage ${MOUNT_NAMESPACE_DIR}`];
+  view.forEach((step, i) => {
+    if (!('keep' in step)) return;
+    const path = shellQuote(step.keep);
+    // A path that does not exist (yet) is not shown; nothing else is.
+    script.push(
+      `if [ -d ${path} ]; then mkdir ${staged(i)}; elif [ -e ${path} ]; then touch ${staged(i)}; fi`,
+      `if [ -e ${staged(i)} ]; then mount --bind ${path} ${staged(i)}; fi`,
+    );
+  });
+  view.forEach((step, i) => {
+    if ('hide' in step) {
+      const path = shellQuote(step.hide);
+      script.push(`if [ -d ${path} ]; then mount -t tmpfs -o mode=0755,size=1m constellation-hidden ${path}; fi`);
+      return;
+    }
+    const path = shellQuote(step.keep);
+    script.push(
+      `if [ -d ${staged(i)} ]; then mkdir -p ${path}; elif [ -e ${staged(i)} ]; then mkdir -p "$(dirname ${path})"; [ -e ${path} ] || touch ${path}; fi`,
+      `if [ -e ${staged(i)} ]; then mount --bind ${staged(i)} ${path}; fi`,
+    );
+  });
+  script.push(`umount -l ${MOUNT_NAMESPACE_DIR}`);
+  return script;
 }
 
 /** Unmounts the namespace file; the namespace ends once no process is left in it. */

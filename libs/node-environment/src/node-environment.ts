@@ -7,6 +7,7 @@ import { cgroupProcesses, createCgroupRoot, removeCgroupRoot } from './cgroup-ro
 import { cniConfig, containerdConfig } from './containerd-config.js';
 import { kubeletTuning } from './kubelet-tuning.js';
 import { MOUNT_NAMESPACE_DIR, createMountNamespace, removeMountNamespace } from './mount-namespace.js';
+import type { HostView } from './mount-namespace.js';
 import { NODE_BIND_MOUNTS, VOLATILE_DIRS, bindSource, nodeLayout } from './node-layout.js';
 import type { NodeLayout } from './node-layout.js';
 import { askUnitRunner } from './systemctl.js';
@@ -39,6 +40,8 @@ export interface NodeEnvironmentOptions {
   runnerCommand: string[];
   /** The command the node's `systemctl` runs, to which the control socket and systemctl's arguments are appended. */
   systemctlCommand: string[];
+  /** What the node sees of the host beyond its bind mounts (HostView): the rest is the host's. */
+  hostView?: HostView;
 }
 
 /** What is needed to start, stop and remove the node again; kept in the node's directory. */
@@ -54,6 +57,8 @@ export interface NodeEnvironment {
   runnerCommand: string[];
   /** The unit runner's pid while the node runs. */
   runnerPid: number;
+  /** What the node sees of the host (absent in records of older nodes: all of it). */
+  hostView?: HostView;
 }
 
 const inNamespaces = (env: NodeEnvironment, command: readonly string[]): [string, string[]] => [
@@ -186,8 +191,9 @@ export async function createNodeEnvironment(options: NodeEnvironmentOptions): Pr
     cgroupRoot,
     runnerCommand: [...options.runnerCommand],
     runnerPid: 0,
+    ...(options.hostView === undefined ? {} : { hostView: options.hostView }),
   };
-  await createMountNamespace(env.mountNamespace, bindMounts(layout));
+  await createMountNamespace(env.mountNamespace, bindMounts(layout), env.hostView);
   await writeRecord(layout, env);
   return env;
 }
@@ -326,7 +332,7 @@ export async function resetForBoot(env: NodeEnvironment): Promise<void> {
     await rm(source, { recursive: true, force: true });
     await mkdir(source, { recursive: true });
   }
-  await createMountNamespace(env.mountNamespace, bindMounts(layout));
+  await createMountNamespace(env.mountNamespace, bindMounts(layout), env.hostView);
 }
 
 /** Stops the node and removes what it had on the host beside its directory: namespace, cgroups. */

@@ -1,8 +1,9 @@
 import { appendFile, copyFile, cp, mkdir, writeFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import type { BootComponent } from '@constellation/attestation';
 import { createNamespaceMachine, namespaceMachinePaths } from '@constellation/machines';
-import type { Firmware, Machine } from '@constellation/machines';
+import type { Firmware, Machine, NamespaceMachinePaths } from '@constellation/machines';
 import {
   CNI_BIN_DIR,
   IGNORED_PREFLIGHT_CHECKS,
@@ -11,7 +12,7 @@ import {
   peerPodRoutes,
   podSubnet,
 } from '@constellation/node-environment';
-import type { UnitSpec } from '@constellation/node-environment';
+import type { HostView, UnitSpec } from '@constellation/node-environment';
 import { bootstrapperDigest, bootstrapperFiles } from '../boot-chain.js';
 import { MINI_OS } from '../signed-components.js';
 import type { Tamper } from '../tamper.js';
@@ -183,5 +184,31 @@ export async function createNamespaceNode(spec: NodeSpec): Promise<Machine> {
     systemctlCommand: [process.execPath, spec.artifacts.cli, 'mini', 'systemctl'],
     firmware: await firmwareOf(spec.boot, bundle, tamper),
     stateDiskBytes: 32 * 1024 * 1024,
+    hostView: nodeHostView(nodeDir, paths, spec.kubernetesBinDir),
   });
+}
+
+/**
+ * What a namespace node sees of the host (issue 50, item 6): not the workspace (the admin
+ * kubeconfig, the master secret, every other node's directory: control-plane-0's CA key, their
+ * TPMs), not mini's vendor keys (the EK CA's and the manifest signing key), not its own TPM's
+ * state or control channel (which resets the TPM, and with it every PCR). It keeps its own
+ * directory, the node image's programs, the Kubernetes programs and images, node itself, and its
+ * TPM's data channel: what a machine has. A pod with a host path sees the same.
+ */
+function nodeHostView(nodeDir: string, paths: NamespaceMachinePaths, kubernetesBinDir: string): HostView {
+  const miniDir = dirname(nodeDir);
+  const workspace = dirname(miniDir);
+  return [
+    ...(workspace === '/' ? [] : [{ hide: workspace }]),
+    { hide: miniDir },
+    { keep: nodeDir },
+    { keep: join(miniDir, 'image') },
+    { hide: paths.tpmDir },
+    { keep: paths.tpmSocket },
+    { hide: join(homedir(), '.config', 'constellation') },
+    // Kept whatever was hidden above them (a workspace in the home directory, say).
+    { keep: dirname(kubernetesBinDir) },
+    { keep: process.execPath },
+  ];
 }
