@@ -290,33 +290,48 @@ class ChallengeSession {
       this.begin(hello, validator);
       return;
     }
-    let admitted: (() => void) | Promise<() => void>;
+    this.whenAdmitted(options.admit, 'waiting', (release, waited) => {
+      this.keepSlot(release);
+      // The hello's time bound stopped while the call waited in line.
+      if (waited) this.startTimer();
+      this.begin(hello, validator);
+    });
+  }
+
+  /**
+   * Asks `admit` for a slot; `admitted` runs once one is given, at once or after a wait in line
+   * (`waited`). While it waits the call is in state `inLine`, and the wait has its own bound (the
+   * admitter's), not the hello's or the challenge's; a call that ended meanwhile gives the slot
+   * straight back. A refusal ends the call.
+   */
+  private whenAdmitted(
+    admit: () => (() => void) | Promise<() => void>,
+    inLine: 'waiting' | 'working',
+    admitted: (release: () => void, waited: boolean) => void,
+  ): void {
+    let slot: (() => void) | Promise<() => void>;
     try {
-      admitted = options.admit();
+      slot = admit();
     } catch (err) {
       this.refuseAdmission(err);
       return;
     }
-    if (typeof admitted === 'function') {
-      this.keepSlot(admitted);
-      this.begin(hello, validator);
+    if (typeof slot === 'function') {
+      admitted(slot, false);
       return;
     }
-    // In line for a slot: the wait has its own bound (the admitter's), not the hello's.
-    this.state = 'waiting';
+    this.state = inLine;
     clearTimeout(this.timer);
-    admitted.then(
+    slot.then(
       (release) => {
-        if (this.state !== 'waiting') {
+        if (this.state !== inLine) {
           release(); // the caller went away while waiting
           return;
         }
-        this.keepSlot(release);
-        this.startTimer();
-        this.begin(hello, validator);
+        admitted(release, true);
       },
       (err: unknown) => {
-        if (this.state === 'waiting') this.refuseAdmission(err);
+        if (this.state === inLine) this.refuseAdmission(err);
       },
     );
   }
@@ -530,31 +545,10 @@ class ChallengeSession {
       this.check(answer, nonce, validator);
       return;
     }
-    let admitted: (() => void) | Promise<() => void>;
-    try {
-      admitted = admitAnswer();
-    } catch (err) {
-      this.refuseAdmission(err);
-      return;
-    }
-    if (typeof admitted === 'function') {
-      this.releases.push(admitted);
+    this.whenAdmitted(admitAnswer, 'working', (release) => {
+      this.releases.push(release);
       this.check(answer, nonce, validator);
-      return;
-    }
-    admitted.then(
-      (release) => {
-        if (this.state !== 'working') {
-          release(); // the caller went away while waiting
-          return;
-        }
-        this.releases.push(release);
-        this.check(answer, nonce, validator);
-      },
-      (err: unknown) => {
-        if (this.state === 'working') this.refuseAdmission(err);
-      },
-    );
+    });
   }
 
   /** The answer's checks (quotes, activation proof), then the handler, then the sealed answer. */

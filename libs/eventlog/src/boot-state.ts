@@ -1,18 +1,13 @@
 import { uefiVariable } from './event-data.js';
 import { asciiText, extendsSeparator, measuredBytes } from './measured-bytes.js';
 import type { EventLog, LogEvent } from './parse-event-log.js';
-import { extendsPcr } from './replay.js';
+import { eventsForPcr } from './replay.js';
 import { eventText } from './uefi-text.js';
 
 // What a log proves about a boot, read only from what the TPM binds: digests, their order per
 // PCR, and data that hashes to its digest. Event types are labels: nothing here reads them, so a
 // node cannot relabel an event out of a rule (go-tpm-tools' ParseMachineState works the same way
 // on firmware logs). Meaningful only for a log whose replay equals the quoted PCRs.
-
-/** The events that extended `pcr`, in order. */
-function extending(log: EventLog, pcr: number): LogEvent[] {
-  return log.events.filter((event) => event.pcr === pcr && extendsPcr(event));
-}
 
 export type SecureBootValue = 'enabled' | 'disabled' | 'absent' | 'invalid';
 
@@ -31,7 +26,7 @@ export interface SecureBootReading {
  * runs (the boot loader, the OS) can extend PCR 7 with a "SecureBoot = 1" of its own.
  */
 export function readSecureBoot(log: EventLog): SecureBootReading {
-  const events = extending(log, 7);
+  const events = eventsForPcr(log, 7);
   const end = events.findIndex(extendsSeparator);
   if (end === -1) return { separator: false, variables: [], unreadable: [] };
   const variables: { event: LogEvent; value: SecureBootValue }[] = [];
@@ -82,7 +77,7 @@ export function readKernelCommandLines(log: EventLog): CommandLineReading {
   const unreadable: LogEvent[] = [];
   const unpaired: LogEvent[] = [];
   for (const pcr of COMMAND_LINE_PCRS) {
-    const texts = extending(log, pcr).map((event) => {
+    const texts = eventsForPcr(log, pcr).map((event) => {
       const bytes = measuredBytes(event);
       if (bytes === undefined) unreadable.push(event);
       return { event, text: bytes === undefined ? undefined : eventText(bytes) };
@@ -114,7 +109,7 @@ export function readKernelCommandLines(log: EventLog): CommandLineReading {
  * take it out of this list.
  */
 export function readBootApplications(log: EventLog): LogEvent[] {
-  return extending(log, 4).filter((event) => {
+  return eventsForPcr(log, 4).filter((event) => {
     if (extendsSeparator(event)) return false;
     const bytes = measuredBytes(event);
     return bytes === undefined || asciiText(bytes) === undefined;

@@ -1,6 +1,6 @@
 import { COMMAND_LINE_PCRS, readBootApplications, readKernelCommandLines, readSecureBoot } from './boot-state.js';
 import type { EventLog, LogEvent } from './parse-event-log.js';
-import { extendsPcr } from './replay.js';
+import { eventsForPcr } from './replay.js';
 
 /**
  * Rules on what a boot measured, beside PCR values. Only meaningful for a log whose replay equals
@@ -171,13 +171,13 @@ function checkPcrEventDigests(
   const out: EventPolicyViolation[] = [];
   for (const [index, digests] of Object.entries(allowed).sort(([a], [b]) => Number(a) - Number(b))) {
     const pcr = Number(index);
-    const events = log.events.filter((event) => event.pcr === pcr && extendsPcr(event));
+    const events = eventsForPcr(log, pcr);
     if (events.length === 0) {
       out.push({ rule: 'pcrEventDigests', event: undefined, message: `the log shows no event in PCR ${pcr}` });
       continue;
     }
     for (const event of events) {
-      const digest = event.digests.get('sha256')?.toString('hex') ?? '';
+      const digest = sha256Of(event);
       if (!digests.includes(digest)) {
         out.push({
           rule: 'pcrEventDigests',

@@ -2,10 +2,10 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { stringify } from 'yaml';
 
-/** Where every control plane's API server reads its admission configuration (mounted read-only). */
-export const ADMISSION_CONFIG_DIR = '/etc/kubernetes/admission';
 /** The admission configuration file, relative to /etc/kubernetes (the bootstrapper writes it there). */
 export const ADMISSION_CONFIG_FILE = 'admission/admission-config.yaml';
+/** Where every control plane's API server reads it (mounted read-only into its static pod). */
+export const ADMISSION_CONFIG_DIR = `/etc/kubernetes/${dirname(ADMISSION_CONFIG_FILE)}`;
 
 /**
  * The API server's admission configuration: Pod Security `baseline` enforced by default in every
