@@ -80,7 +80,7 @@ export async function startTestMachine(place: MachinePlace): Promise<TestMachine
   const binDir = kubernetesBinDir();
   const netns = place.network.namespaces[place.index];
   if (netns === undefined) throw new Error(`no network namespace for ${place.name}`);
-  const { runnerCommand, systemctlCommand } = nodeProgramCommands();
+  const { runnerCommand, systemctlCommand, hostView } = nodeProgramCommands();
   const images = await nodeImages(binDir, place.role);
   const layout = nodeLayout(place.root);
   const created = await createNodeEnvironment({
@@ -98,6 +98,8 @@ export async function startTestMachine(place: MachinePlace): Promise<TestMachine
     path: [],
     runnerCommand,
     systemctlCommand,
+    // The node image's other programs and its images, beside the run's built kubeadm and kubelet.
+    hostView: [...hostView, { show: dirname(binDir) }],
   });
   let environment = created;
   try {

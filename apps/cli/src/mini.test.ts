@@ -78,6 +78,10 @@ const bootstrapperLog = (node: { dir: string }): Promise<string> =>
 describe('constellation mini', () => {
   it('brings up a cluster whose honest nodes join and whose tampered nodes are refused by PCR or by their event log, then cleans up completely', async () => {
     const workspace = await tempDirForTest();
+    // kube-proxy's pods mount these host paths, created when missing: on the host, before nodes had a root of their own.
+    const kubeProxyHostPaths = ['/usr/lib/modules', '/run/xtables.lock'];
+    const absentBefore: string[] = [];
+    for (const path of kubeProxyHostPaths) if (!(await pathExists(path))) absentBefore.push(path);
     const up = await constellation(
       workspace,
       'mini',
@@ -159,7 +163,11 @@ describe('constellation mini', () => {
       const controlPlane0 = state.nodes.find((n) => n.name === 'control-plane-0');
       const mountNamespace =
         (await readNodeEnvironment(worker1?.dir ?? ''))?.mountNamespace ?? 'worker-1 has no record';
+      // And with a root of its own, nothing else of the host: not the host's secrets in /etc, not
+      // the checkout mini runs from.
       const secrets = [
+        '/etc/shadow',
+        join(root, 'package.json'),
         join(workspace, 'constellation-admin.conf'),
         join(workspace, 'constellation-mastersecret.json'),
         join(controlPlane0?.dir ?? '', 'etc', 'kubernetes', 'pki', 'ca.key'),
@@ -332,6 +340,8 @@ describe('constellation mini', () => {
       );
       for (const name of ['control-plane-0', 'worker-4', 'worker-5'])
         expect(proxies.stdout.toString()).toMatch(new RegExp(`\\s1/1\\s+Running\\s.*\\s${name}\\s`));
+      // What kube-proxy made of its host paths is in each node's root, not the host's.
+      for (const path of absentBefore) expect(await pathExists(path), path).toBe(false);
       const dns = await kubectl(
         workspace,
         'wait',

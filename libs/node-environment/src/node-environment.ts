@@ -40,7 +40,11 @@ export interface NodeEnvironmentOptions {
   runnerCommand: string[];
   /** The command the node's `systemctl` runs, to which the control socket and systemctl's arguments are appended. */
   systemctlCommand: string[];
-  /** What the node sees of the host beyond its bind mounts (HostView): the rest is the host's. */
+  /**
+   * Host paths the node sees beside its own directory (HostView): the programs it runs from
+   * outside its image, its TPM's socket. Its root has nothing else of the host but the host's
+   * programs and configuration, read-only (createMountNamespace).
+   */
   hostView?: HostView;
 }
 
@@ -57,7 +61,7 @@ export interface NodeEnvironment {
   runnerCommand: string[];
   /** The unit runner's pid while the node runs. */
   runnerPid: number;
-  /** What the node sees of the host (absent in records of older nodes: all of it). */
+  /** Host paths the node sees beside its own directory. */
   hostView?: HostView;
 }
 
@@ -191,12 +195,25 @@ export async function createNodeEnvironment(options: NodeEnvironmentOptions): Pr
     cgroupRoot,
     runnerCommand: [...options.runnerCommand],
     runnerPid: 0,
-    ...(options.hostView === undefined ? {} : { hostView: options.hostView }),
+    hostView: environmentView(options),
   };
-  await createMountNamespace(env.mountNamespace, bindMounts(layout), env.hostView);
+  await createMountNamespace(env.mountNamespace, bindMounts(layout), nodeView(env));
   await writeRecord(layout, env);
   return env;
 }
+
+/**
+ * The node's own directory, writable at its place on the host (its programs' paths name it), then
+ * what it is shown.
+ */
+const nodeView = (env: NodeEnvironment): HostView => [{ show: env.dir, writable: true }, ...(env.hostView ?? [])];
+
+/** The programs the environment itself runs (containerd, runc, the CNI plugins), shown read-only, then the caller's view. */
+const environmentView = (options: NodeEnvironmentOptions): HostView => [
+  { show: options.binDir },
+  { show: options.cniBinDir },
+  ...(options.hostView ?? []),
+];
 
 function bindMounts(layout: NodeLayout): Map<string, string> {
   const binds = new Map<string, string>(NODE_BIND_MOUNTS.map((target) => [target, bindSource(layout, target)]));
@@ -332,7 +349,7 @@ export async function resetForBoot(env: NodeEnvironment): Promise<void> {
     await rm(source, { recursive: true, force: true });
     await mkdir(source, { recursive: true });
   }
-  await createMountNamespace(env.mountNamespace, bindMounts(layout), env.hostView);
+  await createMountNamespace(env.mountNamespace, bindMounts(layout), nodeView(env));
 }
 
 /** Stops the node and removes what it had on the host beside its directory: namespace, cgroups. */

@@ -45,15 +45,13 @@ function miniUpCommand(context: CommandContext): CommandUnknownOpts {
     .description('start nodes (each with its own swtpm, state disk and bootstrapper), init and join them')
     .addHelpText(
       'after',
-      '\nThe control plane is the real one (etcd, kube-apiserver, kube-controller-manager, kube-scheduler), run\nfrom the programs `node tools/kubernetes/build.mjs` builds; that command prints their directory.\n\nExamples:\n  constellation mini up --kubernetes-bin-dir "$(node tools/kubernetes/build.mjs)"\n  constellation mini up --kubernetes-bin-dir DIR --workers 8\n  constellation mini up --kubernetes-bin-dir DIR --tampered-workers 1   # see a modified node refused\n  constellation mini up --kubernetes-bin-dir DIR --workers 2 --tampered-workers 2 --tamper log-digest,log-removed   # a node whose event log lies\n  constellation mini up --kubernetes-bin-dir DIR --workers 0 --vm-workers 1 --node-image IMAGE_DIR   # a worker that is a VM booting the node image\n\nVM workers boot the node image (npm run node-image) in QEMU with OVMF and their own swtpm;\n`npm run mini -- --vm-workers N` builds the image mini needs and passes --node-image for you.\n`constellation mini vendor` prints the image build options that make an image trust mini.\n',
+      '\nThe control plane is the real one (etcd, kube-apiserver, kube-controller-manager, kube-scheduler), run\nfrom the programs `node tools/kubernetes/build.mjs` builds (`npm run mini` builds them): by default the newest\nrelease built in the cache, or the directory --kubernetes-bin-dir names.\n\nExamples:\n  constellation mini up\n  constellation mini up --workers 8\n  constellation mini up --tampered-workers 1   # see a modified node refused\n  constellation mini up --workers 2 --tampered-workers 2 --tamper log-digest,log-removed   # a node whose event log lies\n  constellation mini up --workers 0 --vm-workers 1 --node-image IMAGE_DIR   # a worker that is a VM booting the node image\n  constellation mini up --kubernetes-bin-dir "$(node tools/kubernetes/build.mjs)"   # the release this checkout pins, built if missing\n\nVM workers boot the node image (npm run node-image) in QEMU with OVMF and their own swtpm;\n`npm run mini -- --vm-workers N` builds the image mini needs and passes --node-image for you.\n`constellation mini vendor` prints the image build options that make an image trust mini.\n',
     )
     .addOption(
       new Option(
         '--kubernetes-bin-dir <dir>',
-        'the built Kubernetes programs (kube-apiserver, kubeadm, kubectl, ...): the directory `node tools/kubernetes/build.mjs` prints',
-      )
-        .env('CONSTELLATION_KUBERNETES_BIN_DIR')
-        .makeOptionMandatory(),
+        'the built Kubernetes programs (kube-apiserver, kubeadm, kubectl, ...): the directory `node tools/kubernetes/build.mjs` prints (default: the newest release built in ~/.cache/constellation/kubernetes)',
+      ).env('CONSTELLATION_KUBERNETES_BIN_DIR'),
     )
     .option(
       '--control-planes <n>',
@@ -105,6 +103,12 @@ function miniUpCommand(context: CommandContext): CommandUnknownOpts {
     .action(async (options) => {
       const workspace = context.workspace();
       const { miniUp } = await import('../mini/mini-up.js');
+      const { findBuiltKubernetes } = await import('../mini/built-kubernetes.js');
+      const kubernetesBinDir = options.kubernetesBinDir ?? (await findBuiltKubernetes());
+      if (options.kubernetesBinDir === undefined)
+        context.print(
+          `the Kubernetes programs: ${kubernetesBinDir} (the newest release built; --kubernetes-bin-dir picks others)`,
+        );
       const result = await miniUp({
         workspace,
         controlPlanes: options.controlPlanes,
@@ -115,7 +119,7 @@ function miniUpCommand(context: CommandContext): CommandUnknownOpts {
         ...(options.vmTamper === undefined ? {} : { vmTamper: options.vmTamper }),
         ...(options.nodeImage === undefined ? {} : { nodeImage: options.nodeImage }),
         network: options.network,
-        kubernetesBinDir: options.kubernetesBinDir,
+        kubernetesBinDir,
         print: context.print,
       });
       if (options.output === 'json') {

@@ -1,5 +1,4 @@
 import { appendFile, copyFile, cp, mkdir, writeFile } from 'node:fs/promises';
-import { homedir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import type { BootComponent } from '@constellation/attestation';
 import { createNamespaceMachine, namespaceMachinePaths } from '@constellation/machines';
@@ -189,26 +188,19 @@ export async function createNamespaceNode(spec: NodeSpec): Promise<Machine> {
 }
 
 /**
- * What a namespace node sees of the host (issue 50, item 6): not the workspace (the admin
- * kubeconfig, the master secret, every other node's directory: control-plane-0's CA key, their
- * TPMs), not mini's vendor keys (the EK CA's and the manifest signing key), not its own TPM's
- * state or control channel (which resets the TPM, and with it every PCR). It keeps its own
- * directory, the node image's programs, the Kubernetes programs and images, node itself, and its
- * TPM's data channel: what a machine has. A pod with a host path sees the same.
+ * What a namespace node sees of the host beside its own directory and the host's programs and
+ * configuration (issue 50, item 6): the node image's programs, the Kubernetes programs and images,
+ * node itself, and its TPM's data channel, each read-only but the socket. Not its TPM's state or
+ * control channel (which resets the TPM, and with it every PCR), and nothing else: not the
+ * workspace (the admin kubeconfig, the master secret), not the other nodes (control-plane-0's CA
+ * key, their TPMs), not mini's vendor keys. A pod with a host path sees the same.
  */
 function nodeHostView(nodeDir: string, paths: NamespaceMachinePaths, kubernetesBinDir: string): HostView {
-  const miniDir = dirname(nodeDir);
-  const workspace = dirname(miniDir);
   return [
-    ...(workspace === '/' ? [] : [{ hide: workspace }]),
-    { hide: miniDir },
-    { keep: nodeDir },
-    { keep: join(miniDir, 'image') },
+    { show: join(dirname(nodeDir), 'image') },
     { hide: paths.tpmDir },
-    { keep: paths.tpmSocket },
-    { hide: join(homedir(), '.config', 'constellation') },
-    // Kept whatever was hidden above them (a workspace in the home directory, say).
-    { keep: dirname(kubernetesBinDir) },
-    { keep: process.execPath },
+    { show: paths.tpmSocket, writable: true },
+    { show: dirname(kubernetesBinDir) },
+    { show: process.execPath },
   ];
 }
