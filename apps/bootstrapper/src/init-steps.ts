@@ -123,7 +123,16 @@ export async function bootstrapKubernetes(
     kubeProxy: request.conformanceMode,
   };
   await kubeadmInit(kubeadmRunner(context), kubeadmInput);
-  report.done();
+  // The node image's kube-proxy settings apply only to a cluster that runs kube-proxy: say so
+  // rather than drop them silently.
+  const unusedKubeProxyConfig = !request.conformanceMode && context.kubeadm.node?.kubeProxy !== undefined;
+  if (unusedKubeProxyConfig)
+    log.info('--kube-proxy-config not used: this cluster runs no kube-proxy (init --conformance turns it on)');
+  report.done(
+    request.conformanceMode
+      ? 'with kube-proxy'
+      : `without kube-proxy${unusedKubeProxyConfig ? "; the node image's --kube-proxy-config is not used" : ''}`,
+  );
 
   report.begin(InitStep.INIT_STEP_WAIT_FOR_API_SERVER);
   const { core, rbac } = await adminClients(context.paths.adminConf);

@@ -96,6 +96,14 @@ describe('InitServer on a real swtpm and LUKS2 image, initialising a real node (
       InitStep.INIT_STEP_PUBLISH_CLUSTER_CONFIG,
       InitStep.INIT_STEP_ISSUE_ADMIN_KUBECONFIG,
     ]);
+    // Without conformance mode there is no kube-proxy, and the step says so.
+    const kubeadmInitDone = messages.find(
+      (m) =>
+        m.kind?.$case === 'progress' &&
+        m.kind.value.step === InitStep.INIT_STEP_KUBEADM_INIT &&
+        m.kind.value.state === StepState.STEP_STATE_SUCCEEDED,
+    )?.kind;
+    expect(kubeadmInitDone?.$case === 'progress' ? kubeadmInitDone.value.detail : undefined).toBe('without kube-proxy');
     const last = messages.at(-1)?.kind;
     if (last?.$case !== 'success') throw new Error('no success message');
     const clusterId = deriveClusterId(

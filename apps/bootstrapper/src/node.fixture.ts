@@ -97,7 +97,7 @@ export function instanceIp(cluster: Cluster, name: string): string {
 
 export async function startCluster(machines: TestInstance[]): Promise<Cluster> {
   const dir = await createTempDir('constellation-cluster-');
-  const network = await createNetwork('namespaces', machines.length);
+  const network = await createNetwork(machines.length);
   try {
     // The control plane's port in its own namespace: kubeadm's.
     const apiServerPort = API_SERVER_PORT;

@@ -1,4 +1,5 @@
-import { runTypeScript } from '@constellation/testing';
+import { chmod } from 'node:fs/promises';
+import { repoRoot, runCommand, runTypeScript, tempDirForTest } from '@constellation/testing';
 import { describe, expect, it } from 'vitest';
 
 const entry = new URL('./main.ts', import.meta.url).pathname;
@@ -35,13 +36,45 @@ describe('constellation CLI entry point', () => {
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain("required option '--node <host[:port]>' not specified");
     // Without --kubernetes-bin-dir, mini up takes the newest build in the cache: none in an empty one.
-    const env = { ...process.env, CONSTELLATION_CACHE_DIR: '/nonexistent-cache' };
+    const env: NodeJS.ProcessEnv = { ...process.env, CONSTELLATION_CACHE_DIR: '/nonexistent-cache' };
     delete env['CONSTELLATION_KUBERNETES_BIN_DIR'];
     const noPrograms = await runTypeScript(entry, ['mini', 'up'], { timeoutMs: 30_000, env });
     expect(noPrograms.code).toBe(2);
     expect(noPrograms.stderr).toContain(
       'mini up needs the built Kubernetes programs and node images, and /nonexistent-cache/kubernetes has none: run `npm run mini` in the checkout',
     );
+  });
+
+  it('refuses mini up when not run as root, saying why (it once offered a --network loopback it always refused)', async () => {
+    const workspace = await tempDirForTest();
+    await chmod(workspace, 0o777);
+    // As nobody, with a home of its own (tsx and npm write caches there).
+    const asNobody = await runCommand(
+      'setpriv',
+      [
+        '--reuid=65534',
+        '--regid=65534',
+        '--clear-groups',
+        'env',
+        `HOME=${workspace}`,
+        process.execPath,
+        '--conditions=@constellation/source',
+        '--import',
+        'tsx',
+        entry,
+        '--workspace',
+        workspace,
+        'mini',
+        'up',
+      ],
+      { timeoutMs: 30_000, cwd: repoRoot() },
+    );
+    expect(asNobody.code, asNobody.stderr).toBe(2);
+    expect(asNobody.stderr).toContain(
+      'mini needs root: each node is a network and mount namespace of its own, with cgroups of its own (run it as root)',
+    );
+    const network = await run('mini', 'up', '--network', 'loopback');
+    expect(network.stderr).toContain("unknown option '--network'");
   });
 
   it('names the missing file when a command needs workspace files that are not there', async () => {

@@ -354,6 +354,23 @@ describe('constellation mini', () => {
         '--timeout=90s',
       );
       expect(dns.code, dns.stderr).toBe(0);
+      // Spread over two nodes (mini up restarts CoreDNS once workers are Ready): before, both
+      // replicas stayed on control-plane-0, where init had scheduled them.
+      const dnsNodes = await kubectl(
+        workspace,
+        'get',
+        'pods',
+        '-n',
+        'kube-system',
+        '-l',
+        'k8s-app=kube-dns',
+        '-o',
+        'jsonpath={.items[*].spec.nodeName}',
+      );
+      expect(
+        new Set(dnsNodes.stdout.toString().trim().split(' ')).size,
+        dnsNodes.stdout.toString(),
+      ).toBeGreaterThanOrEqual(2);
       const web = await kubectl(
         workspace,
         'run',

@@ -2,12 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
 
 /**
- * How a cluster's nodes (mini's, and the tests' machines) reach each other. `namespaces` (as root): one Linux network namespace per node
- * with its own address on a bridge, so nodes use the real ports (9000, 6443, 30090) and see each
- * other as separate machines; TPMs and the metadata server stay on the host side of the bridge,
- * like a hypervisor's. `loopback` (otherwise): addresses 127.0.0.10, .11, … and free ports.
+ * How a cluster's nodes (mini's, and the tests' machines) reach each other: one Linux network
+ * namespace per node with its own address on a bridge, so nodes use the real ports (9000, 6443,
+ * 30090) and see each other as separate machines; TPMs and the metadata server stay on the host
+ * side of the bridge, like a hypervisor's.
  */
 export interface MiniNetwork {
+  /** Always `namespaces` now; `loopback` (addresses 127.0.0.x) is read in the states of older CLIs only. */
   mode: 'namespaces' | 'loopback';
   /** Address of the host side: metadata server and TPMs. */
   hostIp: string;
@@ -38,27 +39,14 @@ async function ip(args: string[]): Promise<string> {
 }
 
 /** The network for `nodes` nodes; the last `withoutNamespace` of them get an address only (VMs). */
-export async function createNetwork(
-  mode: 'namespaces' | 'loopback',
-  nodes: number,
-  withoutNamespace = 0,
-): Promise<MiniNetwork> {
-  if (mode === 'loopback') {
-    return {
-      mode,
-      hostIp: '127.0.0.1',
-      nodeIps: Array.from({ length: nodes }, (_, i) => `127.0.0.${10 + i}`),
-      namespaces: [],
-      bridge: '',
-    };
-  }
+export async function createNetwork(nodes: number, withoutNamespace = 0): Promise<MiniNetwork> {
   const used = await ip(['-o', '-4', 'addr', 'show']);
   const free = Array.from({ length: 250 }, (_, i) => i + 1).filter((n) => !used.includes(`10.42.${n}.`));
   const subnet = free[Math.floor(Math.random() * free.length)];
   if (subnet === undefined) throw new Error('no free 10.42.x.0/24 subnet for the mini network');
   const id = randomBytes(2).toString('hex');
   const network: MiniNetwork = {
-    mode,
+    mode: 'namespaces',
     hostIp: `10.42.${subnet}.1`,
     nodeIps: Array.from({ length: nodes }, (_, i) => `10.42.${subnet}.${10 + i}`),
     namespaces: Array.from({ length: Math.max(0, nodes - withoutNamespace) }, (_, i) => `cstl-${id}-${i}`),

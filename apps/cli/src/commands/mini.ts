@@ -81,14 +81,6 @@ function miniUpCommand(context: CommandContext): CommandUnknownOpts {
       ),
     )
     .addOption(
-      new Option(
-        '--network <mode>',
-        'node networking: namespaces (needs root), loopback, or auto (namespaces when root)',
-      )
-        .choices(['auto', 'namespaces', 'loopback'] as const)
-        .default('auto' as const),
-    )
-    .addOption(
       new Option('--tampered-workers <n>', 'workers whose bootstrapper bundle is modified (they must be refused)')
         .argParser((v) => parseInteger(v, 0, mini.maxWorkers))
         .default(0),
@@ -118,7 +110,6 @@ function miniUpCommand(context: CommandContext): CommandUnknownOpts {
         vmWorkers: options.vmWorkers,
         ...(options.vmTamper === undefined ? {} : { vmTamper: options.vmTamper }),
         ...(options.nodeImage === undefined ? {} : { nodeImage: options.nodeImage }),
-        network: options.network,
         kubernetesBinDir,
         print: context.print,
       });

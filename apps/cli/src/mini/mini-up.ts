@@ -38,6 +38,7 @@ import type { VmImage } from './vm-image.js';
 import type { VmTamper } from './providers/vm-tamper.js';
 import { startNode } from './start-node.js';
 import type { NodeImages } from './node-spec.js';
+import { spreadCoreDns } from './spread-coredns.js';
 import { waitForNodes } from './wait-for-nodes.js';
 import type { MiniNodeResult } from './wait-for-nodes.js';
 import type { Tamper } from './tamper.js';
@@ -59,8 +60,6 @@ export interface MiniUpOptions {
   kubernetesVersion?: string;
   /** How long to wait for every node to join (default: 2 min and 45 s per node after the first). */
   joinTimeoutMs?: number;
-  /** Node networking; `auto` uses network namespaces when running as root. */
-  network?: 'auto' | 'namespaces' | 'loopback';
   /** The built Kubernetes programs (what `node tools/kubernetes/build.mjs` prints): the control plane and kubectl. */
   kubernetesBinDir: string;
   print: (line: string) => void;
@@ -146,6 +145,10 @@ function checkTamperOptions(options: MiniUpOptions): void {
  */
 export async function miniUp(options: MiniUpOptions): Promise<MiniUpResult> {
   const started = Date.now();
+  if (process.getuid?.() !== 0)
+    throw new UsageError(
+      'mini needs root: each node is a network and mount namespace of its own, with cgroups of its own (run it as root)',
+    );
   checkTamperOptions(options);
   await refuseRunningCluster(options.workspace);
   const vms = await vmNodes(options);
@@ -164,18 +167,8 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniUpResult> {
   for (const stale of [files.state, files.kubeconfig, files.masterSecret, files.initSecret])
     await rm(stale, { force: true });
 
-  const mode =
-    options.network === undefined || options.network === 'auto'
-      ? process.getuid?.() === 0
-        ? 'namespaces'
-        : 'loopback'
-      : options.network;
-  if (mode === 'loopback')
-    throw new UsageError(
-      'mini runs the real control plane, and kubeadm advertises no loopback address: the nodes need network namespaces of their own (run as root, with --network namespaces or auto)',
-    );
   const instances = nodeNames(options.controlPlanes, options.workers, options.vmWorkers ?? 0);
-  const network = await createNetwork(mode, instances.length, options.vmWorkers ?? 0);
+  const network = await createNetwork(instances.length, options.vmWorkers ?? 0);
   const state: MiniState = {
     startedAt: new Date().toISOString(),
     dir,
@@ -331,7 +324,7 @@ async function bringUp(bring: Bring): Promise<MiniNodeResult[]> {
     `JoinService deployed as the DaemonSet of deploy/joinservice (port ${state.joinServicePort} of every control plane); the other nodes join through it`,
   );
   await vmsStarted;
-  return waitForNodes({
+  const nodes = await waitForNodes({
     state,
     kubeconfig: files.kubeconfig,
     // Control planes join one at a time, about 20 s each on 2 idle cores; workers in parallel.
@@ -345,6 +338,11 @@ async function bringUp(bring: Bring): Promise<MiniNodeResult[]> {
       progress(bring, line);
     },
   });
+  if (nodes.some((node) => node.role === 'worker' && node.ready)) {
+    await spreadCoreDns(new Kubectl(bring.programs, files.kubeconfig, { timeoutMs: 150_000 }));
+    progress(bring, "CoreDNS restarted once workers were Ready, so that its replicas spread (kubeadm's anti-affinity)");
+  }
+  return nodes;
 }
 
 /**

@@ -56,7 +56,7 @@ describe('a namespace machine', () => {
 
   beforeAll(async () => {
     dir = await createTempDir('machines-test-');
-    network = await createNetwork('namespaces', 2);
+    network = await createNetwork(2);
   }, 30_000);
 
   afterAll(async () => {
