@@ -95,12 +95,6 @@ function miniUpCommand(context: CommandContext): CommandUnknownOpts {
     .action(async (options) => {
       const workspace = context.workspace();
       const { miniUp } = await import('../mini/mini-up.js');
-      const { findBuiltKubernetes } = await import('../mini/built-kubernetes.js');
-      const kubernetesBinDir = options.kubernetesBinDir ?? (await findBuiltKubernetes());
-      if (options.kubernetesBinDir === undefined)
-        context.print(
-          `the Kubernetes programs: ${kubernetesBinDir} (the newest release built; --kubernetes-bin-dir picks others)`,
-        );
       const result = await miniUp({
         workspace,
         controlPlanes: options.controlPlanes,
@@ -110,7 +104,7 @@ function miniUpCommand(context: CommandContext): CommandUnknownOpts {
         vmWorkers: options.vmWorkers,
         ...(options.vmTamper === undefined ? {} : { vmTamper: options.vmTamper }),
         ...(options.nodeImage === undefined ? {} : { nodeImage: options.nodeImage }),
-        kubernetesBinDir,
+        ...(options.kubernetesBinDir === undefined ? {} : { kubernetesBinDir: options.kubernetesBinDir }),
         print: context.print,
       });
       if (options.output === 'json') {

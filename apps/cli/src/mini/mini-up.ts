@@ -38,6 +38,7 @@ import type { VmImage } from './vm-image.js';
 import type { VmTamper } from './providers/vm-tamper.js';
 import { startNode } from './start-node.js';
 import type { NodeImages } from './node-spec.js';
+import { findBuiltKubernetes } from './built-kubernetes.js';
 import { spreadCoreDns } from './spread-coredns.js';
 import { waitForNodes } from './wait-for-nodes.js';
 import type { MiniNodeResult } from './wait-for-nodes.js';
@@ -60,8 +61,11 @@ export interface MiniUpOptions {
   kubernetesVersion?: string;
   /** How long to wait for every node to join (default: 2 min and 45 s per node after the first). */
   joinTimeoutMs?: number;
-  /** The built Kubernetes programs (what `node tools/kubernetes/build.mjs` prints): the control plane and kubectl. */
-  kubernetesBinDir: string;
+  /**
+   * The built Kubernetes programs (what `node tools/kubernetes/build.mjs` prints): the control
+   * plane and kubectl. Default: the newest release built in the cache (findBuiltKubernetes).
+   */
+  kubernetesBinDir?: string;
   print: (line: string) => void;
 }
 
@@ -152,7 +156,12 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniUpResult> {
   checkTamperOptions(options);
   await refuseRunningCluster(options.workspace);
   const vms = await vmNodes(options);
-  const programs = await locateKubernetesPrograms(options.kubernetesBinDir);
+  const kubernetesBinDir = options.kubernetesBinDir ?? (await findBuiltKubernetes());
+  if (options.kubernetesBinDir === undefined)
+    options.print(
+      `the Kubernetes programs: ${kubernetesBinDir} (the newest release built; --kubernetes-bin-dir picks others)`,
+    );
+  const programs = await locateKubernetesPrograms(kubernetesBinDir);
   const built = await findArtifacts();
   const images = await nodeImages(programs.binDir, built);
   if (!(await pathExists(join(CNI_BIN_DIR, 'bridge'))))
