@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { readdir, rm, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { isRunning } from '@constellation/process';
 
 /** How many images of other recipes stay in the cache besides the current one. */
 const KEEP_OTHER_RECIPES = 3;
@@ -19,15 +20,6 @@ export function imageCacheDir(): string {
   return join(cacheRoot(), 'node-image');
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /**
  * Removes builds cut off earlier (work directories of processes no longer running) and all but
  * the newest few images of other recipes (each holds a few hundred MB).
@@ -39,7 +31,7 @@ export async function pruneCache(dir: string, keep: string): Promise<void> {
     if (!entry.isDirectory()) continue;
     const partial = /^[0-9a-f]{16}\.partial-(\d+)$/.exec(entry.name);
     if (partial?.[1] !== undefined) {
-      if (!isAlive(Number(partial[1]))) await rm(join(dir, entry.name), { recursive: true, force: true });
+      if (!isRunning(Number(partial[1]))) await rm(join(dir, entry.name), { recursive: true, force: true });
     } else if (/^[0-9a-f]{16}$/.test(entry.name) && entry.name !== keep) {
       images.push({ name: entry.name, mtimeMs: (await stat(join(dir, entry.name))).mtimeMs });
     }

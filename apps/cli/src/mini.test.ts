@@ -7,7 +7,7 @@ import { kubernetesBinDir, repoRoot, runCommand, tempDirForTest, waitFor } from 
 import { describe, expect, it } from 'vitest';
 import { pathExists } from '@constellation/files';
 import { readNodeEnvironment, unitLog } from '@constellation/node-environment';
-import { isRunning } from '@constellation/machines';
+import { isRunning } from '@constellation/process';
 import type { MiniNode, MiniState } from './mini/mini-state.js';
 import { BOOTSTRAPPER_UNIT } from './mini/providers/namespace-node.js';
 

@@ -26,6 +26,7 @@ import { loadSoftwareTpms, manufactureSoftwareTpms, saveSoftwareTpms } from './s
 import type { SoftwareTpmIdentity } from './software-tpm.fixture.js';
 import { stormNodeIp } from './storm-orders.js';
 import type { NodeOutcome, NodeProcessCpu, StormOrders } from './storm-orders.js';
+import { isRunning } from '@constellation/process';
 
 /** /proc reports CPU in clock ticks of USER_HZ, 100 per second on Linux (proc(5)). */
 const CLOCK_TICK_MS = 10;
@@ -428,15 +429,6 @@ function processCpuMs(pid: number): number | undefined {
 
 let nodesProgram: Promise<string> | undefined;
 
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /**
  * The node processes' program, bundled once per run (as the bootstrapper ships): no TypeScript
  * loader between them and their start. Twice a node process started from the sources through tsx
@@ -448,7 +440,7 @@ function stormNodesProgram(): Promise<string> {
     // ended without one, so those of processes gone are removed here.
     for (const name of readdirSync(tmpdir())) {
       const pid = Number(/^constellation-storm-nodes-(\d+)-\d+$/.exec(name)?.[1]);
-      if (Number.isInteger(pid) && !processAlive(pid)) rmSync(join(tmpdir(), name), { recursive: true, force: true });
+      if (Number.isInteger(pid) && !isRunning(pid)) rmSync(join(tmpdir(), name), { recursive: true, force: true });
     }
     const dir = join(tmpdir(), `constellation-storm-nodes-${process.pid}-${threadId}`);
     mkdirSync(dir, { recursive: true });

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { runProgram } from '@constellation/control-plane';
+import { runProgram } from '@constellation/process';
 import { joinConfiguration } from '@constellation/kubeadm';
 import { MemoryLogger } from '@constellation/logger/testing';
 import type { JoinTicket } from '@constellation/proto';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCommand, sharedKubernetes } from '@constellation/testing';
 import { startControlPlane } from './control-plane.js';
-import { isRunning } from './managed-process.js';
+import { isRunning } from '@constellation/process';
 import { locateKubernetesPrograms } from './kubernetes-programs.js';
 
 /** The built kubectl against the run's control plane as system:masters. */

@@ -1,6 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import type { KubernetesPrograms } from './kubernetes-programs.js';
-import { ProgramFailed, runProgram } from './run-program.js';
+import { ProgramFailed, runProgram } from '@constellation/process';
 
 /** The built kubectl with one kubeconfig: what mini and tests drive the real API server with. */
 export class Kubectl {

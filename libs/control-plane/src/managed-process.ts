@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
-import { open, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
+import { isRunning, spawnDetached } from '@constellation/process';
 
 /** A program started detached (its own process group), its output in a log file. */
 export interface ManagedProcess {
@@ -14,31 +14,8 @@ export async function startManagedProcess(
   command: [string, string[]],
   logFile: string,
 ): Promise<ManagedProcess> {
-  const log = await open(logFile, 'a', 0o600);
-  try {
-    const child = spawn(command[0], command[1], { detached: true, stdio: ['ignore', log.fd, log.fd] });
-    const pid = await new Promise<number>((resolve, reject) => {
-      child.once('spawn', () => {
-        resolve(child.pid ?? -1);
-      });
-      child.once('error', (error) => {
-        reject(new Error(`cannot start ${program}: ${error.message}`, { cause: error }));
-      });
-    });
-    child.unref();
-    return { program, pid, logFile };
-  } finally {
-    await log.close();
-  }
-}
-
-export function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
+  const pid = await spawnDetached(command[0], command[1], logFile, { name: program });
+  return { program, pid, logFile };
 }
 
 /** The last `lines` lines of a process's log, for an error that says why it failed. */

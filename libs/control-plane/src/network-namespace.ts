@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { runProgram } from './run-program.js';
+import { runProgram } from '@constellation/process';
 
 /**
  * A Linux network namespace of the project's own, linked to the host by one veth pair: the

@@ -1,4 +1,5 @@
-import { Kubectl, locateKubernetesPrograms, runProgram, tokenKubeconfig } from '@constellation/control-plane';
+import { Kubectl, locateKubernetesPrograms, tokenKubeconfig } from '@constellation/control-plane';
+import { runProgram } from '@constellation/process';
 import { sharedKubernetes, tempDirForTest } from '@constellation/testing';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';

@@ -3,7 +3,6 @@ export { MACHINE_PROVIDERS } from './machine.js';
 export { machineRecordPath, openMachine, openMachineAt, writeMachineRecord } from './machine-record.js';
 export { CTR_K8S_IO, importImages, listImages, tagImage } from './container-images.js';
 export { setRegistryMirror } from './registry-mirror.js';
-export { isRunning, stopProcess } from './stop-process.js';
 export type { Firmware } from './providers/namespaces/firmware.js';
 export type { NamespaceMachineOptions } from './providers/namespaces/create-namespace-machine.js';
 export { createNamespaceMachine } from './providers/namespaces/create-namespace-machine.js';

@@ -3,7 +3,7 @@ import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import type { Server } from 'node:net';
 import { join } from 'node:path';
-import { ProgramFailed, runProgram } from '@constellation/control-plane';
+import { ProgramFailed, runProgram } from '@constellation/process';
 import { createTempDir } from '@constellation/testing';
 import type { TempDir } from '@constellation/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { runProgram } from '@constellation/control-plane';
+import { runProgram } from '@constellation/process';
 import { errorMessage } from '@constellation/errors';
 
 /**

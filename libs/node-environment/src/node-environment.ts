@@ -1,7 +1,6 @@
-import { spawn } from 'node:child_process';
-import { chmod, mkdir, open, readFile, readdir, readlink, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, readdir, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { runProgram } from '@constellation/control-plane';
+import { isRunning, runProgram, spawnDetached, waitUntil } from '@constellation/process';
 import { errorMessage } from '@constellation/errors';
 import { cgroupProcesses, createCgroupRoot, removeCgroupRoot } from './cgroup-root.js';
 import { cniConfig, containerdConfig } from './containerd-config.js';
@@ -222,15 +221,6 @@ function bindMounts(layout: NodeLayout): Map<string, string> {
   return binds;
 }
 
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`${what} did not happen within ${timeoutMs} ms`);
-}
-
 const exists = (path: string): Promise<boolean> =>
   stat(path).then(
     () => true,
@@ -241,29 +231,20 @@ const exists = (path: string): Promise<boolean> =>
 export async function bootNode(env: NodeEnvironment): Promise<NodeEnvironment> {
   const layout = nodeLayout(env.dir);
   await rm(layout.unitsSocket, { force: true });
-  const log = await open(join(layout.logs, 'runner.log'), 'a', 0o600);
-  let pid: number;
-  try {
-    const [program, args] = inNamespaces(env, [...env.runnerCommand, layout.units]);
-    const child = spawn(program, args, { detached: true, stdio: ['ignore', log.fd, log.fd] });
-    pid = await new Promise<number>((resolve, reject) => {
-      child.once('spawn', () => {
-        resolve(child.pid ?? 0);
-      });
-      child.once('error', reject);
-    });
-    child.unref();
-  } finally {
-    await log.close();
-  }
+  const [program, args] = inNamespaces(env, [...env.runnerCommand, layout.units]);
+  const pid = await spawnDetached(program, args, join(layout.logs, 'runner.log'), {
+    name: `${env.name}'s unit runner`,
+  });
   const booted = { ...env, runnerPid: pid };
   await writeRecord(layout, booted);
-  await waitFor(`${env.name}'s unit runner listening`, () => exists(layout.unitsSocket), 15_000).catch(
-    async (err: unknown) => {
-      const tail = (await readFile(join(layout.logs, 'runner.log'), 'utf8').catch(() => '')).split('\n').slice(-6);
-      throw new Error(`${errorMessage(err)}\n${tail.join('\n')}`, { cause: err });
-    },
-  );
+  await waitUntil(async () => ((await exists(layout.unitsSocket)) ? true : undefined), {
+    timeoutMs: 15_000,
+    what: `${env.name}'s unit runner listening`,
+    intervalMs: 100,
+  }).catch(async (err: unknown) => {
+    const tail = (await readFile(join(layout.logs, 'runner.log'), 'utf8').catch(() => '')).split('\n').slice(-6);
+    throw new Error(`${errorMessage(err)}\n${tail.join('\n')}`, { cause: err });
+  });
   return booted;
 }
 
@@ -275,15 +256,6 @@ export async function runInNode(
 ): Promise<{ stdout: string; stderr: string }> {
   const [program, args] = inNamespaces(env, command);
   return runProgram(program, args, { timeoutMs });
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Processes in the node's mount namespace (its programs and the containers' shims). */
@@ -313,10 +285,14 @@ export async function nodeProcesses(env: NodeEnvironment): Promise<number[]> {
  * in its mount namespace. The namespace and the node's files stay (see destroyNode).
  */
 export async function shutdownNode(env: NodeEnvironment): Promise<void> {
-  if (env.runnerPid > 0 && alive(env.runnerPid)) {
+  if (env.runnerPid > 0 && isRunning(env.runnerPid)) {
     process.kill(env.runnerPid, 'SIGTERM');
-    await waitFor(`${env.name}'s units stopping`, () => Promise.resolve(!alive(env.runnerPid)), 40_000).catch(() => {
-      if (alive(env.runnerPid)) process.kill(env.runnerPid, 'SIGKILL');
+    await waitUntil(() => Promise.resolve(isRunning(env.runnerPid) ? undefined : true), {
+      timeoutMs: 40_000,
+      what: `${env.name}'s units stopping`,
+      intervalMs: 100,
+    }).catch(() => {
+      if (isRunning(env.runnerPid)) process.kill(env.runnerPid, 'SIGKILL');
     });
   }
   for (let round = 0; round < 20; round++) {

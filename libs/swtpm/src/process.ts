@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { lstat, mkdir, readFile, rm } from 'node:fs/promises';
 import type { NetConnectOpts } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { canConnect } from './can-connect.js';
 import { requireProgram, SwtpmToolError } from './programs.js';
+import { isRunning } from '@constellation/process';
 
 /** swtpm's channels on unix sockets (mode 0600): only the owner can talk to, reset or clone the TPM. */
 export interface UnixListen {
@@ -108,7 +108,7 @@ export async function startSwtpmProcess(options: SwtpmProcessOptions): Promise<S
   } else {
     pid = child.pid ?? -1;
   }
-  const isAlive = (): boolean => (options.daemon === true ? processExists(pid) : !childState.exited);
+  const isAlive = (): boolean => (options.daemon === true ? isRunning(pid) : !childState.exited);
   let gone: Promise<void> | undefined;
   // A daemon is not our child (its foreground parent exits at once): its exit is observed by
   // polling, started only when asked for. Sockets are removed only once swtpm is really gone.
@@ -208,22 +208,6 @@ async function removeSockets(e: SwtpmEndpoints): Promise<void> {
   }
 }
 
-function processExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-  // A killed daemon whose new parent (PID 1 in a container) does not reap it lingers as a
-  // zombie: it is gone for our purposes.
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
-}
-
 function signal(pid: number, sig: NodeJS.Signals): void {
   try {
     process.kill(pid, sig);
@@ -237,7 +221,7 @@ function signal(pid: number, sig: NodeJS.Signals): void {
  * so that watching a daemon never keeps this process alive; stop() bounds it with SIGKILL.
  */
 async function pollUntilGone(pid: number): Promise<void> {
-  while (processExists(pid)) await new Promise((r) => setTimeout(r, 20).unref());
+  while (isRunning(pid)) await new Promise((r) => setTimeout(r, 20).unref());
 }
 
 async function boundedWait(promise: Promise<void>, deadline: number, what: string): Promise<void> {

@@ -1,6 +1,6 @@
-import { spawn } from 'node:child_process';
 import { access, constants } from 'node:fs/promises';
 import { delimiter, join } from 'node:path';
+import { ProgramFailed, runProgram as runBounded } from '@constellation/process';
 
 /** A program this library runs failed, was missing, or did not finish in time. */
 export class SwtpmToolError extends Error {
@@ -54,47 +54,27 @@ export interface RunResult {
   stderr: string;
 }
 
-/** Output kept for error messages: the end of it is where tools say what went wrong. */
-const MAX_OUTPUT_IN_ERROR = 4000;
-
 /**
- * Runs `program` without a shell, killed after `timeoutMs`. A non-zero exit becomes a
- * SwtpmToolError naming the program and carrying its stderr (and stdout, where swtpm_setup
- * reports some of its errors).
+ * Runs `program` without a shell, killed after `timeoutMs` (@constellation/process). A non-zero
+ * exit becomes a SwtpmToolError naming the program and carrying its stderr (and stdout, where
+ * swtpm_setup reports some of its errors).
  */
-export function runProgram(
+export async function runProgram(
   program: string,
   args: readonly string[],
   options: { timeoutMs: number; env?: NodeJS.ProcessEnv },
 ): Promise<RunResult> {
-  const name = program.split('/').pop() ?? program;
-  return new Promise((resolve, reject) => {
-    const child = spawn(program, args, { env: options.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new SwtpmToolError(name, `${name} did not finish within ${options.timeoutMs} ms`));
-    }, options.timeoutMs);
-    child.once('error', (err) => {
-      clearTimeout(timer);
-      reject(new SwtpmToolError(name, `cannot run ${name}: ${err.message}`, { cause: err }));
-    });
-    child.once('close', (code, signal) => {
-      clearTimeout(timer);
-      if (code === 0) {
-        resolve({ stdout, stderr });
-        return;
-      }
-      const output = [stderr.trim(), stdout.trim()].filter((s) => s !== '').join('\n');
-      reject(
-        new SwtpmToolError(
-          name,
-          `${name} exited with ${String(code ?? signal)}: ${output.slice(-MAX_OUTPUT_IN_ERROR) || '(no output)'}`,
-        ),
-      );
-    });
-  });
+  try {
+    return await runBounded(program, args, options);
+  } catch (err) {
+    if (!(err instanceof ProgramFailed)) throw err;
+    const { program: name, ending, output } = err;
+    const message =
+      ending === 'timeout'
+        ? `${name} did not finish within ${options.timeoutMs} ms`
+        : ending === 'not started'
+          ? err.message
+          : `${name} exited with ${ending}: ${output || '(no output)'}`;
+    throw new SwtpmToolError(name, message, { cause: err });
+  }
 }

@@ -9,7 +9,8 @@ import { pathExists } from '@constellation/files';
 import { hashInitSecret } from '@constellation/keys';
 import { Kubectl, locateKubernetesPrograms } from '@constellation/control-plane';
 import type { KubernetesPrograms } from '@constellation/control-plane';
-import { isRunning, probeKvm } from '@constellation/machines';
+import { probeKvm } from '@constellation/machines';
+import { isRunning, spawnDetached, waitUntil } from '@constellation/process';
 import type { AccelChoice } from '@constellation/machines';
 import { CNI_BIN_DIR } from '@constellation/node-environment';
 import { createEkCa, manufactureTpm } from '@constellation/swtpm';
@@ -22,8 +23,6 @@ import { workspaceFiles, writeWorkspaceFile } from '../workspace.js';
 import { copyNodeImage, findArtifacts } from './artifacts.js';
 import type { MiniArtifacts } from './artifacts.js';
 import { bootChain } from './boot-chain.js';
-import { waitUntil } from './bounded-wait.js';
-import { spawnDetached } from './detached.js';
 import { deployJoinService } from './joinservice-deployment.js';
 import { machineOf, miniDir, readMiniState, writeMiniState } from './mini-state.js';
 import type { MiniNode, MiniState } from './mini-state.js';
@@ -429,6 +428,7 @@ async function startCloud(bring: Bring): Promise<string> {
         .join(',')}`,
     ],
     join(state.dir, 'metadata.log'),
+    { name: 'the metadata server' },
   );
   // Ready signal: the server writes its URL once it listens.
   state.metadataUrl = await waitUntil(

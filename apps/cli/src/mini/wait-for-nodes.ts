@@ -2,11 +2,11 @@ import { readFile } from 'node:fs/promises';
 import * as k8s from '@kubernetes/client-node';
 import { pooledApiConfiguration } from '@constellation/kubeadm';
 import { canConnect } from '@constellation/swtpm';
-import { WaitAbandoned, waitUntil } from './bounded-wait.js';
 import { readJoinStatus } from './join-refusal.js';
 import { machineOf } from './mini-state.js';
 import type { MiniNode, MiniState } from './mini-state.js';
 import { BOOTSTRAPPER_UNIT } from './providers/namespace-node.js';
+import { WaitAbandoned, waitUntil } from '@constellation/process';
 
 export interface MiniNodeResult {
   name: string;

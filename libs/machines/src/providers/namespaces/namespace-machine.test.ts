@@ -20,7 +20,7 @@ import type { TempDir } from '@constellation/testing';
 import { SocketTransport, Tpm } from '@constellation/tpm';
 import { openMachineAt } from '../../machine-record.js';
 import type { Machine } from '../../machine.js';
-import { isRunning } from '../../stop-process.js';
+import { isRunning } from '@constellation/process';
 import { createNamespaceMachine } from './create-namespace-machine.js';
 import { namespaceMachinePaths } from './namespace-paths.js';
 

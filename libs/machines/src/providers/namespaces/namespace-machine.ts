@@ -14,7 +14,7 @@ import {
   unitState,
 } from '@constellation/node-environment';
 import type { NodeEnvironment, UnitsFile } from '@constellation/node-environment';
-import { stopProcess } from '../../stop-process.js';
+import { stopProcess } from '@constellation/process';
 import type { ExecResult, Machine, MachineRecord, UnitStatus } from '../../machine.js';
 import { checkMachinePath } from '../../machine-path.js';
 import { powerOnTpm, readFirmware } from './firmware.js';

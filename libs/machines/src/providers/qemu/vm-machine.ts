@@ -3,7 +3,7 @@ import { open, readFile, rm } from 'node:fs/promises';
 import { posix } from 'node:path';
 import type { ExecResult, Machine, MachineRecord, UnitStatus } from '../../machine.js';
 import { checkMachinePath } from '../../machine-path.js';
-import { isRunning, stopProcess } from '../../stop-process.js';
+import { isRunning, stopProcess } from '@constellation/process';
 import { vmBootProgress } from './boot-phase.js';
 import type { VmBootProgress } from './boot-phase.js';
 import { GuestAgent } from './guest-agent.js';

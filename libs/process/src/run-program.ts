@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 
-/** A program the control plane needs failed, was missing, or did not finish in time. */
+/** A program failed, was missing, or did not finish in time. */
 export class ProgramFailed extends Error {
   override readonly name = 'ProgramFailed';
   /** The program's base name, e.g. "kubeadm". */
@@ -9,12 +9,20 @@ export class ProgramFailed extends Error {
   readonly output: string;
   /** What it wrote to stdout (some programs answer there and exit non-zero, as `kubectl auth can-i`). */
   readonly stdout: string;
+  /** How it ended: its exit code or signal, `timeout`, or `not started`. */
+  readonly ending: string;
 
-  constructor(program: string, message: string, output: string, options?: ErrorOptions & { stdout?: string }) {
+  constructor(
+    program: string,
+    message: string,
+    output: string,
+    options?: ErrorOptions & { stdout?: string; ending?: string },
+  ) {
     super(message, options);
     this.program = program;
     this.output = output;
     this.stdout = options?.stdout ?? '';
+    this.ending = options?.ending ?? 'unknown';
   }
 }
 
@@ -44,12 +52,16 @@ export function runProgram(
       child.kill('SIGKILL');
       const output = (stderr + stdout).slice(-KEPT_OUTPUT);
       reject(
-        new ProgramFailed(name, `${name} ${args.join(' ')} did not finish within ${options.timeoutMs} ms`, output),
+        new ProgramFailed(name, `${name} ${args.join(' ')} did not finish within ${options.timeoutMs} ms`, output, {
+          ending: 'timeout',
+        }),
       );
     }, options.timeoutMs);
     child.once('error', (error) => {
       clearTimeout(timer);
-      reject(new ProgramFailed(name, `cannot run ${name}: ${error.message}`, '', { cause: error }));
+      reject(
+        new ProgramFailed(name, `cannot run ${name}: ${error.message}`, '', { cause: error, ending: 'not started' }),
+      );
     });
     child.once('close', (code, signal) => {
       clearTimeout(timer);
@@ -66,7 +78,7 @@ export function runProgram(
           name,
           `${name} ${args.join(' ')} exited with ${String(code ?? signal)}: ${output || '(no output)'}`,
           output,
-          { stdout },
+          { stdout, ending: String(code ?? signal) },
         ),
       );
     });

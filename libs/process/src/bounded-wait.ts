@@ -2,9 +2,10 @@
 export class WaitAbandoned extends Error {}
 
 /**
- * Polls `probe` until it returns a value (not undefined), at most `timeoutMs`. The one wait mini
- * uses: every step it waits for has an explicit signal (a file, a health endpoint, an API object),
- * and every wait has a bound and says what it waited for. A probe's other errors count as "not yet".
+ * Polls `probe` until it returns a value (not undefined), at most `timeoutMs`: the wait of mini and
+ * the node environment, where every step waited for has an explicit signal (a file, a health
+ * endpoint, an API object), and every wait has a bound and says what it waited for. A probe's
+ * other errors count as "not yet".
  */
 export async function waitUntil<T>(
   probe: () => Promise<T | undefined>,
