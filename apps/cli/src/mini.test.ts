@@ -326,18 +326,9 @@ describe('constellation mini', () => {
 
       // Services and cluster DNS, as on any kubeadm cluster: kube-proxy on every node, CoreDNS
       // Ready, and a pod on worker-4 reaches a web server on worker-5 by its Service's name.
-      const proxies = await kubectl(
-        workspace,
-        'get',
-        'pods',
-        '-n',
-        'kube-system',
-        '-l',
-        'k8s-app=kube-proxy',
-        '-o',
-        'wide',
-        '--no-headers',
-      );
+      const kubeSystemPods = (app: string, ...output: string[]) =>
+        kubectl(workspace, 'get', 'pods', '-n', 'kube-system', '-l', `k8s-app=${app}`, ...output);
+      const proxies = await kubeSystemPods('kube-proxy', '-o', 'wide', '--no-headers');
       for (const name of ['control-plane-0', 'worker-4', 'worker-5'])
         expect(proxies.stdout.toString()).toMatch(new RegExp(`\\s1/1\\s+Running\\s.*\\s${name}\\s`));
       // What kube-proxy made of its host paths is in each node's root, not the host's.
@@ -356,17 +347,7 @@ describe('constellation mini', () => {
       expect(dns.code, dns.stderr).toBe(0);
       // Spread over two nodes (mini up restarts CoreDNS once workers are Ready): before, both
       // replicas stayed on control-plane-0, where init had scheduled them.
-      const dnsNodes = await kubectl(
-        workspace,
-        'get',
-        'pods',
-        '-n',
-        'kube-system',
-        '-l',
-        'k8s-app=kube-dns',
-        '-o',
-        'jsonpath={.items[*].spec.nodeName}',
-      );
+      const dnsNodes = await kubeSystemPods('kube-dns', '-o', 'jsonpath={.items[*].spec.nodeName}');
       expect(
         new Set(dnsNodes.stdout.toString().trim().split(' ')).size,
         dnsNodes.stdout.toString(),

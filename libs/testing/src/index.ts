@@ -11,7 +11,7 @@ export { createTempDir, tempDirForTest } from './temp-dir.js';
 export type { TestHttpServer } from './http-server.js';
 export { startHttpServer } from './http-server.js';
 export { sleep, waitFor, withTimeout } from './wait-for.js';
-export { installTypeScriptCommand, repoRoot, runTypeScript } from './run-typescript.js';
+export { repoRoot, runTypeScript } from './run-typescript.js';
 
 export { applyTextMutation, textMutation } from './text-mutation.js';
 export type { NeverClosingRelay } from './never-closing-relay.js';

@@ -33,22 +33,3 @@ export async function runTypeScript(
     },
   );
 }
-
-/**
- * Writes an executable `<dir>/<name>` that runs a TypeScript entry point through tsx, so tests can
- * put a program (the kubeadm stand-in, the bootstrapper) on PATH without building it.
- */
-export async function installTypeScriptCommand(dir: string, name: string, entry: string): Promise<string> {
-  const { mkdir, writeFile } = await import('node:fs/promises');
-  const { pathToFileURL } = await import('node:url');
-  const root = repoRoot(dirname(entry));
-  const loader = pathToFileURL(join(root, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
-  await mkdir(dir, { recursive: true });
-  const path = join(dir, name);
-  await writeFile(
-    path,
-    `#!/bin/sh\nexec "${process.execPath}" --conditions=@constellation/source --import "${loader}" "${resolve(entry)}" "$@"\n`,
-    { mode: 0o755 },
-  );
-  return path;
-}
