@@ -56,6 +56,7 @@ import { nodePaths } from './node-paths.js';
 import { RecentLog } from './recent-log.js';
 import { startTestMachine } from './test-machine.fixture.js';
 import type { TestMachine } from './test-machine.fixture.js';
+import type { KubeProxyFields } from '@constellation/kubeadm';
 
 export const BOOT: BootComponent[] = [
   { pcr: 4, description: 'kernel', digest: componentDigest('kernel v1') },
@@ -199,6 +200,8 @@ export class TestNode {
       unrooted?: boolean;
       /** The node image's `--minimum-kubernetes-version`. */
       minimumKubernetesVersion?: string;
+      /** The node image's `--kube-proxy-config` fields (with a machine). */
+      kubeProxyConfig?: KubeProxyFields;
     } = {},
   ): Promise<TestNode> {
     const root = join(cluster.dir.path, name);
@@ -290,7 +293,14 @@ export class TestNode {
           program: kubeadm,
           env: process.env,
           timeoutMs: 150_000,
-          ...(machine === undefined ? {} : { node: machine.kubeadmNode }),
+          ...(machine === undefined
+            ? {}
+            : {
+                node: {
+                  ...machine.kubeadmNode,
+                  ...(options.kubeProxyConfig === undefined ? {} : { kubeProxy: options.kubeProxyConfig }),
+                },
+              }),
         },
         apiServerBindPort: options.apiServerBindPort ?? cluster.apiServerPort,
         defaultKubernetesVersion: kubernetesRelease(),
