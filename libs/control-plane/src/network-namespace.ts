@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { runProgram } from '@constellation/process';
+import { inNamespaces, runProgram } from '@constellation/process';
 
 /**
  * A Linux network namespace of the project's own, linked to the host by one veth pair: the
@@ -57,14 +57,11 @@ export async function deleteNetworkNamespace(namespace: Pick<NetworkNamespace, '
   await ip(['netns', 'del', namespace.name]).catch(() => undefined);
 }
 
-/**
- * The command line that runs `program` inside `namespace`'s network. nsenter, not `ip netns exec`:
- * the latter remounts /sys, which hides the cgroup mounts from kubelet and runc.
- */
+/** The command line that runs `program` inside `namespace`'s network (inNamespaces). */
 export function inNetworkNamespace(
   namespace: Pick<NetworkNamespace, 'name'>,
   program: string,
   args: readonly string[],
 ): [string, string[]] {
-  return ['nsenter', [`--net=/run/netns/${namespace.name}`, '--', program, ...args]];
+  return inNamespaces({ net: namespace.name }, [program, ...args]);
 }

@@ -1,6 +1,6 @@
 import { chmod, mkdir, readFile, readdir, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isRunning, runProgram, spawnDetached, waitUntil } from '@constellation/process';
+import { inNamespaces, isRunning, runProgram, spawnDetached, waitUntil } from '@constellation/process';
 import { errorMessage } from '@constellation/errors';
 import { cgroupProcesses, createCgroupRoot, removeCgroupRoot } from './cgroup-root.js';
 import { cniConfig, containerdConfig } from './containerd-config.js';
@@ -64,10 +64,8 @@ export interface NodeEnvironment {
   hostView?: HostView;
 }
 
-const inNamespaces = (env: NodeEnvironment, command: readonly string[]): [string, string[]] => [
-  'nsenter',
-  [`--net=/run/netns/${env.netns}`, `--mount=${env.mountNamespace}`, '--', ...command],
-];
+const inNode = (env: NodeEnvironment, command: readonly string[]): [string, string[]] =>
+  inNamespaces({ net: env.netns, mount: env.mountNamespace }, command);
 
 async function writeRecord(layout: NodeLayout, env: NodeEnvironment): Promise<void> {
   await writeFile(layout.record, `${JSON.stringify(env, null, 2)}\n`);
@@ -123,7 +121,7 @@ async function configureNetwork(options: NodeEnvironmentOptions): Promise<void> 
     'echo 0 > /proc/sys/net/ipv4/icmp_ratelimit',
     ...options.peerPodSubnets.map((p) => `ip route replace ${p.subnet} via ${p.via}`),
   ];
-  await runProgram('nsenter', [`--net=/run/netns/${options.netns}`, '--', 'sh', '-ec', script.join('\n')], {
+  await runProgram(...inNamespaces({ net: options.netns }, ['sh', '-ec', script.join('\n')]), {
     timeoutMs: 10_000,
   });
 }
@@ -231,7 +229,7 @@ const exists = (path: string): Promise<boolean> =>
 export async function bootNode(env: NodeEnvironment): Promise<NodeEnvironment> {
   const layout = nodeLayout(env.dir);
   await rm(layout.unitsSocket, { force: true });
-  const [program, args] = inNamespaces(env, [...env.runnerCommand, layout.units]);
+  const [program, args] = inNode(env, [...env.runnerCommand, layout.units]);
   const pid = await spawnDetached(program, args, join(layout.logs, 'runner.log'), {
     name: `${env.name}'s unit runner`,
   });
@@ -254,7 +252,7 @@ export async function runInNode(
   command: readonly string[],
   timeoutMs: number,
 ): Promise<{ stdout: string; stderr: string }> {
-  const [program, args] = inNamespaces(env, command);
+  const [program, args] = inNode(env, command);
   return runProgram(program, args, { timeoutMs });
 }
 

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
+import { inNamespaces } from '@constellation/process';
 
 /**
  * How a cluster's nodes (mini's, and the tests' machines) reach each other: one Linux network
@@ -91,7 +92,7 @@ export function inNode(
 ): [string, string[]] {
   const ns = network.namespaces[index];
   return network.mode === 'namespaces' && ns !== undefined
-    ? ['nsenter', [`--net=/run/netns/${ns}`, '--', program, ...args]]
+    ? inNamespaces({ net: ns }, [program, ...args])
     : [program, [...args]];
 }
 
