@@ -2,22 +2,15 @@
 // then node-image/<recipe hash>/ (as tools/kubernetes/build.mjs keeps the Kubernetes programs).
 import { existsSync } from 'node:fs';
 import { readdir, rm, stat } from 'node:fs/promises';
-import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { constellationCacheDir } from '@constellation/files';
 import { isRunning } from '@constellation/process';
 
 /** How many images of other recipes stay in the cache besides the current one. */
 const KEEP_OTHER_RECIPES = 3;
 
-export function cacheRoot(): string {
-  const configured = process.env['CONSTELLATION_CACHE_DIR'];
-  if (configured !== undefined && configured !== '') return configured;
-  const xdg = process.env['XDG_CACHE_HOME'];
-  return join(xdg !== undefined && xdg !== '' ? xdg : join(homedir(), '.cache'), 'constellation');
-}
-
 export function imageCacheDir(): string {
-  return join(cacheRoot(), 'node-image');
+  return join(constellationCacheDir(), 'node-image');
 }
 
 /**

@@ -3,11 +3,10 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { initConfiguration, writeAdmissionConfiguration } from '@constellation/kubeadm';
 import type { KubernetesPrograms } from './kubernetes-programs.js';
-import { isRunning } from '@constellation/process';
 import { logTail, startManagedProcess, stopManagedProcesses } from './managed-process.js';
 import type { ManagedProcess } from './managed-process.js';
 import { inNetworkNamespace } from './network-namespace.js';
-import { runProgram } from '@constellation/process';
+import { isRunning, runProgram } from '@constellation/process';
 import { staticPodCommand } from './static-pod-command.js';
 
 /** kube-apiserver's port inside the control plane's network namespace (kubeadm's default). */

@@ -1,17 +1,11 @@
-import { readFile, readdir } from 'node:fs/promises';
-import { homedir } from 'node:os';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { UsageError } from '@constellation/command-line';
-import { pathExists } from '@constellation/files';
+import { constellationCacheDir, pathExists } from '@constellation/files';
 
-/** The cache `node tools/kubernetes/build.mjs` builds into, by the same rules (its CONSTELLATION_CACHE_DIR, XDG_CACHE_HOME). */
-export function kubernetesCacheDir(env: NodeJS.ProcessEnv = process.env): string {
-  // As in the script, an empty variable counts as unset.
-  const set = (name: string): string | undefined => (env[name] === '' ? undefined : env[name]);
-  const root =
-    set('CONSTELLATION_CACHE_DIR') ?? join(set('XDG_CACHE_HOME') ?? join(homedir(), '.cache'), 'constellation');
-  return join(root, 'kubernetes');
-}
+/** The directory `node tools/kubernetes/build.mjs` builds into. */
+export const kubernetesCacheDir = (env: NodeJS.ProcessEnv = process.env): string =>
+  join(constellationCacheDir(env), 'kubernetes');
 
 /** A build directory's name: `<release>-<recipe hash>` (build.mjs keeps one per release). */
 const BUILD_NAME = /^v(\d+)\.(\d+)\.(\d+)-[0-9a-f]+$/;
@@ -37,8 +31,10 @@ export async function findBuiltKubernetes(cacheDir: string = kubernetesCacheDir(
     if (!entry.isDirectory() || match === null) continue;
     const binDir = join(cacheDir, entry.name, 'bin');
     // build.mjs writes release.json last, and images.mjs its images.json last: both there, both done.
-    const release = await readFile(join(binDir, 'release.json'), 'utf8').catch(() => undefined);
-    if (release === undefined || !(await pathExists(join(cacheDir, entry.name, 'images', 'images.json')))) continue;
+    const built =
+      (await pathExists(join(binDir, 'release.json'))) &&
+      (await pathExists(join(cacheDir, entry.name, 'images', 'images.json')));
+    if (!built) continue;
     builds.push({ binDir, version: [Number(match[1]), Number(match[2]), Number(match[3])] });
   }
   const newest = builds.sort(newer)[0];
