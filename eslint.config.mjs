@@ -4,6 +4,15 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import { importX } from 'eslint-plugin-import-x';
 import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
+import { layerRules, readPackages } from './tools/lint/package-layers.mjs';
+
+// Every file's no-restricted-imports patterns; the layer rules below add to them.
+const PUBLIC_INDEX_ONLY = [
+  {
+    group: ['@constellation/*/src', '@constellation/*/src/*', '@constellation/*/dist/*'],
+    message: "Import the package's public index, not its internals.",
+  },
+];
 
 export default tseslint.config(
   {
@@ -47,17 +56,7 @@ export default tseslint.config(
         // Each package declares what it imports; tools shared by all (vitest) live at the root.
         { includeInternal: false, includeTypes: true, packageDir: [process.cwd(), import.meta.dirname] },
       ],
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              group: ['@constellation/*/src', '@constellation/*/src/*', '@constellation/*/dist/*'],
-              message: "Import the package's public index, not its internals.",
-            },
-          ],
-        },
-      ],
+      'no-restricted-imports': ['error', { patterns: PUBLIC_INDEX_ONLY }],
       'no-restricted-properties': [
         'error',
         { object: 'describe', property: 'only', message: 'Do not commit focused tests.' },
@@ -73,6 +72,8 @@ export default tseslint.config(
       '@typescript-eslint/no-non-null-assertion': 'off',
     },
   },
+  // Which layer may import which (apps, product libraries, machines, test harness, tools).
+  ...layerRules(readPackages(import.meta.dirname), PUBLIC_INDEX_ONLY),
   {
     files: ['**/*.mjs', '**/*.js'],
     ...tseslint.configs.disableTypeChecked,

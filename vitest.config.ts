@@ -3,7 +3,7 @@ import { defineConfig } from 'vitest/config';
 // One vitest process for the whole repository; each package is its own project.
 export default defineConfig({
   test: {
-    projects: ['libs/*', 'apps/*'],
+    projects: ['libs/*', 'apps/*', 'tools'],
     maxWorkers: 2,
     // One real control plane for the run, for the packages that talk to Kubernetes.
     globalSetup: ['tools/test/kubernetes.global-setup.ts'],

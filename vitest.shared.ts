@@ -10,6 +10,8 @@ export interface PackageProjectOptions {
   timeoutMs?: number;
   /** Files run once before any test of any package starts (paths relative to the package). */
   globalSetup?: string[];
+  /** Test file globs, relative to the package (default: every test file under src). */
+  include?: string[];
 }
 
 /** The vitest project for one package: tests beside the code, every test bounded in time. */
@@ -20,7 +22,7 @@ export function packageProject(name: string, options: PackageProjectOptions = {}
     ssr: { resolve: { conditions: sourceConditions, externalConditions: sourceConditions } },
     test: {
       name,
-      include: ['src/**/*.test.ts'],
+      include: options.include ?? ['src/**/*.test.ts'],
       environment: 'node',
       testTimeout: timeoutMs,
       hookTimeout: timeoutMs,

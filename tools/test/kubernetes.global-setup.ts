@@ -14,6 +14,7 @@ import type { SharedKubernetes } from '@constellation/testing';
 /** The vitest projects whose tests talk to the shared control plane. */
 const KUBERNETES_PROJECTS = new Set([
   'control-plane',
+  'kubernetes-programs',
   'kubeadm',
   'joinservice',
   'bootstrapper',

@@ -13,10 +13,10 @@ import { join } from 'node:path';
 import {
   createNetworkNamespace,
   deleteNetworkNamespace,
-  locateKubernetesPrograms,
   startControlPlane,
   stopControlPlaneIn,
 } from '@constellation/control-plane';
+import { locateKubernetesPrograms } from '@constellation/kubernetes-programs';
 import type { NetworkNamespace } from '@constellation/control-plane';
 import type { SharedKubernetes } from '@constellation/testing';
 

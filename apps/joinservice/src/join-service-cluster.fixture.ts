@@ -6,14 +6,10 @@ import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import {
-  API_SERVER_PORT,
-  Kubectl,
-  locateKubernetesPrograms,
-  startIsolatedControlPlane,
-  writeServiceAccountKubeconfig,
-} from '@constellation/control-plane';
-import type { IsolatedControlPlane, KubernetesPrograms } from '@constellation/control-plane';
+import { API_SERVER_PORT, startIsolatedControlPlane } from '@constellation/control-plane';
+import { Kubectl, locateKubernetesPrograms, writeServiceAccountKubeconfig } from '@constellation/kubernetes-programs';
+import type { IsolatedControlPlane } from '@constellation/control-plane';
+import type { KubernetesPrograms } from '@constellation/kubernetes-programs';
 import { clusterConfigMap } from '@constellation/kubeadm';
 import type { ClusterConfig } from '@constellation/kubeadm';
 import { kubernetesBinDir, repoRoot, startApiRelay } from '@constellation/testing';

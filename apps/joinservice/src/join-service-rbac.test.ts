@@ -2,7 +2,7 @@
 // real API server's RBAC authorizer answers it (kubectl auth can-i with the account's own token).
 // That the grants suffice is what every fixture's joins show: they run with this account.
 import { join } from 'node:path';
-import { Kubectl } from '@constellation/control-plane';
+import { Kubectl } from '@constellation/kubernetes-programs';
 import { createTempDir } from '@constellation/testing';
 import type { TempDir } from '@constellation/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Kubectl, tokenKubeconfig } from '@constellation/control-plane';
+import { Kubectl, tokenKubeconfig } from '@constellation/kubernetes-programs';
 import type { JoinTicket } from '@constellation/proto';
 import type { JoinFixture } from './join-service.fixture.js';
 

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { runCommand, sharedKubernetes } from '@constellation/testing';
 import { startControlPlane } from './control-plane.js';
 import { isRunning } from '@constellation/process';
-import { locateKubernetesPrograms } from './kubernetes-programs.js';
+import { locateKubernetesPrograms } from '@constellation/kubernetes-programs';
 
 /** The built kubectl against the run's control plane as system:masters. */
 async function kubectl(args: readonly string[]): Promise<string> {

@@ -2,7 +2,7 @@ import { request } from 'node:https';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { initConfiguration, writeAdmissionConfiguration } from '@constellation/kubeadm';
-import type { KubernetesPrograms } from './kubernetes-programs.js';
+import type { KubernetesPrograms } from '@constellation/kubernetes-programs';
 import { logTail, startManagedProcess, stopManagedProcesses } from './managed-process.js';
 import type { ManagedProcess } from './managed-process.js';
 import { inNetworkNamespace } from './network-namespace.js';

@@ -1,5 +1,3 @@
-export type { KubernetesProgram, KubernetesPrograms } from './kubernetes-programs.js';
-export { KUBERNETES_PROGRAMS, locateKubernetesPrograms } from './kubernetes-programs.js';
 export type { NetworkNamespace } from './network-namespace.js';
 export { createNetworkNamespace, deleteNetworkNamespace, inNetworkNamespace } from './network-namespace.js';
 export type { ControlPlane, ControlPlaneOptions } from './control-plane.js';
@@ -8,4 +6,3 @@ export type { ManagedProcess } from './managed-process.js';
 export { relocateHostPaths, staticPodCommand } from './static-pod-command.js';
 export type { IsolatedControlPlane } from './isolated-control-plane.js';
 export { startIsolatedControlPlane } from './isolated-control-plane.js';
-export { Kubectl, tokenKubeconfig, writeServiceAccountKubeconfig } from './kubectl.js';

@@ -1,8 +1,8 @@
 import { X509Certificate } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { locateKubernetesPrograms } from '@constellation/control-plane';
-import type { KubernetesPrograms } from '@constellation/control-plane';
+import { locateKubernetesPrograms } from '@constellation/kubernetes-programs';
+import type { KubernetesPrograms } from '@constellation/kubernetes-programs';
 import { kubernetesBinDir, tempDirForTest } from '@constellation/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';

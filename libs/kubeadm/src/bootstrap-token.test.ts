@@ -1,4 +1,4 @@
-import { Kubectl, locateKubernetesPrograms, tokenKubeconfig } from '@constellation/control-plane';
+import { Kubectl, locateKubernetesPrograms, tokenKubeconfig } from '@constellation/kubernetes-programs';
 import { runProgram } from '@constellation/process';
 import { sharedKubernetes, tempDirForTest } from '@constellation/testing';
 import { writeFile } from 'node:fs/promises';

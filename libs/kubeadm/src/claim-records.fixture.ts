@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import { Kubectl, locateKubernetesPrograms, tokenKubeconfig } from '@constellation/control-plane';
+import { Kubectl, locateKubernetesPrograms, tokenKubeconfig } from '@constellation/kubernetes-programs';
 import { sharedKubernetes, startApiRelay } from '@constellation/testing';
 import type { ApiRelay } from '@constellation/testing';
 

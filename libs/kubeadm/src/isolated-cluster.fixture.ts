@@ -1,5 +1,6 @@
 import * as k8s from '@kubernetes/client-node';
-import { locateKubernetesPrograms, startIsolatedControlPlane } from '@constellation/control-plane';
+import { startIsolatedControlPlane } from '@constellation/control-plane';
+import { locateKubernetesPrograms } from '@constellation/kubernetes-programs';
 import type { IsolatedControlPlane } from '@constellation/control-plane';
 import { createTempDir, kubernetesBinDir } from '@constellation/testing';
 

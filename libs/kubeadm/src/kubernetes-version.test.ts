@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { locateKubernetesPrograms } from '@constellation/control-plane';
+import { locateKubernetesPrograms } from '@constellation/kubernetes-programs';
 import { kubernetesBinDir } from '@constellation/testing';
 import { describe, expect, it } from 'vitest';
 import {

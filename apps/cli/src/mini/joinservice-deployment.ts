@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
 import { attestationFileToJson } from '@constellation/attestation';
-import type { Kubectl } from '@constellation/control-plane';
+import type { Kubectl } from '@constellation/kubernetes-programs';
 import { readClusterState } from '../cluster-state.js';
 import { loadClusterConfig } from '../constellation-conf.js';
 import { workspaceFiles } from '../workspace.js';

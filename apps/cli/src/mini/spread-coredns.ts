@@ -1,4 +1,4 @@
-import type { Kubectl } from '@constellation/control-plane';
+import type { Kubectl } from '@constellation/kubernetes-programs';
 
 /**
  * kubeadm's CoreDNS prefers its two replicas on different nodes (a preferred pod anti-affinity),

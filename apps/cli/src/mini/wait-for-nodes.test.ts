@@ -2,7 +2,7 @@ import { createServer } from 'node:net';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { Kubectl, locateKubernetesPrograms } from '@constellation/control-plane';
+import { Kubectl, locateKubernetesPrograms } from '@constellation/kubernetes-programs';
 import { freePort } from '@constellation/swtpm';
 import { sharedKubernetes, tempDirForTest } from '@constellation/testing';
 import { describe, expect, it, onTestFinished } from 'vitest';

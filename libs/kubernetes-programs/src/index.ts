@@ -1,0 +1,3 @@
+export type { KubernetesProgram, KubernetesPrograms } from './kubernetes-programs.js';
+export { KUBERNETES_PROGRAMS, locateKubernetesPrograms } from './kubernetes-programs.js';
+export { Kubectl, tokenKubeconfig, writeServiceAccountKubeconfig } from './kubectl.js';
