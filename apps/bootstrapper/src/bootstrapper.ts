@@ -121,7 +121,13 @@ export class Bootstrapper {
         committed = true;
         const ms = options.committedTimeoutMs ?? 20 * 60_000;
         deadline = setTimeout(() => {
-          fatal(new Error(`the node did not finish joining the cluster within ${ms} ms after the point of no return`));
+          // Past a join's lock, the step it hung in tells the operator where to look.
+          const { step } = joinClient;
+          fatal(
+            new Error(
+              `the node did not finish joining the cluster within ${ms} ms after the point of no return${step === undefined ? '' : ` (stuck in join step ${step})`}`,
+            ),
+          );
         }, ms);
       };
       const joinClient = new JoinClient(context, {

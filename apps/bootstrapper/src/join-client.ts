@@ -8,7 +8,9 @@ import { JoinServiceConnection, nextAttemptDelay } from './join-service-client.j
 import { rekeyStateDisk } from './disk-activation.js';
 import type { Instance } from './metadata-client.js';
 import type { NodeContext } from './node-context.js';
+import { JoinProgress } from './join-progress.js';
 import { recordJoinStatus, joinStatusOf } from './join-status.js';
+import type { JoinStep } from './join-steps.js';
 import { writeNodeState } from './node-state.js';
 import { checkCredential, writeClientCredential, writeServingCredential } from './kubelet-credentials.js';
 import { recordKubernetesConfigured } from './kubernetes-configured.js';
@@ -32,6 +34,13 @@ interface KubeletKeys {
   servingKeyPem: string;
 }
 
+/** A ticket with the keys its certificates were issued for and what the platform said of the node. */
+interface IssuedTicket {
+  ticket: JoinTicket;
+  keys: KubeletKeys;
+  self: Instance;
+}
+
 /**
  * Polls the JoinService until it hands out a ticket, with exponential backoff and jitter. Getting
  * a ticket commits nothing; taking the node lock does. If the InitServer took the lock first, the
@@ -45,11 +54,18 @@ export class JoinClient {
   private readonly context: NodeContext;
   private readonly options: JoinClientOptions;
   private readonly connection: JoinServiceConnection;
+  /** The steps past the lock, once a ticket came. */
+  private progress: JoinProgress | undefined;
 
   constructor(context: NodeContext, options: JoinClientOptions) {
     this.context = context;
     this.options = options;
     this.connection = new JoinServiceConnection(context, options.requestTimeoutMs);
+  }
+
+  /** The join step under way or last begun past the ticket, for a deadline's message. */
+  get step(): JoinStep | undefined {
+    return this.progress?.current;
   }
 
   /** Whether stop() was not called; read through a call, as `run` awaits between checks. */
@@ -70,10 +86,16 @@ export class JoinClient {
   async run(): Promise<JoinOutcome> {
     const log = this.context.logger.child({ component: 'join-client' });
     for (let attempt = 0; !this.stopped; attempt++) {
+      let step: JoinStep = 'request-ticket';
       let failure: unknown;
-      let ticket: Awaited<ReturnType<JoinClient['requestTicket']>>;
+      let ticket: IssuedTicket | undefined;
       try {
-        ticket = await this.requestTicket();
+        const issued = await this.requestTicket();
+        if (issued !== undefined) {
+          step = 'check-ticket';
+          this.checkTicket(issued.ticket, issued.keys);
+          ticket = issued;
+        }
       } catch (err) {
         failure = err;
       }
@@ -81,17 +103,17 @@ export class JoinClient {
       // caller marks the disk for reset and runs the fatal action (Constellation's PR 2971).
       // Nothing is recorded once stopped: the InitServer owns the node (and its files) then.
       if (this.running() && (ticket !== undefined || failure !== undefined)) {
-        this.recording = recordJoinStatus(this.context.paths.joinStatus, joinStatusOf(attempt, failure));
+        this.recording = recordJoinStatus(this.context.paths.joinStatus, joinStatusOf(attempt, step, failure));
         await this.recording;
       }
       // A ticket that arrives once stopped is not used: the node stays as it is.
-      if (ticket !== undefined)
-        return this.running() ? this.activate(ticket.ticket, ticket.keys, ticket.self) : 'stopped';
+      if (ticket !== undefined) return this.running() ? this.activate(ticket, attempt + 1) : 'stopped';
       const delayMs = nextAttemptDelay(attempt, failure, this.options.initialBackoffMs, this.options.maxBackoffMs);
       if (failure !== undefined) {
         const code = (failure as { code?: number }).code;
         log.info('no join ticket yet', {
           attempt,
+          step,
           error: errorMessage(failure),
           retryInMs: delayMs,
           ...(code === undefined ? {} : { code: grpc.status[code] }),
@@ -102,13 +124,11 @@ export class JoinClient {
     return 'stopped';
   }
 
-  /**
-   * Asks for a ticket with fresh kubelet keys: one CSR for the client certificate (no SANs), one
-   * for the serving certificate (the node's name and IP). A ticket whose certificates do not fit
-   * those keys counts as no ticket.
-   */
-  private async requestTicket(): Promise<{ ticket: JoinTicket; keys: KubeletKeys; self: Instance } | undefined> {
+  /** Join step request-ticket: a ticket for fresh kubelet keys, or undefined once stopped. */
+  private async requestTicket(): Promise<IssuedTicket | undefined> {
     const self = await this.context.metadata.self();
+    // One CSR for the client certificate (no SANs), one for the serving certificate (the node's
+    // name and IP).
     const clientCsr = await createKubeletCsr(self.name, []);
     const servingCsr = await createKubeletCsr(self.name, [self.ip], [self.name]);
     const request = JoinTicketRequest.encode({
@@ -119,67 +139,95 @@ export class JoinClient {
     }).finish();
     const ticket = await this.connection.join(request, () => this.stopped);
     if (ticket === undefined) return undefined;
-    const keys = { clientKeyPem: clientCsr.keyPem, servingKeyPem: servingCsr.keyPem };
+    // What the platform said of this node goes with the ticket: read again past the lock, a
+    // metadata service that blinked would fail the join after the point of no return.
+    return { ticket, keys: { clientKeyPem: clientCsr.keyPem, servingKeyPem: servingCsr.keyPem }, self };
+  }
+
+  /**
+   * Join step check-ticket, before the point of no return: a ticket whose certificates do not fit
+   * the node's keys counts as no ticket, and a node that will not run the ticket's version stays
+   * as it is while its join status says why (a refusal, as operators and mini read it).
+   */
+  private checkTicket(ticket: JoinTicket, keys: KubeletKeys): void {
     checkCredential('client', { certificatePem: ticket.kubeletClientCert, keyPem: keys.clientKeyPem });
     checkCredential('serving', { certificatePem: ticket.kubeletServingCert, keyPem: keys.servingKeyPem });
-    // Before the point of no return: a node that will not run this version stays as it is, and
-    // its join status says why (a refusal, as operators and mini read it), while it keeps asking.
     const belowFloor = belowVersionFloor(ticket.kubernetesVersion, this.context.minimumKubernetesVersion);
     if (belowFloor !== undefined)
       throw new StatusError(grpc.status.FAILED_PRECONDITION, `this node refuses the join ticket: ${belowFloor}`);
-    // What the platform said of this node goes with the ticket: read again past the lock, a
-    // metadata service that blinked would fail the join after the point of no return.
-    return { ticket, keys, self };
   }
 
-  /** Past the lock: re-key, write the ticket's files, run kubeadm join (as `self`, read before). */
-  private async activate(ticket: JoinTicket, keys: KubeletKeys, self: Instance): Promise<JoinOutcome> {
+  /** The steps from the lock on, each named in the node's log and its join status. */
+  private async activate({ ticket, keys, self }: IssuedTicket, attempts: number): Promise<JoinOutcome> {
     const { context } = this;
     const { role } = self;
     const log = context.logger.child({ component: 'join-client' });
+    const steps = new JoinProgress(log, context.paths.joinStatus, attempts);
+    this.progress = steps;
     const clusterId = deriveClusterId(ticket.measurementSecret, ticket.measurementSalt);
-    if (!(await context.lock.tryLock(clusterId, 'join'))) {
+    if (!(await steps.run('lock-node', () => context.lock.tryLock(clusterId, 'join')))) {
       log.info('the InitServer owns this node; not joining', { holder: context.lock.heldBy });
       return 'stopped';
     }
     this.options.committed();
+    await steps.commit();
     log.info('joining the cluster', {
       role,
       endpoint: ticket.apiServerEndpoint,
       kubernetesVersion: ticket.kubernetesVersion,
     });
-    await rekeyStateDisk(context, ticket.stateDiskKey, ticket.diskReceipt);
+    await steps.run('rekey-state-disk', () => rekeyStateDisk(context, ticket.stateDiskKey, ticket.diskReceipt));
+    await steps.run('write-credentials', () => this.writeCredentials(ticket, keys));
+    await steps.run('write-node-state', () =>
+      writeNodeState(context.disk, { role, measurementSalt: ticket.measurementSalt, clusterId }),
+    );
+    const { prepareNode } = context;
+    const version = ticket.kubernetesVersion;
+    await steps.run(
+      'prepare-node',
+      () => prepareNode?.(version) ?? Promise.resolve(),
+      `kubernetes ${version}${prepareNode === undefined ? ', no node preparation configured' : ''}`,
+    );
+    await steps.run(
+      'kubeadm-join',
+      async () => {
+        // Loaded by a node that joins (kubeadm's configuration writer), not at every start.
+        const { kubeadmJoin, kubeadmRunner } = await import('./kubeadm-driver.js');
+        await kubeadmJoin(kubeadmRunner(context), {
+          nodeName: self.name,
+          nodeIp: self.ip,
+          apiServerEndpoint: ticket.apiServerEndpoint,
+          token: ticket.token,
+          caCertHashes: [ticket.discoveryTokenCaCertHash],
+          ...(role === 'control-plane' ? { controlPlane: { bindPort: context.apiServerBindPort } } : {}),
+        });
+      },
+      `${role} at ${ticket.apiServerEndpoint}`,
+    );
+    await steps.run('start-kubelet', async () => {
+      await recordKubernetesConfigured(context.paths);
+      await context.startKubelet();
+    });
+    await steps.joined();
+    log.info('joined the cluster', { clusterId: clusterId.toString('hex') });
+    return 'joined';
+  }
+
+  /** The kubelet's two credentials and, for a control plane, the cluster's shared PKI files. */
+  private async writeCredentials(ticket: JoinTicket, keys: KubeletKeys): Promise<void> {
+    const { paths } = this.context;
     for (const file of ticket.controlPlaneFiles) {
-      const path = join(context.paths.kubernetesPki, file.name);
-      if (!path.startsWith(`${context.paths.kubernetesPki}/`) || file.name.includes('..'))
+      const path = join(paths.kubernetesPki, file.name);
+      if (!path.startsWith(`${paths.kubernetesPki}/`) || file.name.includes('..'))
         throw new Error(`control-plane file name "${file.name}" escapes the PKI directory`);
       await mkdir(dirname(path), { recursive: true });
       await writeFile(path, file.data, { mode: file.name.endsWith('.key') ? 0o600 : 0o644 });
     }
-    await writeServingCredential(context.paths, {
-      certificatePem: ticket.kubeletServingCert,
-      keyPem: keys.servingKeyPem,
-    });
-    await writeClientCredential(context.paths.kubeletCertDir, {
+    await writeServingCredential(paths, { certificatePem: ticket.kubeletServingCert, keyPem: keys.servingKeyPem });
+    await writeClientCredential(paths.kubeletCertDir, {
       certificatePem: ticket.kubeletClientCert,
       keyPem: keys.clientKeyPem,
     });
-    await writeNodeState(context.disk, { role, measurementSalt: ticket.measurementSalt, clusterId });
-    if (context.prepareNode !== undefined) await context.prepareNode(ticket.kubernetesVersion);
-    // Loaded by a node that joins (kubeadm's configuration writer), not at every start.
-    const { kubeadmJoin, kubeadmRunner } = await import('./kubeadm-driver.js');
-    await kubeadmJoin(kubeadmRunner(context), {
-      nodeName: self.name,
-      nodeIp: self.ip,
-      apiServerEndpoint: ticket.apiServerEndpoint,
-      token: ticket.token,
-      caCertHashes: [ticket.discoveryTokenCaCertHash],
-      ...(role === 'control-plane' ? { controlPlane: { bindPort: context.apiServerBindPort } } : {}),
-    });
-    await recordKubernetesConfigured(context.paths);
-    await context.startKubelet();
-    log.info('joined the cluster', { clusterId: clusterId.toString('hex') });
-    return 'joined';
   }
 
   private sleep(ms: number): Promise<void> {

@@ -13,8 +13,9 @@ describe('join status', () => {
       code: grpc.status.PERMISSION_DENIED,
       details: 'attestation rejected: PCR 9',
     });
-    expect(joinStatusOf(2, failure, at)).toEqual({
+    expect(joinStatusOf(2, 'request-ticket', failure, at)).toEqual({
       state: 'refused',
+      step: 'request-ticket',
       attempts: 3,
       code: 'PERMISSION_DENIED',
       message: 'attestation rejected: PCR 9',
@@ -27,17 +28,25 @@ describe('join status', () => {
       code: grpc.status.UNAVAILABLE,
       details: 'connect ECONNREFUSED',
     });
-    expect(joinStatusOf(0, down, at)).toMatchObject({ state: 'unreachable', code: 'UNAVAILABLE' });
-    expect(joinStatusOf(0, new Error('timed out'), at)).toMatchObject({ state: 'unreachable', message: 'timed out' });
-    expect(joinStatusOf(4, undefined, at)).toEqual({ state: 'ticket', attempts: 5, at: at.toISOString() });
+    expect(joinStatusOf(0, 'request-ticket', down, at)).toMatchObject({ state: 'unreachable', code: 'UNAVAILABLE' });
+    expect(joinStatusOf(0, 'request-ticket', new Error('timed out'), at)).toMatchObject({
+      state: 'unreachable',
+      message: 'timed out',
+    });
+    expect(joinStatusOf(4, 'check-ticket', undefined, at)).toEqual({
+      state: 'ticket',
+      step: 'check-ticket',
+      attempts: 5,
+      at: at.toISOString(),
+    });
   });
 
   it('writes the file readable by operators, replacing the previous one', async () => {
     const dir = await createTempDir('join-status-');
     try {
       const path = join(dir.path, 'run', 'join-status.json');
-      await recordJoinStatus(path, joinStatusOf(0, new Error('first'), at));
-      await recordJoinStatus(path, joinStatusOf(1, undefined, at));
+      await recordJoinStatus(path, joinStatusOf(0, 'request-ticket', new Error('first'), at));
+      await recordJoinStatus(path, joinStatusOf(1, 'check-ticket', undefined, at));
       expect(JSON.parse(await readFile(path, 'utf8'))).toMatchObject({ state: 'ticket', attempts: 2 });
       expect((await stat(path)).mode & 0o777).toBe(0o644);
     } finally {

@@ -19,6 +19,7 @@ import {
   startCluster,
   startJoinServiceProcess,
 } from './node.fixture.js';
+import { JOIN_STEP_ORDER } from './join-steps.js';
 import { JoinClient } from './join-client.js';
 import { MetadataClient } from './metadata-client.js';
 import { writeFileAtomic } from './secure-files.js';
@@ -108,6 +109,16 @@ describe('join, rejoin and recovery with the real JoinService', () => {
     const nodes = await kc.makeApiClient(k8s.CoreV1Api).listNode();
     expect(nodes.items.map((n) => n.metadata?.name).sort()).toEqual(['control-plane-0', 'worker-1']);
     expect(worker.fatalErrors).toEqual([]);
+    // Each step past the ticket is named in the node's log, in order, and its join status says joined.
+    const started = (message: string): unknown[] =>
+      worker.logger.entries.filter((e) => e.message === message).map((e) => e.fields['step']);
+    expect(started('join step started')).toEqual(JOIN_STEP_ORDER.slice(2));
+    expect(started('join step done')).toEqual(JOIN_STEP_ORDER.slice(2));
+    expect(started('no join ticket yet')).toContain('request-ticket');
+    expect(JSON.parse(await readFile(worker.context.paths.joinStatus, 'utf8'))).toMatchObject({
+      state: 'joined',
+      step: 'start-kubelet',
+    });
   }, 150_000);
 
   // The two profiles of pkg/apis/certificates/helpers.go (ValidateKubeletClientCSR,

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { rm, writeFile } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { deriveClusterId, deriveMeasurementSecret, markedPcr15 } from '@constellation/keys';
 import { waitFor, withTimeout } from '@constellation/testing';
@@ -65,13 +65,27 @@ async function failsFatally(node: TestNode, outcome: Promise<BootstrapOutcome>, 
   expect(await node.context.disk.isInitialized()).toBe(false);
 }
 
+/** What the node's join-status.json says: the step the join failed in (or hung in) and why. */
+async function joinStatus(node: TestNode): Promise<Record<string, unknown>> {
+  return JSON.parse(await readFile(node.context.paths.joinStatus, 'utf8')) as Record<string, unknown>;
+}
+
 describe('join: every failure after the lock ends in the fatal action', () => {
   it('kubeadm join fails', async () => {
     const node = await TestNode.create(cluster, 'kubeadm-fails', {
       kubeadm: await script('echo "[preflight] simulated failure: kubelet port in use" >&2\nexit 1'),
     });
     try {
-      await failsFatally(node, node.bootstrapper().run(), /kubeadm join failed with exit code 1/);
+      await failsFatally(
+        node,
+        node.bootstrapper().run(),
+        /join step kubeadm-join failed: kubeadm join failed with exit code 1/,
+      );
+      expect(await joinStatus(node)).toMatchObject({
+        state: 'failed',
+        step: 'kubeadm-join',
+        message: expect.stringContaining('simulated failure: kubelet port in use') as unknown,
+      });
       const clusterId = deriveClusterId(
         deriveMeasurementSecret(request.masterSecret, request.masterSalt),
         request.measurementSalt,
@@ -87,7 +101,12 @@ describe('join: every failure after the lock ends in the fatal action', () => {
     const node = await TestNode.create(cluster, 'prep-fails');
     node.context.prepareNode = () => Promise.reject(new Error('component manifest signature is bad (on purpose)'));
     try {
-      await failsFatally(node, node.bootstrapper().run(), /component manifest signature is bad/);
+      await failsFatally(
+        node,
+        node.bootstrapper().run(),
+        /join step prepare-node failed: component manifest signature is bad/,
+      );
+      expect(await joinStatus(node)).toMatchObject({ state: 'failed', step: 'prepare-node' });
     } finally {
       await node.stop();
     }
@@ -98,7 +117,12 @@ describe('join: every failure after the lock ends in the fatal action', () => {
     const node = await TestNode.create(cluster, 'kubelet-fails', { machine: true });
     node.context.startKubelet = () => Promise.reject(new Error('systemctl start kubelet exited with 1 (on purpose)'));
     try {
-      await failsFatally(node, node.bootstrapper().run(), /systemctl start kubelet exited with 1/);
+      await failsFatally(
+        node,
+        node.bootstrapper().run(),
+        /join step start-kubelet failed: systemctl start kubelet exited with 1/,
+      );
+      expect(await joinStatus(node)).toMatchObject({ state: 'failed', step: 'start-kubelet' });
     } finally {
       await node.stop();
     }
@@ -110,8 +134,9 @@ describe('join: every failure after the lock ends in the fatal action', () => {
       await failsFatally(
         node,
         node.bootstrapper({ committedTimeoutMs: 3_000 }).run(),
-        /did not finish joining the cluster within 3000 ms after the point of no return/,
+        /did not finish joining the cluster within 3000 ms after the point of no return \(stuck in join step kubeadm-join\)/,
       );
+      expect(await joinStatus(node)).toMatchObject({ state: 'joining', step: 'kubeadm-join' });
     } finally {
       await node.stop();
     }

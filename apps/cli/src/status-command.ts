@@ -1,7 +1,7 @@
 import * as k8s from '@kubernetes/client-node';
 import { UsageError } from '@constellation/command-line';
 import { readClusterState } from './cluster-state.js';
-import { readJoinStatus } from './mini/join-refusal.js';
+import { joinProblem, readJoinStatus } from './mini/join-refusal.js';
 import { machineOf, readMiniState } from './mini/mini-state.js';
 import { nodeReady } from './mini/wait-for-nodes.js';
 import { workspaceFiles } from './workspace.js';
@@ -47,12 +47,7 @@ export async function clusterStatus(workspace: string): Promise<{ clusterId: str
   for (const machine of mini?.nodes ?? []) {
     if (nodes.some((n) => n.name === machine.name)) continue;
     const recorded = await readJoinStatus(machineOf(machine));
-    const problem =
-      recorded === undefined
-        ? 'not joined yet'
-        : recorded.state === 'refused'
-          ? (recorded.message ?? 'refused')
-          : `not joined yet (JoinService ${recorded.state === 'ticket' ? 'issued a ticket' : 'not reachable'} after ${recorded.attempts} attempts)`;
+    const problem = joinProblem(recorded);
     nodes.push({
       name: machine.name,
       role: machine.role,

@@ -112,7 +112,8 @@ export async function waitForNodes(options: {
     const status = await waitUntil(
       async () => {
         const recorded = await readJoinStatus(machineOf(node));
-        return recorded?.state === 'refused' ? recorded : undefined;
+        // A refusal before the point of no return, or a step that failed past it.
+        return recorded?.state === 'refused' || recorded?.state === 'failed' ? recorded : undefined;
       },
       { timeoutMs: 20_000, what: `${node.name}'s first refusal` },
     ).catch(() => undefined);
