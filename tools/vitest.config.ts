@@ -1,3 +1,3 @@
 import { packageProject } from '../vitest.shared.ts';
 
-export default packageProject('tools', { include: ['lint/**/*.test.mjs'] });
+export default packageProject('tools', { include: ['lint/**/*.test.mjs', 'kubernetes/**/*.test.ts'] });

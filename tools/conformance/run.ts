@@ -6,10 +6,16 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { createWriteStream, existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
+import { archivePath, imagesDirBeside, readImagesManifest } from '@constellation/kubernetes-programs';
 import { importImages, listImages, openMachineAt, setRegistryMirror } from '@constellation/machines';
 import type { Machine } from '@constellation/machines';
 import { readArchiveManifest, startImageRegistry } from '@constellation/node-environment';
+import {
+  CONFORMANCE_BUILD_COMMAND,
+  CONFORMANCE_BUILD_SCRIPT,
+  conformanceSuiteLayout,
+} from '../kubernetes/conformance-suite.js';
 import { REPOSITORY_ROOT, UsageError, parseOptions } from './options.js';
 import type { Options } from './options.js';
 import { literalPattern, readSkipList } from './skip-list.js';
@@ -36,11 +42,6 @@ function seconds(text: string): number {
 
 // ---- the suite ---------------------------------------------------------------------------------
 
-interface SuiteImages {
-  release: string;
-  images: { reference: string; archive: string }[];
-}
-
 interface Suite {
   dir: string;
   e2e: string;
@@ -51,19 +52,23 @@ interface Suite {
 
 /** Builds the suite when missing (progress on stderr) and reads what it built. */
 async function buildSuite(): Promise<Suite> {
-  const result = spawnSync(process.execPath, [join(root, 'tools', 'kubernetes', 'conformance-build.mjs')], {
+  const result = spawnSync(process.execPath, [CONFORMANCE_BUILD_SCRIPT], {
     stdio: ['ignore', 'pipe', 'inherit'],
     encoding: 'utf8',
   });
   if (result.status !== 0) throw new Error('building the conformance suite failed (see above)');
   const dir = result.stdout.trim();
-  const file = JSON.parse(await readFile(join(dir, 'images', 'images.json'), 'utf8')) as SuiteImages;
+  const layout = conformanceSuiteLayout(dir);
+  const manifest = await readImagesManifest(layout.imagesDir, CONFORMANCE_BUILD_COMMAND);
   return {
     dir,
-    e2e: join(dir, 'bin', 'e2e.test'),
-    ginkgo: join(dir, 'bin', 'ginkgo'),
-    release: file.release,
-    images: file.images.map((image) => ({ reference: image.reference, archive: join(dir, 'images', image.archive) })),
+    e2e: layout.e2eTest,
+    ginkgo: layout.ginkgo,
+    release: manifest.release,
+    images: manifest.images.map((image) => ({
+      reference: image.reference,
+      archive: archivePath(layout.imagesDir, image),
+    })),
   };
 }
 
@@ -200,11 +205,11 @@ async function testImages(suite: Suite, cluster: Cluster): Promise<{ reference: 
       .stdout.trim()
       .split('\n'),
   );
-  const miniImagesDir = join(dirname(cluster.kubernetesBinDir), 'images');
-  const mini = JSON.parse(await readFile(join(miniImagesDir, 'images.json'), 'utf8')) as SuiteImages;
+  const miniImagesDir = imagesDirBeside(cluster.kubernetesBinDir);
+  const mini = await readImagesManifest(miniImagesDir, 'node tools/kubernetes/images.mjs');
   const fromMini = mini.images
     .filter((image) => listed.has(image.reference))
-    .map((image) => ({ reference: image.reference, archive: join(miniImagesDir, image.archive) }));
+    .map((image) => ({ reference: image.reference, archive: archivePath(miniImagesDir, image) }));
   return [...suite.images, ...fromMini];
 }
 

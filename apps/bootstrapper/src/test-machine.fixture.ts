@@ -25,6 +25,7 @@ import {
 import type { NodeEnvironment, NodeNetwork, UnitsFile } from '@constellation/node-environment';
 import { importImages, openMachine } from '@constellation/machines';
 import { kubernetesBinDir } from '@constellation/testing';
+import { archivePath, imagesDirBeside, readImagesManifest, sandboxImage } from '@constellation/kubernetes-programs';
 
 export interface MachinePlace {
   /** The node's root on the host: the machine's bind mounts' sources are below it. */
@@ -51,23 +52,18 @@ export interface TestMachine {
   destroy(): Promise<void>;
 }
 
-interface ImagesFile {
-  images: { reference: string; archive: string }[];
-}
-
-/** The images the node image carries (tools/kubernetes/images.mjs, beside the programs), by role; and the sandbox's name. */
+/** The images the node image carries (tools/kubernetes/images.ts, beside the programs), by role; and the sandbox's name. */
 async function nodeImages(
   binDir: string,
   role: MachinePlace['role'],
 ): Promise<{ archives: string[]; sandbox: string }> {
-  const dir = join(dirname(binDir), 'images');
-  const { images } = JSON.parse(await readFile(join(dir, 'images.json'), 'utf8')) as ImagesFile;
-  const sandbox = images.find((image) => image.reference.includes('/pause:'));
-  if (sandbox === undefined) throw new Error(`${join(dir, 'images.json')} lists no pause image`);
+  const dir = imagesDirBeside(binDir);
+  const manifest = await readImagesManifest(dir, 'node tools/kubernetes/images.mjs');
+  const sandbox = sandboxImage(manifest, dir);
   // Control planes run the control plane's static pods; no test here runs a pod of its own.
   const carried =
-    role === 'control-plane' ? images.filter((image) => !image.reference.includes('/busybox:')) : [sandbox];
-  return { archives: carried.map((image) => join(dir, image.archive)), sandbox: sandbox.reference };
+    role === 'control-plane' ? manifest.images.filter((image) => !image.reference.includes('/busybox:')) : [sandbox];
+  return { archives: carried.map((image) => archivePath(dir, image)), sandbox: sandbox.reference };
 }
 
 const shellQuote = (word: string): string => `'${word.replaceAll("'", `'\\''`)}'`;

@@ -32,6 +32,8 @@ const KEPT_OUTPUT = 4000;
 export interface RunProgramOptions {
   timeoutMs: number;
   env?: NodeJS.ProcessEnv;
+  /** The directory it runs in (default: this process's). */
+  cwd?: string;
   input?: string;
 }
 
@@ -43,7 +45,11 @@ export function runProgram(
 ): Promise<{ stdout: string; stderr: string }> {
   const name = program.split('/').pop() ?? program;
   return new Promise((resolve, reject) => {
-    const child = spawn(program, args, { env: options.env ?? process.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(program, args, {
+      env: options.env ?? process.env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));

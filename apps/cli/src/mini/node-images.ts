@@ -1,12 +1,6 @@
-import { readFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { archivePath, imagesDirBeside, readImagesManifest, sandboxImage } from '@constellation/kubernetes-programs';
 import type { MiniArtifacts } from './artifacts.js';
 import type { NodeImages } from './node-spec.js';
-
-interface ImagesFile {
-  release: string;
-  images: { reference: string; archive: string }[];
-}
 
 /** Where a repository's image name without a registry is looked up (the kubelet asks for that name). */
 const normalised = (reference: string): string =>
@@ -16,23 +10,16 @@ const normalised = (reference: string): string =>
 const ADD_ON_IMAGES = ['/kube-proxy:', '/coredns:'];
 
 /**
- * The images a mini node image carries (built beside the programs by tools/kubernetes/images.mjs):
+ * The images a mini node image carries (built beside the programs by `node tools/kubernetes/images.mjs`):
  * on every node the pod sandbox, a busybox for trying pods and kubeadm's add-ons (kube-proxy,
  * CoreDNS); on control planes also the control plane's and the JoinService's. No registry is
  * contacted: kubeadm runs with imagePullPolicy Never.
  */
 export async function nodeImages(kubernetesBinDir: string, artifacts: MiniArtifacts): Promise<NodeImages> {
-  const dir = join(dirname(kubernetesBinDir), 'images');
-  const file = await readFile(join(dir, 'images.json'), 'utf8').catch(() => {
-    throw new Error(
-      `no node images in ${dir}: run \`node tools/kubernetes/images.mjs\` (\`npm run mini\` does it for you)`,
-    );
-  });
-  const { images } = JSON.parse(file) as ImagesFile;
-  const archives = images.map((image) => ({ ...image, archive: join(dir, image.archive) }));
-  const sandbox = archives.find((image) => image.reference.includes('/pause:'));
-  if (sandbox === undefined) throw new Error(`${join(dir, 'images.json')} lists no pause image`);
-  const everyNode = archives.filter(
+  const dir = imagesDirBeside(kubernetesBinDir);
+  const manifest = await readImagesManifest(dir, '`node tools/kubernetes/images.mjs` (`npm run mini` does it for you)');
+  const sandbox = sandboxImage(manifest, dir);
+  const everyNode = manifest.images.filter(
     (image) =>
       image === sandbox ||
       image.reference.includes('/busybox:') ||
@@ -40,8 +27,8 @@ export async function nodeImages(kubernetesBinDir: string, artifacts: MiniArtifa
   );
   const joinService = artifacts.joinserviceImage;
   return {
-    controlPlane: [...archives.map((image) => image.archive), joinService.archive],
-    worker: everyNode.map((image) => image.archive),
+    controlPlane: [...manifest.images.map((image) => archivePath(dir, image)), joinService.archive],
+    worker: everyNode.map((image) => archivePath(dir, image)),
     tags: [[joinService.reference, normalised(joinService.reference)]],
     sandbox: sandbox.reference,
   };
