@@ -3,6 +3,11 @@
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import {
+  imagesDirBeside,
+  readImagesManifest,
+  sandboxImage as sandboxImageOf,
+} from '@constellation/kubernetes-programs';
 import { sha256File } from './file-digest.js';
 import { progress, run, step } from './progress.js';
 import { REPOSITORY_ROOT, RUNTIME_PROGRAMS, TRUST_FILES } from './recipe.js';
@@ -101,16 +106,11 @@ export async function resolveRuntime(given: string | undefined): Promise<RecipeI
   return { binDir, release, sha256, sandboxImage: await sandboxImage(binDir) };
 }
 
-/** The pause image the Kubernetes build made beside its programs (tools/kubernetes/images.mjs). */
+/** The pause image the Kubernetes build made beside its programs (node tools/kubernetes/images.mjs). */
 async function sandboxImage(binDir: string): Promise<string> {
-  const listing = join(binDir, '..', 'images', 'images.json');
-  const text = await readFile(listing, 'utf8').catch(() => {
-    throw new Error(`no container images beside ${binDir}: run node tools/kubernetes/images.mjs (npm run mini does)`);
-  });
-  const { images } = JSON.parse(text) as { images?: { reference?: unknown }[] };
-  const pause = images?.find((image) => typeof image.reference === 'string' && image.reference.includes('/pause:'));
-  if (typeof pause?.reference !== 'string') throw new Error(`${listing} lists no pause image`);
-  return pause.reference;
+  const dir = imagesDirBeside(binDir);
+  const manifest = await readImagesManifest(dir, 'node tools/kubernetes/images.mjs (npm run mini does)');
+  return sandboxImageOf(manifest, dir).reference;
 }
 
 /** The trust files given on the command line, each checked to hold what its option names. */
