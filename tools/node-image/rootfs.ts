@@ -154,7 +154,20 @@ async function systemctl(root: string, ...args: string[]): Promise<void> {
 
 /** Turns the bootstrapped tree into the node image's root; returns the kernel version. */
 export async function customize(root: string, inputs: RecipeInputs, imageVersion: string): Promise<string> {
-  // The container runtime from the Kubernetes build (kubeadm and the kubelet come at first boot).
+  await installKubernetesRuntime(root, inputs);
+  await installNodeServices(root, inputs);
+  await configureNetwork(root);
+  await makeImmutable(root);
+  await makeStateless(root, inputs, imageVersion);
+  await checkProgramsRun(root, inputs);
+  return kernelVersion(root);
+}
+
+/**
+ * The container runtime from the Kubernetes build (kubeadm and the kubelet come at first boot,
+ * from node preparation), the kubelet's unit, the kernel settings it needs and the trust files.
+ */
+async function installKubernetesRuntime(root: string, inputs: RecipeInputs): Promise<void> {
   if (inputs.runtime !== undefined) {
     for (const program of RUNTIME_PROGRAMS) {
       const target = join(root, RUNTIME_BIN_DIR, program);
@@ -175,8 +188,13 @@ export async function customize(root: string, inputs: RecipeInputs, imageVersion
     const given = inputs.trust[file];
     if (given !== undefined) await writeIn(root, TRUST_FILES[file].path, await readFile(given.path, 'utf8'));
   }
+}
 
-  // The instance data the host passes (fw_cfg), and the bootstrapper's flags on this image.
+/**
+ * The instance data the host passes (fw_cfg), the bootstrapper's flags on this image, the boot's
+ * measurements on the console for the host that booted it, and our services' output there.
+ */
+async function installNodeServices(root: string, inputs: RecipeInputs): Promise<void> {
   await writeIn(root, INSTANCE_DATA.script, INSTANCE_DATA_SCRIPT, 0o755);
   await writeIn(root, `/lib/systemd/system/${INSTANCE_DATA.unit}`, INSTANCE_DATA_UNIT);
   await systemctl(root, 'enable', INSTANCE_DATA.unit);
@@ -185,23 +203,28 @@ export async function customize(root: string, inputs: RecipeInputs, imageVersion
     '/etc/systemd/system/constellation-bootstrapper.service.d/20-node-image.conf',
     bootstrapperDropIn(inputs.trust.ekIntermediates === undefined ? undefined : TRUST_FILES.ekIntermediates.path),
   );
-
-  // The boot's measurements on the console, for the host that booted it.
   await writeIn(root, BOOT_MEASUREMENTS_SCRIPT_PATH, BOOT_MEASUREMENTS_SCRIPT, 0o755);
   await writeIn(root, '/lib/systemd/system/constellation-boot-measurements.service', BOOT_MEASUREMENTS_UNIT);
   await systemctl(root, 'enable', 'constellation-boot-measurements.service');
   for (const unit of ['constellation-bootstrapper.service', 'constellation-node-prep.service']) {
     await writeIn(root, `/etc/systemd/system/${unit}.d/10-console.conf`, CONSOLE_OUTPUT_DROP_IN);
   }
+}
 
-  // Network: DHCP on Ethernet (networkd), DNS through resolved.
+/** DHCP on Ethernet (networkd), DNS through resolved. */
+async function configureNetwork(root: string): Promise<void> {
   await writeIn(root, '/etc/systemd/network/80-constellation-dhcp.network', NETWORK_CONFIG);
   await writeIn(root, '/etc/systemd/system/systemd-networkd-wait-online.service.d/10-any.conf', WAIT_ONLINE_DROP_IN);
   await systemctl(root, 'enable', 'systemd-networkd.service', 'systemd-resolved.service');
   await linkIn(root, '/etc/resolv.conf', '../run/systemd/resolve/stub-resolv.conf');
+}
 
-  // An immutable node: no logins (no account has a password; the console is for the host to read),
-  // no package updates, backups of the package database or file system checks on a timer.
+/**
+ * An immutable node: no logins (no account has a password; the console is for the host to read),
+ * no package updates, backups of the package database or file system checks on a timer, and
+ * nothing but systemd-stub extending PCR 11.
+ */
+async function makeImmutable(root: string): Promise<void> {
   await systemctl(root, 'set-default', 'multi-user.target');
   await systemctl(root, 'mask', 'getty.target');
   await systemctl(
@@ -214,7 +237,6 @@ export async function customize(root: string, inputs: RecipeInputs, imageVersion
     'e2scrub_reap.service',
     'fstrim.timer',
   );
-
   // PCR 11 holds systemd-stub's measurements of the UKI and nothing else: systemd-pcrphase would
   // extend it at points of the boot, so its value would depend on when it is read.
   await systemctl(
@@ -224,10 +246,14 @@ export async function customize(root: string, inputs: RecipeInputs, imageVersion
     'systemd-pcrphase-sysinit.service',
     'systemd-pcrphase-initrd.service',
   );
+}
 
-  // A read-only, stateless /etc: no hostname of the build machine (DHCP's or "localhost"), an
-  // empty machine-id (systemd makes a new one in memory at every boot; not a "first boot"), no
-  // update-done markers to write.
+/**
+ * A read-only, stateless /etc: no hostname of the build machine (DHCP's or "localhost"), an
+ * empty machine-id (systemd makes a new one in memory at every boot; not a "first boot"), no
+ * update-done markers to write; and nothing left from the installation that differs every time.
+ */
+async function makeStateless(root: string, inputs: RecipeInputs, imageVersion: string): Promise<void> {
   await rm(join(root, 'etc', 'hostname'), { force: true });
   await writeFile(join(root, 'etc', 'machine-id'), '');
   await chmod(join(root, 'etc', 'machine-id'), 0o444);
@@ -237,8 +263,6 @@ export async function customize(root: string, inputs: RecipeInputs, imageVersion
   await writeIn(root, '/etc/fstab', FSTAB);
   for (const dir of ['etc/kubernetes', 'etc/cni/net.d']) await mkdir(join(root, dir), { recursive: true, mode: 0o755 });
   await appendFile(join(root, 'usr', 'lib', 'os-release'), `IMAGE_ID=${IMAGE_ID}\nIMAGE_VERSION=${imageVersion}\n`);
-
-  // What stays behind from the installation and is not the same twice.
   for (const path of [
     'var/cache/debconf/config.dat-old',
     'var/cache/debconf/templates.dat-old',
@@ -247,14 +271,19 @@ export async function customize(root: string, inputs: RecipeInputs, imageVersion
   ]) {
     await rm(join(root, path), { force: true });
   }
+}
 
-  // The node's programs run in this userland (single executables: no Node.js in the image).
+/** The node's programs run in this userland (single executables: no Node.js in the image). */
+async function checkProgramsRun(root: string, inputs: RecipeInputs): Promise<void> {
   const clean = { env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LC_ALL: 'C.UTF-8' } };
   await run('chroot', [root, '/usr/bin/constellation-bootstrapper', '--help'], clean);
   await run('chroot', [root, '/usr/bin/constellation-node-prep', '--help'], clean);
   if (inputs.runtime !== undefined)
     await run('chroot', [root, join(RUNTIME_BIN_DIR, 'containerd'), '--version'], clean);
+}
 
+/** The version of the image's one kernel. */
+async function kernelVersion(root: string): Promise<string> {
   const kernels = await readdir(join(root, 'usr', 'lib', 'modules'));
   if (kernels.length !== 1 || kernels[0] === undefined) {
     throw new Error(`expected one kernel in the image, found ${kernels.length}: ${kernels.join(', ')}`);

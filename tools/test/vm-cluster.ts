@@ -82,6 +82,48 @@ function expect(condition: boolean, message: string): void {
   if (!condition) throw new Error(message);
 }
 
+/** The honest VM's state disk is a dm-crypt mapping on /run/state, under its Kubernetes directories. */
+async function checkStateDisk(workspace: string, honest: string): Promise<void> {
+  const machine = await openMachineAt(join(workspace, 'constellation-mini', honest));
+  if (machine === undefined) throw new Error(`no machine record for ${honest}`);
+  const run = async (command: string[]): Promise<string> =>
+    (await machine.exec(command, { timeoutMs: 60_000 })).stdout.trim();
+  expect((await run(['lsblk', '-n', '-d', '-o', 'TYPE', '/dev/mapper/state'])) === 'crypt', 'no crypt mapping');
+  const sources = await run(['findmnt', '-n', '-o', 'TARGET,SOURCE,FSTYPE', '-R', '/run/state']);
+  expect(/^\/run\/state\s+\/dev\/mapper\/state\s+ext4$/m.test(sources), `/run/state: ${sources}`);
+  for (const dir of ['/etc/kubernetes', '/var/lib/kubelet']) {
+    // The topmost mount there (the image's tmpfs lies below it).
+    const mount = (await run(['findmnt', '-n', '-o', 'SOURCE', '--mountpoint', dir])).split('\n').at(-1)?.trim();
+    expect(mount === `/dev/mapper/state[${dir}]`, `${dir} is mounted from ${mount ?? 'nothing'}, not the state disk`);
+  }
+  const kubelet = await run(['ls', '/etc/kubernetes']);
+  expect(kubelet.includes('kubelet.conf'), `/etc/kubernetes holds: ${kubelet}`);
+}
+
+/** `mini reboot` of the honest VM: its new boot rejoins, and its Node is Ready and attested again. */
+async function checkRebootRejoins(workspace: string, honest: string): Promise<void> {
+  const reboot = await cli(workspace, ['mini', 'reboot', honest], 15 * 60_000);
+  expect(reboot.code === 0, `exit ${String(reboot.code)}: ${reboot.stderr}`);
+  // The console log starts again with the new boot: its bootstrapper's outcome is this boot's.
+  const serialLog = join(workspace, 'constellation-mini', honest, 'serial.log');
+  const deadline = Date.now() + 15 * 60_000;
+  for (;;) {
+    const serial = await readFile(serialLog, 'utf8');
+    if (serial.includes('"rejoined the cluster"')) break;
+    if (Date.now() > deadline)
+      throw new Error(`${honest} did not rejoin within 15 min of its reboot; console tail: ${serial.slice(-2000)}`);
+    await new Promise((resolve) => setTimeout(resolve, 10_000));
+  }
+  // The kubelet found its configuration and credentials on the encrypted state disk.
+  for (;;) {
+    const status = await cli(workspace, ['status'], 120_000);
+    const line = status.stdout.split('\n').find((l) => l.startsWith(`${honest} `)) ?? '';
+    if (/\bTrue\s+attested\b/.test(line)) break;
+    if (Date.now() > deadline) throw new Error(`${honest} not Ready and attested 15 min after its reboot: ${line}`);
+    await new Promise((resolve) => setTimeout(resolve, 10_000));
+  }
+}
+
 async function main(): Promise<void> {
   const [kubernetesBinDir, nodeImage] = process.argv.slice(2);
   if (kubernetesBinDir === undefined || nodeImage === undefined)
@@ -142,52 +184,12 @@ async function main(): Promise<void> {
       expect(/PCR 11 {2}ok/.test(verify.stdout) && /PCR {2}4 {2}ok/.test(verify.stdout), verify.stdout);
       expect(/event log: \d+ events, replayed to the quote/.test(verify.stdout), verify.stdout);
     });
-    await check('the VM keeps its state on the state disk, mapped with dm-crypt', async () => {
-      const machine = await openMachineAt(join(workspace, 'constellation-mini', honest));
-      if (machine === undefined) throw new Error(`no machine record for ${honest}`);
-      const run = async (command: string[]): Promise<string> =>
-        (await machine.exec(command, { timeoutMs: 60_000 })).stdout.trim();
-      expect((await run(['lsblk', '-n', '-d', '-o', 'TYPE', '/dev/mapper/state'])) === 'crypt', 'no crypt mapping');
-      const sources = await run(['findmnt', '-n', '-o', 'TARGET,SOURCE,FSTYPE', '-R', '/run/state']);
-      expect(/^\/run\/state\s+\/dev\/mapper\/state\s+ext4$/m.test(sources), `/run/state: ${sources}`);
-      for (const dir of ['/etc/kubernetes', '/var/lib/kubelet']) {
-        // The topmost mount there (the image's tmpfs lies below it).
-        const mount = (await run(['findmnt', '-n', '-o', 'SOURCE', '--mountpoint', dir])).split('\n').at(-1)?.trim();
-        expect(
-          mount === `/dev/mapper/state[${dir}]`,
-          `${dir} is mounted from ${mount ?? 'nothing'}, not the state disk`,
-        );
-      }
-      const kubelet = await run(['ls', '/etc/kubernetes']);
-      expect(kubelet.includes('kubelet.conf'), `/etc/kubernetes holds: ${kubelet}`);
-    });
+    await check('the VM keeps its state on the state disk, mapped with dm-crypt', () =>
+      checkStateDisk(workspace, honest),
+    );
     await check(
       'mini reboot of the VM: it rejoins with the key from its rejoin ticket, its state disk mapped, and its Node is Ready again',
-      async () => {
-        const reboot = await cli(workspace, ['mini', 'reboot', honest], 15 * 60_000);
-        expect(reboot.code === 0, `exit ${String(reboot.code)}: ${reboot.stderr}`);
-        // The console log starts again with the new boot: its bootstrapper's outcome is this boot's.
-        const serialLog = join(workspace, 'constellation-mini', honest, 'serial.log');
-        const deadline = Date.now() + 15 * 60_000;
-        for (;;) {
-          const serial = await readFile(serialLog, 'utf8');
-          if (serial.includes('"rejoined the cluster"')) break;
-          if (Date.now() > deadline)
-            throw new Error(
-              `${honest} did not rejoin within 15 min of its reboot; console tail: ${serial.slice(-2000)}`,
-            );
-          await new Promise((resolve) => setTimeout(resolve, 10_000));
-        }
-        // The kubelet found its configuration and credentials on the encrypted state disk.
-        for (;;) {
-          const status = await cli(workspace, ['status'], 120_000);
-          const line = status.stdout.split('\n').find((l) => l.startsWith(`${honest} `)) ?? '';
-          if (/\bTrue\s+attested\b/.test(line)) break;
-          if (Date.now() > deadline)
-            throw new Error(`${honest} not Ready and attested 15 min after its reboot: ${line}`);
-          await new Promise((resolve) => setTimeout(resolve, 10_000));
-        }
-      },
+      () => checkRebootRejoins(workspace, honest),
     );
   } finally {
     const down = await cli(workspace, ['mini', 'down'], 10 * 60_000).catch((error: unknown) => ({

@@ -8,7 +8,8 @@ import type { InitResponse } from '@constellation/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initRequest } from './node.fixture.js';
 import type { NodeContext } from './node-context.js';
-import { SECRET_CHECK_RETRY_AFTER_MS, initService } from './init-service.js';
+import { SECRET_CHECK_RETRY_AFTER_MS } from './init-admission.js';
+import { initService } from './init-service.js';
 import { RecentLog } from './recent-log.js';
 
 /*

@@ -1,15 +1,12 @@
 import * as grpc from '@grpc/grpc-js';
 import { errorMessage } from '@constellation/errors';
-import { verifyInitSecret } from '@constellation/keys';
-import { InitStep, StepState, retryAfterMetadata, statusErrorOf } from '@constellation/proto';
-import type { InitRequest, InitResponse, InitServiceServer } from '@constellation/proto';
-import { checkInitRequest } from './init-request.js';
-import { belowVersionFloor } from './kubernetes-version-floor.js';
+import { InitStep, StepState, statusErrorOf } from '@constellation/proto';
+import type { InitServiceServer } from '@constellation/proto';
+import { InitAdmission } from './init-admission.js';
+import type { InitCall as Call } from './init-admission.js';
 import { recordKubernetesConfigured } from './kubernetes-configured.js';
 import type { StepReporter } from './init-steps.js';
 import type { NodeContext } from './node-context.js';
-
-type Call = grpc.ServerWritableStream<InitRequest, InitResponse>;
 
 export interface InitServiceHooks {
   /** Called once the lock is taken: the other path must stop. */
@@ -19,10 +16,6 @@ export interface InitServiceHooks {
 }
 
 const LOG_CHUNK = 16 * 1024;
-/** Init-secret checks (a metadata fetch and a memory-hard scrypt) under way at once, in all. */
-export const MAX_SECRET_CHECKS = 4;
-/** What a caller turned away for load is told to wait before asking again. */
-export const SECRET_CHECK_RETRY_AFTER_MS = 1_000;
 
 /**
  * The InitServer's `Init`. Before the node lock every failure is retry-safe: the node stays
@@ -33,73 +26,14 @@ export const SECRET_CHECK_RETRY_AFTER_MS = 1_000;
 export function initService(context: NodeContext, hooks: InitServiceHooks): InitServiceServer {
   let busy = false;
   const log = context.logger.child({ component: 'init-server' });
-  /**
-   * Init-secret checks under way, by peer (address and port: one connection). One connection's
-   * HTTP/2 streams cost a stranger one attestation, and each ran a check at once: 200 of them kept
-   * libuv's threads busy with scrypt for seconds and the operator's Init waited behind them
-   * (red-team finding). Now a connection has one check at a time and the node a few; the rest are
-   * refused before any work, told when to come back, as the RecoveryService does.
-   */
-  const checking = new Set<string>();
-  let checksUnderWay = 0;
-
-  const retryAfter = retryAfterMetadata(SECRET_CHECK_RETRY_AFTER_MS);
-
-  /** Why this call may not start an init (a status code, message and metadata), or undefined. */
-  async function refusal(call: Call): Promise<[grpc.status, string, grpc.Metadata?] | undefined> {
-    try {
-      checkInitRequest(call.request);
-    } catch (err) {
-      const status = statusErrorOf(err);
-      if (status !== undefined) return [status.code, status.message];
-      throw err;
-    }
-    const { kubernetesVersion } = call.request;
-    const belowFloor = belowVersionFloor(
-      kubernetesVersion === '' ? context.defaultKubernetesVersion : kubernetesVersion,
-      context.minimumKubernetesVersion,
-    );
-    if (belowFloor !== undefined)
-      return [grpc.status.INVALID_ARGUMENT, `init request field kubernetes_version: ${belowFloor}`];
-    const peer = call.getPeer();
-    if (checking.has(peer) || checksUnderWay >= MAX_SECRET_CHECKS) {
-      return [
-        grpc.status.UNAVAILABLE,
-        checking.has(peer)
-          ? 'this connection already has an init-secret check under way; one at a time'
-          : 'too many init-secret checks are under way; retry',
-        retryAfter,
-      ];
-    }
-    checking.add(peer);
-    checksUnderWay++;
-    try {
-      let hash: string;
-      try {
-        hash = await context.metadata.initSecretHash();
-      } catch (err) {
-        return [grpc.status.UNAVAILABLE, `cannot check the init secret: ${errorMessage(err)}`];
-      }
-      if (!(await verifyInitSecret(call.request.initSecret, hash))) {
-        log.warn('init refused: wrong init secret', { peer });
-        return [grpc.status.PERMISSION_DENIED, 'wrong init secret'];
-      }
-    } finally {
-      checking.delete(peer);
-      checksUnderWay--;
-    }
-    if (busy) return [grpc.status.FAILED_PRECONDITION, 'node is already being initialised'];
-    if (context.lock.heldBy !== undefined)
-      return [grpc.status.FAILED_PRECONDITION, `node is already taken by ${context.lock.heldBy}`];
-    return undefined;
-  }
+  const admission = new InitAdmission(context, log);
 
   async function run(call: Call): Promise<void> {
     const started = Date.now();
     const fail = (code: grpc.status, message: string, metadata?: grpc.Metadata): void => {
       call.emit('error', { code, details: message, ...(metadata === undefined ? {} : { metadata }) });
     };
-    const refused = await refusal(call);
+    const refused = await admission.refusal(call, () => busy);
     if (refused !== undefined) {
       fail(...refused);
       return;

@@ -24,7 +24,7 @@ import { readFile } from 'node:fs/promises';
 import { sleep, waitFor, withTimeout } from '@constellation/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BootstrapOutcome } from './bootstrapper.js';
-import { MAX_SECRET_CHECKS } from './init-service.js';
+import { MAX_SECRET_CHECKS } from './init-admission.js';
 import {
   BOOT,
   MEASUREMENTS,

@@ -24,6 +24,7 @@ import {
 } from '@constellation/node-environment';
 import type { NodeEnvironment, NodeNetwork, UnitsFile } from '@constellation/node-environment';
 import { importImages, openMachine } from '@constellation/machines';
+import { inNamespaces } from '@constellation/process';
 import { kubernetesBinDir } from '@constellation/testing';
 import { archivePath, imagesDirBeside, readImagesManifest, sandboxImage } from '@constellation/kubernetes-programs';
 
@@ -115,12 +116,18 @@ export async function startTestMachine(place: MachinePlace): Promise<TestMachine
   const units = JSON.parse(await readFile(layout.units, 'utf8')) as UnitsFile;
   const kubeadm = join(place.root, 'bin', 'kubeadm');
   await mkdir(dirname(kubeadm), { recursive: true });
+  const [nsenter, args] = inNamespaces({ net: netns, mount: environment.mountNamespace }, [
+    'env',
+    `PATH=${units.env['PATH'] ?? ''}`,
+    'HOME=/root',
+    join(binDir, 'kubeadm'),
+  ]);
   await writeFile(
     kubeadm,
     [
       '#!/bin/sh',
       "# The real kubeadm on this node's machine: its namespaces, and its PATH with its systemctl first.",
-      `exec nsenter --net=/run/netns/${netns} --mount=${shellQuote(environment.mountNamespace)} -- env PATH=${shellQuote(units.env['PATH'] ?? '')} HOME=/root ${shellQuote(join(binDir, 'kubeadm'))} "$@"`,
+      `exec ${[nsenter, ...args].map(shellQuote).join(' ')} "$@"`,
       '',
     ].join('\n'),
   );

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { isRunning, spawnDetached } from '@constellation/process';
+import { spawnDetached, stopProcess } from '@constellation/process';
 
 /** A program started detached (its own process group), its output in a log file. */
 export interface ManagedProcess {
@@ -35,25 +35,5 @@ export async function stopManagedProcesses(
   processes: readonly Pick<ManagedProcess, 'pid'>[],
   graceMs = 10_000,
 ): Promise<void> {
-  for (const p of [...processes].reverse()) await stopOne(p.pid, graceMs);
-}
-
-async function stopOne(pid: number, graceMs: number): Promise<void> {
-  const signal = (name: NodeJS.Signals): void => {
-    try {
-      process.kill(-pid, name);
-    } catch {
-      try {
-        process.kill(pid, name);
-      } catch {
-        // already gone
-      }
-    }
-  };
-  signal('SIGTERM');
-  const deadline = Date.now() + graceMs;
-  while (isRunning(pid) && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  if (isRunning(pid)) signal('SIGKILL');
+  for (const p of [...processes].reverse()) await stopProcess(p.pid, graceMs, { processGroup: true });
 }

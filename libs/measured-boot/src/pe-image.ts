@@ -92,88 +92,194 @@ export interface PeImage {
   readonly sections: readonly PeSection[];
 }
 
+/** Bounds-checked little-endian reads of one file. */
+class FileReader {
+  readonly bytes: Uint8Array;
+  readonly length: number;
+  private readonly view: DataView;
+
+  constructor(bytes: Uint8Array) {
+    this.bytes = bytes;
+    this.length = bytes.byteLength;
+    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
+
+  u16(at: number): number {
+    return this.view.getUint16(at, true);
+  }
+
+  u32(at: number): number {
+    return this.view.getUint32(at, true);
+  }
+
+  u64(at: number): bigint {
+    return this.view.getBigUint64(at, true);
+  }
+
+  /** Refuses `field` when its `size` bytes at `at` are not all in the file. */
+  need(field: string, at: number, size: number): void {
+    if (at + size > this.length) {
+      throw new PeImageError(field, at, `needs ${size} bytes, the file ends at ${this.length}`);
+    }
+  }
+}
+
 /** Reads and checks an image's headers; the section contents stay in `bytes`. */
 export function readPeImage(bytes: Uint8Array, options: PeReadOptions = {}): PeImage {
-  const maxSections = options.maxSections ?? PE_LIMITS.maxSections;
-  const maxImageSize = options.maxImageSize ?? PE_LIMITS.maxImageSize;
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const length = bytes.byteLength;
-  const u16 = (at: number): number => view.getUint16(at, true);
-  const u32 = (at: number): number => view.getUint32(at, true);
-  const need = (field: string, at: number, size: number): void => {
-    if (at + size > length) {
-      throw new PeImageError(field, at, `needs ${size} bytes, the file ends at ${length}`);
-    }
+  const file = new FileReader(bytes);
+  const peHeaderOffset = readPeHeaderOffset(file);
+  const coff = readCoffHeader(file, peHeaderOffset, options.maxSections ?? PE_LIMITS.maxSections);
+  const optional = readOptionalHeader(file, coff);
+  const sectionTableOffset = optional.optionalHeaderOffset + coff.sizeOfOptionalHeader;
+  checkHeaderSizes(file, optional, sectionTableOffset, {
+    numberOfSections: coff.numberOfSections,
+    maxImageSize: options.maxImageSize ?? PE_LIMITS.maxImageSize,
+  });
+  const { fixedSize, numberOfRvaAndSizes, ...optionalHeader } = optional;
+  return {
+    byteLength: file.length,
+    peHeaderOffset,
+    machine: coff.machine,
+    timeDateStamp: coff.timeDateStamp,
+    characteristics: coff.characteristics,
+    sizeOfOptionalHeader: coff.sizeOfOptionalHeader,
+    ...optionalHeader,
+    dataDirectories: readDataDirectories(
+      file,
+      optional.optionalHeaderOffset + fixedSize,
+      numberOfRvaAndSizes,
+      optional,
+    ),
+    sectionTableOffset,
+    sections: readSections(file, sectionTableOffset, coff.numberOfSections, optional),
   };
+}
 
-  need('DOS header', 0, DOS_HEADER_SIZE);
-  if (bytes[0] !== 0x4d || bytes[1] !== 0x5a) {
-    throw new PeImageError('DOS header e_magic', 0, `expected "MZ", found 0x${hex(u16(0), 4)}`);
+/** The DOS header's "MZ" and e_lfanew, and the "PE\0\0" it points to: where the PE header is. */
+function readPeHeaderOffset(file: FileReader): number {
+  file.need('DOS header', 0, DOS_HEADER_SIZE);
+  if (file.bytes[0] !== 0x4d || file.bytes[1] !== 0x5a) {
+    throw new PeImageError('DOS header e_magic', 0, `expected "MZ", found 0x${hex(file.u16(0), 4)}`);
   }
-  const peHeaderOffset = u32(0x3c);
+  const peHeaderOffset = file.u32(0x3c);
   if (peHeaderOffset < DOS_HEADER_SIZE) {
     throw new PeImageError('DOS header e_lfanew', 0x3c, `${peHeaderOffset} points into the DOS header`);
   }
-  need('PE signature', peHeaderOffset, 4);
-  if (u32(peHeaderOffset) !== 0x00004550) {
+  file.need('PE signature', peHeaderOffset, 4);
+  if (file.u32(peHeaderOffset) !== 0x00004550) {
     throw new PeImageError(
       'PE signature',
       peHeaderOffset,
-      `expected "PE\\0\\0", found 0x${hex(u32(peHeaderOffset), 8)}`,
+      `expected "PE\\0\\0", found 0x${hex(file.u32(peHeaderOffset), 8)}`,
     );
   }
+  return peHeaderOffset;
+}
 
-  const coff = peHeaderOffset + 4;
-  need('COFF header', coff, COFF_HEADER_SIZE);
-  const machine = u16(coff);
-  const numberOfSections = u16(coff + 2);
-  const timeDateStamp = u32(coff + 4);
-  const sizeOfOptionalHeader = u16(coff + 16);
-  const characteristics = u16(coff + 18);
-  if (numberOfSections > maxSections) {
-    throw new PeImageError('COFF NumberOfSections', coff + 2, `${numberOfSections} is more than ${maxSections}`);
+interface CoffHeader {
+  /** Where it is in the file. */
+  offset: number;
+  machine: number;
+  numberOfSections: number;
+  timeDateStamp: number;
+  sizeOfOptionalHeader: number;
+  characteristics: number;
+}
+
+function readCoffHeader(file: FileReader, peHeaderOffset: number, maxSections: number): CoffHeader {
+  const offset = peHeaderOffset + 4;
+  file.need('COFF header', offset, COFF_HEADER_SIZE);
+  const coff = {
+    offset,
+    machine: file.u16(offset),
+    numberOfSections: file.u16(offset + 2),
+    timeDateStamp: file.u32(offset + 4),
+    sizeOfOptionalHeader: file.u16(offset + 16),
+    characteristics: file.u16(offset + 18),
+  };
+  if (coff.numberOfSections > maxSections) {
+    throw new PeImageError('COFF NumberOfSections', offset + 2, `${coff.numberOfSections} is more than ${maxSections}`);
   }
+  return coff;
+}
 
-  const optional = coff + COFF_HEADER_SIZE;
+/** The optional header's fields the image keeps, and what reading the rest needs. */
+interface OptionalHeader {
+  format: PeFormat;
+  optionalHeaderOffset: number;
+  /** Its size before the data directories (by format). */
+  fixedSize: number;
+  addressOfEntryPoint: number;
+  imageBase: bigint;
+  sectionAlignment: number;
+  fileAlignment: number;
+  majorImageVersion: number;
+  minorImageVersion: number;
+  sizeOfImage: number;
+  sizeOfHeaders: number;
+  checkSum: number;
+  checkSumOffset: number;
+  subsystem: number;
+  dllCharacteristics: number;
+  numberOfRvaAndSizes: number;
+}
+
+/** The optional header (PE32 or PE32+): its format, alignments and the count of data directories. */
+function readOptionalHeader(file: FileReader, coff: CoffHeader): OptionalHeader {
+  const optional = coff.offset + COFF_HEADER_SIZE;
+  const { sizeOfOptionalHeader } = coff;
   if (sizeOfOptionalHeader < 2) {
-    throw new PeImageError('COFF SizeOfOptionalHeader', coff + 16, `${sizeOfOptionalHeader} leaves no optional header`);
-  }
-  need('optional header (SizeOfOptionalHeader)', optional, sizeOfOptionalHeader);
-  const magic = u16(optional);
-  let format: PeFormat;
-  if (magic === PE32_MAGIC) format = 'PE32';
-  else if (magic === PE32_PLUS_MAGIC) format = 'PE32+';
-  else {
     throw new PeImageError(
-      'optional header Magic',
-      optional,
-      `expected 0x10b (PE32) or 0x20b (PE32+), found 0x${hex(magic, 4)}`,
+      'COFF SizeOfOptionalHeader',
+      coff.offset + 16,
+      `${sizeOfOptionalHeader} leaves no optional header`,
     );
   }
+  file.need('optional header (SizeOfOptionalHeader)', optional, sizeOfOptionalHeader);
+  const format = peFormat(file.u16(optional), optional);
   const fixedSize = FIXED_OPTIONAL_HEADER_SIZE[format];
   if (sizeOfOptionalHeader < fixedSize) {
     throw new PeImageError(
       'COFF SizeOfOptionalHeader',
-      coff + 16,
+      coff.offset + 16,
       `${sizeOfOptionalHeader} is shorter than a ${format} optional header (${fixedSize} bytes)`,
     );
   }
+  const header: OptionalHeader = {
+    format,
+    optionalHeaderOffset: optional,
+    fixedSize,
+    addressOfEntryPoint: file.u32(optional + 16),
+    imageBase: format === 'PE32' ? BigInt(file.u32(optional + 28)) : file.u64(optional + 24),
+    sectionAlignment: file.u32(optional + 32),
+    fileAlignment: file.u32(optional + 36),
+    majorImageVersion: file.u16(optional + 44),
+    minorImageVersion: file.u16(optional + 46),
+    sizeOfImage: file.u32(optional + 56),
+    sizeOfHeaders: file.u32(optional + 60),
+    checkSumOffset: optional + 64,
+    checkSum: file.u32(optional + 64),
+    subsystem: file.u16(optional + 68),
+    dllCharacteristics: file.u16(optional + 70),
+    numberOfRvaAndSizes: file.u32(optional + fixedSize - 4),
+  };
+  checkOptionalHeader(header, sizeOfOptionalHeader);
+  return header;
+}
 
-  const addressOfEntryPoint = u32(optional + 16);
-  const imageBase = format === 'PE32' ? BigInt(u32(optional + 28)) : view.getBigUint64(optional + 24, true);
-  const sectionAlignment = u32(optional + 32);
-  const fileAlignment = u32(optional + 36);
-  const majorImageVersion = u16(optional + 44);
-  const minorImageVersion = u16(optional + 46);
-  const sizeOfImage = u32(optional + 56);
-  const sizeOfHeaders = u32(optional + 60);
-  const checkSumOffset = optional + 64;
-  const checkSum = u32(checkSumOffset);
-  const subsystem = u16(optional + 68);
-  const dllCharacteristics = u16(optional + 70);
-  const rvaCountOffset = optional + fixedSize - 4;
-  const numberOfRvaAndSizes = u32(rvaCountOffset);
+function peFormat(magic: number, at: number): PeFormat {
+  if (magic === PE32_MAGIC) return 'PE32';
+  if (magic === PE32_PLUS_MAGIC) return 'PE32+';
+  throw new PeImageError(
+    'optional header Magic',
+    at,
+    `expected 0x10b (PE32) or 0x20b (PE32+), found 0x${hex(magic, 4)}`,
+  );
+}
 
+/** Alignments that are powers of two, and data directories that fit in the optional header. */
+function checkOptionalHeader(header: OptionalHeader, sizeOfOptionalHeader: number): void {
+  const { optionalHeaderOffset: optional, fileAlignment, sectionAlignment, numberOfRvaAndSizes, fixedSize } = header;
   if (!isPowerOfTwo(fileAlignment)) {
     throw new PeImageError('optional header FileAlignment', optional + 36, `${fileAlignment} is not a power of two`);
   }
@@ -184,6 +290,7 @@ export function readPeImage(bytes: Uint8Array, options: PeReadOptions = {}): PeI
       `${sectionAlignment} is not a power of two at least FileAlignment (${fileAlignment})`,
     );
   }
+  const rvaCountOffset = optional + fixedSize - 4;
   if (numberOfRvaAndSizes > MAX_DATA_DIRECTORIES) {
     throw new PeImageError(
       'optional header NumberOfRvaAndSizes',
@@ -191,7 +298,6 @@ export function readPeImage(bytes: Uint8Array, options: PeReadOptions = {}): PeI
       `${numberOfRvaAndSizes} is more than ${MAX_DATA_DIRECTORIES}`,
     );
   }
-  const directoriesOffset = optional + fixedSize;
   if (fixedSize + numberOfRvaAndSizes * DATA_DIRECTORY_SIZE > sizeOfOptionalHeader) {
     throw new PeImageError(
       'optional header NumberOfRvaAndSizes',
@@ -199,32 +305,49 @@ export function readPeImage(bytes: Uint8Array, options: PeReadOptions = {}): PeI
       `${numberOfRvaAndSizes} data directories do not fit in SizeOfOptionalHeader (${sizeOfOptionalHeader})`,
     );
   }
+}
 
-  const sectionTableOffset = optional + sizeOfOptionalHeader;
-  const sectionTableEnd = sectionTableOffset + numberOfSections * SECTION_HEADER_SIZE;
-  need('section table', sectionTableOffset, numberOfSections * SECTION_HEADER_SIZE);
-  if (sizeOfHeaders < sectionTableEnd || sizeOfHeaders > length) {
+/** SizeOfHeaders covers the section table and lies in the file; SizeOfImage is within bounds. */
+function checkHeaderSizes(
+  file: FileReader,
+  header: OptionalHeader,
+  sectionTableOffset: number,
+  limits: { numberOfSections: number; maxImageSize: number },
+): void {
+  const { optionalHeaderOffset: optional, sizeOfHeaders, sizeOfImage } = header;
+  const sectionTableEnd = sectionTableOffset + limits.numberOfSections * SECTION_HEADER_SIZE;
+  file.need('section table', sectionTableOffset, limits.numberOfSections * SECTION_HEADER_SIZE);
+  if (sizeOfHeaders < sectionTableEnd || sizeOfHeaders > file.length) {
     throw new PeImageError(
       'optional header SizeOfHeaders',
       optional + 60,
-      `${sizeOfHeaders} must cover the headers and section table (${sectionTableEnd} bytes) and lie in the file (${length} bytes)`,
+      `${sizeOfHeaders} must cover the headers and section table (${sectionTableEnd} bytes) and lie in the file (${file.length} bytes)`,
     );
   }
-  if (sizeOfImage > maxImageSize || sizeOfImage < sizeOfHeaders) {
+  if (sizeOfImage > limits.maxImageSize || sizeOfImage < sizeOfHeaders) {
     throw new PeImageError(
       'optional header SizeOfImage',
       optional + 56,
-      `${sizeOfImage} must be at least SizeOfHeaders (${sizeOfHeaders}) and at most ${maxImageSize}`,
+      `${sizeOfImage} must be at least SizeOfHeaders (${sizeOfHeaders}) and at most ${limits.maxImageSize}`,
     );
   }
+}
 
+/** The data directories, each within the loaded image (the certificate table: within the file). */
+function readDataDirectories(
+  file: FileReader,
+  directoriesOffset: number,
+  count: number,
+  header: Pick<OptionalHeader, 'sizeOfImage'>,
+): DataDirectory[] {
   const dataDirectories: DataDirectory[] = [];
-  for (let index = 0; index < numberOfRvaAndSizes; index++) {
+  for (let index = 0; index < count; index++) {
     const entryOffset = directoriesOffset + index * DATA_DIRECTORY_SIZE;
-    const virtualAddress = u32(entryOffset);
-    const size = u32(entryOffset + 4);
+    const virtualAddress = file.u32(entryOffset);
+    const size = file.u32(entryOffset + 4);
     if (size > 0) {
-      const [limit, what] = index === CERTIFICATE_TABLE_INDEX ? [length, 'the file'] : [sizeOfImage, 'SizeOfImage'];
+      const [limit, what] =
+        index === CERTIFICATE_TABLE_INDEX ? [file.length, 'the file'] : [header.sizeOfImage, 'SizeOfImage'];
       if (virtualAddress + size > limit) {
         throw new PeImageError(
           `data directory ${index}`,
@@ -235,54 +358,42 @@ export function readPeImage(bytes: Uint8Array, options: PeReadOptions = {}): PeI
     }
     dataDirectories.push({ index, virtualAddress, size, entryOffset });
   }
+  return dataDirectories;
+}
 
+/** The section table: each section within the file and the image, none overlapping another. */
+function readSections(
+  file: FileReader,
+  sectionTableOffset: number,
+  count: number,
+  header: Pick<OptionalHeader, 'sizeOfHeaders' | 'sizeOfImage'>,
+): PeSection[] {
   const sections: PeSection[] = [];
-  for (let index = 0; index < numberOfSections; index++) {
+  for (let index = 0; index < count; index++) {
     const at = sectionTableOffset + index * SECTION_HEADER_SIZE;
-    const nameBytes = bytes.slice(at, at + 8);
+    const nameBytes = file.bytes.slice(at, at + 8);
     const nul = nameBytes.indexOf(0);
     const section: PeSection = {
       index,
       nameBytes,
       name: Buffer.from(nameBytes.subarray(0, nul < 0 ? 8 : nul)).toString('latin1'),
-      virtualSize: u32(at + 8),
-      virtualAddress: u32(at + 12),
-      sizeOfRawData: u32(at + 16),
-      pointerToRawData: u32(at + 20),
-      characteristics: u32(at + 36),
+      virtualSize: file.u32(at + 8),
+      virtualAddress: file.u32(at + 12),
+      sizeOfRawData: file.u32(at + 16),
+      pointerToRawData: file.u32(at + 20),
+      characteristics: file.u32(at + 36),
       headerOffset: at,
     };
-    checkSection(section, { length, sizeOfHeaders, sizeOfImage });
+    checkSection(section, {
+      length: file.length,
+      sizeOfHeaders: header.sizeOfHeaders,
+      sizeOfImage: header.sizeOfImage,
+    });
     sections.push(section);
   }
   refuseOverlaps(sections, 'file', (s) => [s.pointerToRawData, s.sizeOfRawData]);
   refuseOverlaps(sections, 'memory', (s) => [s.virtualAddress, loadedSize(s)]);
-
-  return {
-    byteLength: length,
-    peHeaderOffset,
-    machine,
-    timeDateStamp,
-    characteristics,
-    format,
-    optionalHeaderOffset: optional,
-    sizeOfOptionalHeader,
-    addressOfEntryPoint,
-    imageBase,
-    sectionAlignment,
-    fileAlignment,
-    majorImageVersion,
-    minorImageVersion,
-    sizeOfImage,
-    sizeOfHeaders,
-    checkSum,
-    checkSumOffset,
-    subsystem,
-    dllCharacteristics,
-    dataDirectories,
-    sectionTableOffset,
-    sections,
-  };
+  return sections;
 }
 
 /**

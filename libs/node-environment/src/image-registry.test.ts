@@ -4,7 +4,8 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseReference, startImageRegistry } from './image-registry.js';
+import { startImageRegistry } from './image-registry.js';
+import { parseReference } from './image-store.js';
 import type { ImageRegistry } from './image-registry.js';
 import { registryMirrorHosts } from './containerd-config.js';
 

@@ -4,6 +4,7 @@ import { writeFileAtomic } from '@constellation/files';
 import type { Logger } from '@constellation/logger';
 import { errorMessage } from '@constellation/errors';
 import { parseComponentManifest } from './component-manifest.js';
+import type { ComponentManifest } from './component-manifest.js';
 import { installComponents } from './component-installer.js';
 import { KUBELET_ENV_KEYS, parseEnvFile, serializeEnvFile, versionToTag } from './env-file.js';
 import { fetchBytes } from './fetch-with-retry.js';
@@ -13,6 +14,7 @@ import { readKeyring } from './keyring.js';
 import { checkManifestApplies } from './manifest-policy.js';
 import { runOsUpdateHook } from './os-update-hook.js';
 import { readOsInfo } from './os-release.js';
+import type { OsInfo } from './os-release.js';
 import { ensureDirectoryInsideRoot } from './root-paths.js';
 import { readHighestSerial, recordHighestSerial } from './serial-record.js';
 import { verifyDetachedSignature } from './signature.js';
@@ -94,15 +96,42 @@ export interface NodePreparationResult {
  */
 export async function prepareNode(options: NodePreparationOptions): Promise<NodePreparationResult> {
   const { root, logger } = options;
-  const inRoot = (path: string): string => join(root, path);
-  const serialPath = options.serialPath ?? DEFAULT_SERIAL_PATH;
-  const versionRecordPath = options.versionRecordPath ?? DEFAULT_VERSION_RECORD_PATH;
-  const os = await readOsInfo(inRoot(options.osReleasePath));
-  const record = await readVersionRecord(root, versionRecordPath);
+  const paths = {
+    serial: options.serialPath ?? DEFAULT_SERIAL_PATH,
+    versionRecord: options.versionRecordPath ?? DEFAULT_VERSION_RECORD_PATH,
+  };
+  const os = await readOsInfo(join(root, options.osReleasePath));
+  const record = await readVersionRecord(root, paths.versionRecord);
+  const { version, source } = await kubernetesVersionFor(options, record, paths.versionRecord);
+  const manifest = await applicableManifest(options, { os, version, record, paths });
+  const installed = await installComponents(root, manifest.components, {
+    retry: options.retry,
+    allowedDirs: options.allowedInstallDirs ?? DEFAULT_INSTALL_DIRS,
+    protectedPaths: [options.kubeletEnvPath, options.keyringPath, options.seedFile, paths.serial, paths.versionRecord],
+    logger,
+  });
+  const prepared = { kubernetesVersion: version, versionSource: source, installed };
+  if (await osUpdateStaged(options)) return { ...prepared, rebooting: true };
+  await writeKubeletEnv(options, version);
+  logger.info('node prepared', { kubernetesVersion: version, source, installed });
+  return { ...prepared, rebooting: false };
+}
+
+/**
+ * The version to prepare (forced, request, API server, local seed). The API server's answer is
+ * recorded whatever happens next: should it be silent on the next run, a seed older than its
+ * answer is a downgrade risk.
+ */
+async function kubernetesVersionFor(
+  options: NodePreparationOptions,
+  record: VersionRecord,
+  versionRecordPath: string,
+): Promise<{ version: string; source: VersionSource }> {
+  const { root } = options;
   const apiServerCa =
     options.apiServerCaPath === undefined
       ? undefined
-      : await readFile(inRoot(options.apiServerCaPath), 'utf8').catch((err: unknown) => {
+      : await readFile(join(root, options.apiServerCaPath), 'utf8').catch((err: unknown) => {
           throw new Error(`cluster CA ${options.apiServerCaPath ?? ''} cannot be read: ${errorMessage(err)}`);
         });
   const { version, source, apiServerVersion } = await discoverKubernetesVersion({
@@ -114,46 +143,36 @@ export async function prepareNode(options: NodePreparationOptions): Promise<Node
     ...(record.highestPrepared === undefined ? {} : { highestPrepared: record.highestPrepared }),
     ...(record.apiServerLastAnswer === undefined ? {} : { apiServerLastAnswer: record.apiServerLastAnswer }),
     apiRetry: options.apiRetry,
-    seedFile: inRoot(options.seedFile),
-    logger,
+    seedFile: join(root, options.seedFile),
+    logger: options.logger,
   });
-  // Kept whatever happens next: should the API server be silent on the next run, a seed older
-  // than its answer is a downgrade risk.
   if (apiServerVersion !== undefined && apiServerVersion !== record.apiServerLastAnswer) {
     record.apiServerLastAnswer = apiServerVersion;
     await writeVersionRecord(root, versionRecordPath, record);
   }
+  return { version, source };
+}
+
+/**
+ * The component manifest for this board, OS and version: fetched, its detached signature checked
+ * against the pinned keyring before it is parsed, its target, serial and expiry checked. A
+ * verified manifest raises the serial floor and the highest prepared version.
+ */
+async function applicableManifest(
+  options: NodePreparationOptions,
+  node: { os: OsInfo; version: string; record: VersionRecord; paths: { serial: string; versionRecord: string } },
+): Promise<ComponentManifest> {
+  const { root } = options;
+  const { os, version, record, paths } = node;
   const url = renderUrlTemplate(options.manifestUrlTemplate, {
     Board: os.board,
     OSVersion: os.version,
     KubernetesVersion: version,
   });
+  const manifestBytes = await fetchSignedManifest(options, url);
   const shown = shownUrl(url);
-  logger.info('fetching component manifest', { url: shown });
-  const manifestBytes = await fetchBytes(url, options.retry, { maxBytes: MAX_MANIFEST_BYTES, allowLocal: true });
-  if (options.verifySignatures) {
-    const armoredKeyring = await readTrustedFile(inRoot(options.keyringPath), 'pinned keyring', MAX_KEYRING_BYTES);
-    const keys = await readKeyring(armoredKeyring?.toString('utf8') ?? '', `pinned keyring ${options.keyringPath}`);
-    const signature = await fetchBytes(`${url}.asc`, options.retry, {
-      maxBytes: MAX_SIGNATURE_BYTES,
-      allowLocal: true,
-    });
-    try {
-      const keyId = await verifyDetachedSignature(manifestBytes, signature.toString('utf8'), keys);
-      logger.info('component manifest signature verified', { keyId });
-    } catch (err) {
-      throw new Error(`component manifest ${shown} is not signed by the pinned keyring: ${errorMessage(err)}`, {
-        cause: err,
-      });
-    }
-  } else {
-    logger.warn(
-      'SIGNATURE VERIFICATION IS DISABLED (--no-verify-signatures): the component manifest is trusted unchecked',
-      { url: shown },
-    );
-  }
   const manifest = parseComponentManifest(manifestBytes, shown);
-  const highestSerial = await readHighestSerial(root, serialPath);
+  const highestSerial = await readHighestSerial(root, paths.serial);
   checkManifestApplies(manifest, shown, {
     board: os.board,
     osVersion: os.version,
@@ -163,39 +182,64 @@ export async function prepareNode(options: NodePreparationOptions): Promise<Node
   });
   // Only a verified manifest may raise the floor; an unsigned one could otherwise lock out every signed one.
   if (options.verifySignatures && manifest.serial > highestSerial)
-    await recordHighestSerial(root, serialPath, manifest.serial);
+    await recordHighestSerial(root, paths.serial, manifest.serial);
   if (options.verifySignatures && raisesFloor(version, record)) {
     record.highestPrepared = version;
-    await writeVersionRecord(root, versionRecordPath, record);
+    await writeVersionRecord(root, paths.versionRecord, record);
   }
-  const installed = await installComponents(root, manifest.components, {
-    retry: options.retry,
-    allowedDirs: options.allowedInstallDirs ?? DEFAULT_INSTALL_DIRS,
-    protectedPaths: [options.kubeletEnvPath, options.keyringPath, options.seedFile, serialPath, versionRecordPath],
-    logger,
-  });
+  return manifest;
+}
 
-  if (options.osUpdateCommand !== undefined && options.osUpdateCommand.length > 0) {
-    if ((await runOsUpdateHook(options.osUpdateCommand, options.osUpdateTimeoutMs)) === 'staged') {
-      // kubelet.env stays unwritten: after the reboot preparation runs again for the new OS.
-      logger.info('OS update staged; rebooting before kubelet.env is written');
-      try {
-        await options.reboot();
-      } catch (err) {
-        throw new Error(
-          `an OS update is staged but the reboot failed (kubelet.env stays unwritten): ${errorMessage(err)}`,
-          {
-            cause: err,
-          },
-        );
-      }
-      return { kubernetesVersion: version, versionSource: source, installed, rebooting: true };
-    }
+/** The manifest's bytes, with its signature (`<url>.asc`) checked unless verification is off (said loudly). */
+async function fetchSignedManifest(options: NodePreparationOptions, url: string): Promise<Buffer> {
+  const { logger } = options;
+  const shown = shownUrl(url);
+  logger.info('fetching component manifest', { url: shown });
+  const manifestBytes = await fetchBytes(url, options.retry, { maxBytes: MAX_MANIFEST_BYTES, allowLocal: true });
+  if (!options.verifySignatures) {
+    logger.warn(
+      'SIGNATURE VERIFICATION IS DISABLED (--no-verify-signatures): the component manifest is trusted unchecked',
+      { url: shown },
+    );
+    return manifestBytes;
   }
+  const armoredKeyring = await readTrustedFile(
+    join(options.root, options.keyringPath),
+    'pinned keyring',
+    MAX_KEYRING_BYTES,
+  );
+  const keys = await readKeyring(armoredKeyring?.toString('utf8') ?? '', `pinned keyring ${options.keyringPath}`);
+  const signature = await fetchBytes(`${url}.asc`, options.retry, { maxBytes: MAX_SIGNATURE_BYTES, allowLocal: true });
+  try {
+    const keyId = await verifyDetachedSignature(manifestBytes, signature.toString('utf8'), keys);
+    logger.info('component manifest signature verified', { keyId });
+  } catch (err) {
+    throw new Error(`component manifest ${shown} is not signed by the pinned keyring: ${errorMessage(err)}`, {
+      cause: err,
+    });
+  }
+  return manifestBytes;
+}
 
-  await writeKubeletEnv(options, version);
-  logger.info('node prepared', { kubernetesVersion: version, source, installed });
-  return { kubernetesVersion: version, versionSource: source, installed, rebooting: false };
+/**
+ * Runs the OS update hook, if any. When it staged an update the node reboots and kubelet.env
+ * stays unwritten: after the reboot preparation runs again for the new OS.
+ */
+async function osUpdateStaged(options: NodePreparationOptions): Promise<boolean> {
+  if (options.osUpdateCommand === undefined || options.osUpdateCommand.length === 0) return false;
+  if ((await runOsUpdateHook(options.osUpdateCommand, options.osUpdateTimeoutMs)) !== 'staged') return false;
+  options.logger.info('OS update staged; rebooting before kubelet.env is written');
+  try {
+    await options.reboot();
+  } catch (err) {
+    throw new Error(
+      `an OS update is staged but the reboot failed (kubelet.env stays unwritten): ${errorMessage(err)}`,
+      {
+        cause: err,
+      },
+    );
+  }
+  return true;
 }
 
 /** Whether `version` is newer than the highest this node prepared (or the first). */

@@ -62,6 +62,23 @@ describe('spawnDetached and stopProcess', () => {
     expect(log).toBe('started\n');
   });
 
+  it('stops a detached program and what it started when asked to stop its process group', async () => {
+    const dir = await tempDir();
+    // A shell that starts a sleep and waits for it: the sleep is in the shell's process group.
+    const pidFile = join(dir, 'child.pid');
+    const pid = await spawnDetached('sh', ['-c', `sleep 30 & echo $! > ${pidFile}; wait`], join(dir, 'log'));
+    const child = await waitUntil(
+      async () => Number((await readFile(pidFile, 'utf8').catch(() => '')).trim()) || undefined,
+      { timeoutMs: 5_000, what: 'the shell to start its child' },
+    );
+    expect(isRunning(child)).toBe(true);
+    await stopProcess(pid, 2_000, { processGroup: true });
+    await waitUntil(() => Promise.resolve(isRunning(pid) || isRunning(child) ? undefined : true), {
+      timeoutMs: 5_000,
+      what: 'the shell and its child to stop',
+    });
+  });
+
   it('rejects, naming the program, when it cannot start', async () => {
     const dir = await tempDir();
     await expect(

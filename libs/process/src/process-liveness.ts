@@ -20,22 +20,36 @@ export function isRunning(pid: number): boolean {
   }
 }
 
-/** SIGTERM, then SIGKILL after `graceMs`; resolves once the process is gone. */
-export async function stopProcess(pid: number, graceMs = 5_000): Promise<void> {
-  if (!isRunning(pid)) return;
-  try {
-    process.kill(pid, 'SIGTERM');
-  } catch {
-    return;
+export interface StopProcessOptions {
+  /**
+   * Signal the process's whole group (`-pid`: a detached program and what it started), falling
+   * back to the pid alone. Its members are signalled even when the leader is already gone.
+   */
+  processGroup?: boolean;
+}
+
+/** Sends `signal`; false when there was nothing to send it to. */
+function send(pid: number, signal: NodeJS.Signals, processGroup: boolean): boolean {
+  for (const target of processGroup ? [-pid, pid] : [pid]) {
+    try {
+      process.kill(target, signal);
+      return true;
+    } catch {
+      // not there: try the next target, if any
+    }
   }
+  return false;
+}
+
+/** SIGTERM, then SIGKILL after `graceMs`; resolves once the process is gone (or was killed). */
+export async function stopProcess(pid: number, graceMs = 5_000, options: StopProcessOptions = {}): Promise<void> {
+  const processGroup = options.processGroup === true;
+  if (!processGroup && !isRunning(pid)) return;
+  if (!send(pid, 'SIGTERM', processGroup)) return;
   const deadline = Date.now() + graceMs;
   while (Date.now() < deadline) {
     if (!isRunning(pid)) return;
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
-  try {
-    process.kill(pid, 'SIGKILL');
-  } catch {
-    // already gone
-  }
+  send(pid, 'SIGKILL', processGroup);
 }

@@ -36,7 +36,7 @@ import { openVmImage, vmImageBuildCommand } from './vm-image.js';
 import type { VmImage } from './vm-image.js';
 import type { VmTamper } from './providers/vm-tamper.js';
 import { startNode } from './start-node.js';
-import type { NodeImages } from './node-spec.js';
+import type { ImageTrust, NodeImages } from './node-spec.js';
 import { findBuiltKubernetes } from './built-kubernetes.js';
 import { spreadCoreDns } from './spread-coredns.js';
 import { waitForNodes } from './wait-for-nodes.js';
@@ -88,7 +88,7 @@ interface VmNodes {
 }
 
 /** Everything the steps of `mini up` share once the cluster directory and network exist. */
-interface Bring {
+interface MiniUpRun {
   options: MiniUpOptions;
   programs: KubernetesPrograms;
   artifacts: MiniArtifacts;
@@ -104,8 +104,8 @@ interface Bring {
 }
 
 /** A progress line with the time since `mini up` started. */
-function progress(bring: Pick<Bring, 'options' | 'started'>, line: string): void {
-  bring.options.print(`[${((Date.now() - bring.started) / 1000).toFixed(1).padStart(5)} s] ${line}`);
+function progress(run: Pick<MiniUpRun, 'options' | 'started'>, line: string): void {
+  run.options.print(`[${((Date.now() - run.started) / 1000).toFixed(1).padStart(5)} s] ${line}`);
 }
 
 /** What the progress line says about a tampered node. */
@@ -277,23 +277,23 @@ async function vmNodes(options: MiniUpOptions): Promise<VmNodes | undefined> {
   return { image, vendor, accel };
 }
 
-async function bringUp(bring: Bring): Promise<MiniNodeResult[]> {
-  const { options, state } = bring;
+async function bringUp(run: MiniUpRun): Promise<MiniNodeResult[]> {
+  const { options, state } = run;
   const files = workspaceFiles(options.workspace);
-  const ekCa = await manufactureTpms(bring);
-  const publicKey = await startCloud(bring);
+  const ekCa = await manufactureTpms(run);
+  const { manifestPublicKey } = await startCloudStandIns(run);
   // VMs boot (minutes under software emulation) while init runs; their bootstrappers wait for the JoinService.
-  const { vmsStarted } = await startNodes(bring, { publicKey, ekCa });
+  const { vmsStarted } = await startNodes(run, { manifestPublicKey, ekCa });
 
   // The PCRs the image's boot measures (4 and 9; with VMs also 11), and PCR 15 at zero.
-  const measurements = expectedMeasurements(bring.boot, [...new Set([...bring.boot.map((c) => c.pcr), 15])]);
+  const measurements = expectedMeasurements(run.boot, [...new Set([...run.boot.map((c) => c.pcr), 15])]);
   const first = state.nodes[0];
   if (first === undefined) throw new Error('no control plane started');
   await writeWorkspaceFile(
     files.config,
     configYaml({
       name: 'mini',
-      kubernetesVersion: bring.kubernetesVersion,
+      kubernetesVersion: run.kubernetesVersion,
       initEndpoint: `${first.ip}:${first.initPort}`,
       apiServerCertSans: [],
       serviceCidr: CLI_DEFAULTS.serviceCidr,
@@ -301,7 +301,7 @@ async function bringUp(bring: Bring): Promise<MiniNodeResult[]> {
         variant: 'tpm2-ek',
         measurements,
         // Each measured PCR's events must carry exactly the image's digests: a refusal names the event.
-        eventPolicy: bootEventPolicy(bring.boot),
+        eventPolicy: bootEventPolicy(run.boot),
         ekRoots: await readFile(ekCa.rootCertPath, 'utf8'),
         ekIntermediates: await readFile(ekCa.intermediateCertPath, 'utf8'),
         firstControlPlaneEk: first.ekPublicKeyHash,
@@ -309,26 +309,26 @@ async function bringUp(bring: Bring): Promise<MiniNodeResult[]> {
     }),
     false,
   );
-  progress(bring, `config with the measured PCRs written to ${files.config}`);
+  progress(run, `config with the measured PCRs written to ${files.config}`);
   const init = await runInit({
     workspace: options.workspace,
     // mini's nodes have no CNI that proxies Services: kube-proxy does, as on any kubeadm cluster.
     conformance: true,
     print: (line) => {
-      progress(bring, `init: ${line}`);
+      progress(run, `init: ${line}`);
     },
     retryDelayMs: 300,
     attempts: 20,
   });
-  progress(bring, `cluster ${init.clusterId} initialised (real kubeadm init on ${first.name})`);
+  progress(run, `cluster ${init.clusterId} initialised (real kubeadm init on ${first.name})`);
   await deployJoinService({
     workspace: options.workspace,
     state,
-    artifacts: bring.artifacts,
-    admin: new Kubectl(bring.programs, files.kubeconfig),
+    artifacts: run.artifacts,
+    admin: new Kubectl(run.programs, files.kubeconfig),
   });
   progress(
-    bring,
+    run,
     `JoinService deployed as the DaemonSet of deploy/joinservice (port ${state.joinServicePort} of every control plane); the other nodes join through it`,
   );
   await vmsStarted;
@@ -343,12 +343,12 @@ async function bringUp(bring: Bring): Promise<MiniNodeResult[]> {
         45_000 * (state.nodes.length - 1) +
         8 * 60_000 * state.nodes.filter((n) => n.provider === 'qemu').length,
     print: (line) => {
-      progress(bring, line);
+      progress(run, line);
     },
   });
   if (nodes.some((node) => node.role === 'worker' && node.ready)) {
-    await spreadCoreDns(new Kubectl(bring.programs, files.kubeconfig, { timeoutMs: 150_000 }));
-    progress(bring, "CoreDNS restarted once workers were Ready, so that its replicas spread (kubeadm's anti-affinity)");
+    await spreadCoreDns(new Kubectl(run.programs, files.kubeconfig, { timeoutMs: 150_000 }));
+    progress(run, "CoreDNS restarted once workers were Ready, so that its replicas spread (kubeadm's anti-affinity)");
   }
   return nodes;
 }
@@ -357,31 +357,35 @@ async function bringUp(bring: Bring): Promise<MiniNodeResult[]> {
  * Like a cloud: one EK CA per cluster (its keys stay in the workspace, never on a node), every TPM
  * manufactured with an EK certificate from it, and each machine's EK recorded in the registry.
  */
-async function manufactureTpms(bring: Bring): Promise<EkCa> {
-  const { state, instances } = bring;
+async function manufactureTpms(run: MiniUpRun): Promise<EkCa> {
+  const { state, instances } = run;
   // VMs carry their vendor's EK roots in their verified image: every TPM comes from that vendor then.
-  const ekCa = bring.vms?.vendor.ekCa ?? (await createEkCa(join(state.dir, 'ek-ca'), { name: 'constellation mini' }));
+  const ekCa = run.vms?.vendor.ekCa ?? (await createEkCa(join(state.dir, 'ek-ca'), { name: 'constellation mini' }));
   const manufactured = await Promise.all(
     instances.map((instance) =>
       manufactureTpm({ stateDir: join(state.dir, instance.name, 'tpm'), vmid: instance.name, ca: ekCa }),
     ),
   );
-  bring.instances = instances.map((instance, i) => ({
+  run.instances = instances.map((instance, i) => ({
     ...instance,
     ekPublicKeyHash: manufactured[i]?.ekPublicKeyHash ?? '',
   }));
   progress(
-    bring,
-    bring.vms === undefined
+    run,
+    run.vms === undefined
       ? `${instances.length} TPMs manufactured with EK certificates from the cluster's EK CA`
-      : `${instances.length} TPMs manufactured with EK certificates from mini's vendor CA (${bring.vms.vendor.dir}; the node image trusts it)`,
+      : `${instances.length} TPMs manufactured with EK certificates from mini's vendor CA (${run.vms.vendor.dir}; the node image trusts it)`,
   );
   return ekCa;
 }
 
-/** The metadata service (instance registry, endpoint, init-secret hash) and the signed artifact host. */
-async function startCloud(bring: Bring): Promise<string> {
-  const { state, instances, options } = bring;
+/**
+ * What a cloud gives its nodes, stood in for: the metadata service (instance registry, endpoint,
+ * init-secret hash) and the artifact host with the signed component manifests. Returns the public
+ * key those manifests are signed with, which the nodes' images pin.
+ */
+async function startCloudStandIns(run: MiniUpRun): Promise<{ manifestPublicKey: string }> {
+  const { state, instances, options } = run;
   const firstControlPlane = instances[0];
   if (firstControlPlane === undefined) throw new UsageError('--control-planes must be at least 1');
   const documentFile = join(state.dir, 'metadata.json');
@@ -396,21 +400,21 @@ async function startCloud(bring: Bring): Promise<string> {
         joinServicePort: state.joinServicePort,
         initPort: 0,
       },
-      initSecretHash: await hashInitSecret(Buffer.from(bring.initSecret), { log2N: 14, r: 8, p: 1 }),
+      initSecretHash: await hashInitSecret(Buffer.from(run.initSecret), { log2N: 14, r: 8, p: 1 }),
     }),
   );
   // Node preparation: kubeadm and the kubelet reach every node as signed, digest-checked components.
   const artifactsDir = join(state.dir, 'artifacts');
   // The namespace nodes' OS version, and the node image's (its node preparation asks for that one).
-  const osVersions = [MINI_OS.version, ...(bring.vms === undefined ? [] : [bring.vms.image.osVersion])];
-  await publishComponents(artifactsDir, bring.programs.binDir, bring.kubernetesVersion, osVersions);
+  const osVersions = [MINI_OS.version, ...(run.vms === undefined ? [] : [run.vms.image.osVersion])];
+  await publishComponents(artifactsDir, run.programs.binDir, run.kubernetesVersion, osVersions);
   // A VM's image pins its vendor's key; namespace nodes alone get a key of this cluster's.
-  const manifestKey: ManifestSigningKey = bring.vms?.vendor.manifestKey ?? (await generateManifestSigningKey());
+  const manifestKey: ManifestSigningKey = run.vms?.vendor.manifestKey ?? (await generateManifestSigningKey());
   const urlFile = join(state.dir, 'metadata.url');
   state.metadataPid = await spawnDetached(
     process.execPath,
     [
-      bring.artifacts.cli,
+      run.artifacts.cli,
       'mini',
       'serve-metadata',
       '--document',
@@ -439,12 +443,12 @@ async function startCloud(bring: Bring): Promise<string> {
     { timeoutMs: 10_000, what: 'the metadata server writing its URL' },
   );
   await writeMiniState(options.workspace, state);
-  await signManifests(artifactsDir, bring.kubernetesVersion, osVersions, `${state.metadataUrl}/artifacts`, manifestKey);
+  await signManifests(artifactsDir, run.kubernetesVersion, osVersions, `${state.metadataUrl}/artifacts`, manifestKey);
   progress(
-    bring,
+    run,
     `metadata server and artifact host (signed kubeadm and kubelet) at ${state.metadataUrl}; the control planes' load balancer at ${state.network.hostIp}:${state.apiServerPort}`,
   );
-  return manifestKey.publicKey;
+  return { manifestPublicKey: manifestKey.publicKey };
 }
 
 /**
@@ -452,31 +456,28 @@ async function startCloud(bring: Bring): Promise<string> {
  * nodes run, with a promise for the VMs (booted, images imported), which fails with the first
  * VM's failure.
  */
-async function startNodes(
-  bring: Bring,
-  image: { publicKey: string; ekCa: EkCa },
-): Promise<{ vmsStarted: Promise<void> }> {
-  const { options, state, artifacts } = bring;
+async function startNodes(run: MiniUpRun, imageTrust: ImageTrust): Promise<{ vmsStarted: Promise<void> }> {
+  const { options, state, artifacts } = run;
   const modes = options.tamper ?? ['bootstrapper'];
   const tampered = new Map(
-    bring.instances
+    run.instances
       .filter((i) => i.role === 'worker' && !i.vm)
       .slice(0, options.tamperedWorkers ?? 0)
       .map((i, n) => [i.name, modes[Math.min(n, modes.length - 1)] ?? 'bootstrapper'] as const),
   );
   const vmTamper = new Map(
-    bring.instances
+    run.instances
       .filter((i) => i.vm)
       .flatMap((i, n) => {
         const mode = options.vmTamper?.[n];
         return mode === undefined ? [] : [[i.name, mode] as const];
       }),
   );
-  const hosts = bring.instances.map(({ name, ip }) => ({ name, ip }));
+  const hosts = run.instances.map(({ name, ip }) => ({ name, ip }));
   const vms: Promise<void>[] = [];
   // The first VM that fails ends the others' waits: mini up reports it and ends, not minutes later.
   const vmFailed = new AbortController();
-  for (const [index, instance] of (bring.instances as (Instance & { ekPublicKeyHash: string })[]).entries()) {
+  for (const [index, instance] of (run.instances as (Instance & { ekPublicKeyHash: string })[]).entries()) {
     const nodeStarted = Date.now();
     const started = startNode({
       artifacts,
@@ -486,30 +487,30 @@ async function startNodes(
       instance,
       metadataUrl: state.metadataUrl,
       apiServerPort: state.apiServerPort,
-      kubernetesBinDir: bring.programs.binDir,
+      kubernetesBinDir: run.programs.binDir,
       hosts,
-      images: bring.images,
-      boot: bring.boot,
-      image,
+      images: run.images,
+      boot: run.boot,
+      imageTrust,
       tamper: tampered.get(instance.name),
-      ...(instance.vm && bring.vms !== undefined
+      ...(instance.vm && run.vms !== undefined
         ? {
-            vmImage: bring.vms.image,
-            vmAccel: bring.vms.accel,
+            vmImage: run.vms.image,
+            vmAccel: run.vms.accel,
             vmsBootingAtOnce: options.vmWorkers ?? 1,
             signal: vmFailed.signal,
           }
         : {}),
       ...vmTamperOf(vmTamper, instance.name),
       print: (line) => {
-        progress(bring, line);
+        progress(run, line);
       },
     }).then(async (node) => {
       state.nodes.push(node);
       await writeMiniState(options.workspace, state);
       const took = `${((Date.now() - nodeStarted) / 1000).toFixed(1)} s`;
       progress(
-        bring,
+        run,
         instance.vm
           ? `${instance.name}: VM booted the node image (OVMF measured it into its swtpm, EK sha256:${node.ekPublicKeyHash.slice(0, 12)}…), its systemd started the bootstrapper${node.vmTamper === undefined ? ', images imported' : ''}${tamperNote(node)} (${took}; serial console: ${join(node.dir, 'serial.log')})`
           : `${instance.name}: swtpm (EK sha256:${node.ekPublicKeyHash.slice(0, 12)}…), measured boot, LUKS2 disk, containerd with the node image's images, bootstrapper started${tamperNote(node)} (${took})`,

@@ -13,6 +13,14 @@ export interface NodeImages {
   sandbox: string;
 }
 
+/** What a node image trusts, as its vendor put it there. */
+export interface ImageTrust {
+  /** The armored OpenPGP public key the component manifests are signed with (the node's pinned keyring). */
+  manifestPublicKey: string;
+  /** The EK CA whose certificates the node sends with its EK and checks the JoinService's host against. */
+  ekCa: EkCa;
+}
+
 /** One node of mini as any provider makes it: its place in the cluster, its image and its settings. */
 export interface NodeSpec {
   artifacts: MiniArtifacts;
@@ -33,8 +41,8 @@ export interface NodeSpec {
   images: NodeImages;
   /** The image's measured boot chain. */
   boot: BootComponent[];
-  /** What the node image carries: the vendor's signing key and the EK CA's public certificates. */
-  image: { publicKey: string; ekCa: EkCa };
+  /** What the node image trusts: the vendor's component-manifest signing key and its EK CA. */
+  imageTrust: ImageTrust;
   /** Run a modified bootstrapper bundle, and what its event log says about it. */
   tamper: Tamper | undefined;
 }

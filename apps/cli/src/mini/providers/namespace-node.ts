@@ -15,7 +15,7 @@ import type { HostView, UnitSpec } from '@constellation/node-environment';
 import { bootstrapperDigest, bootstrapperFiles } from '../boot-chain.js';
 import { MINI_OS } from '../signed-components.js';
 import type { Tamper } from '../tamper.js';
-import type { NodeSpec } from '../node-spec.js';
+import type { ImageTrust, NodeSpec } from '../node-spec.js';
 
 /** The node image's unit for the bootstrapper (deploy/bootstrapper's unit, with mini's flags). */
 export const BOOTSTRAPPER_UNIT = 'constellation-bootstrapper';
@@ -29,7 +29,7 @@ export const IMAGES_PRELOADED = '/etc/constellation/images-preloaded';
 /** The node image's files: OS facts, the pinned signing key and the EK CA certificates. */
 async function writeImageFiles(
   nodeDir: string,
-  image: NodeSpec['image'],
+  trust: ImageTrust,
 ): Promise<{ ekRoots: string; ekIntermediates: string }> {
   await mkdir(join(nodeDir, 'usr', 'lib'), { recursive: true });
   await writeFile(
@@ -39,13 +39,13 @@ async function writeImageFiles(
   const etc = join(nodeDir, 'etc', 'constellation');
   await mkdir(etc, { recursive: true });
   // Explicit mode: node preparation refuses a keyring that others can write, whatever the umask.
-  await writeFile(join(etc, 'pubring.asc'), image.publicKey, { mode: 0o644 });
+  await writeFile(join(etc, 'pubring.asc'), trust.manifestPublicKey, { mode: 0o644 });
   // The EK CA's certificates are public: the node sends the intermediate with its EK certificate,
   // and checks the JoinService's host against the pinned root before it uses a join ticket.
   const ekIntermediates = join(etc, 'ek-intermediates.pem');
-  await copyFile(image.ekCa.intermediateCertPath, ekIntermediates);
+  await copyFile(trust.ekCa.intermediateCertPath, ekIntermediates);
   const ekRoots = join(etc, 'ek-roots.pem');
-  await copyFile(image.ekCa.rootCertPath, ekRoots);
+  await copyFile(trust.ekCa.rootCertPath, ekRoots);
   return { ekRoots, ekIntermediates };
 }
 
@@ -124,7 +124,7 @@ export async function createNamespaceNode(spec: NodeSpec): Promise<Machine> {
     bundle = tamperedBootstrapper(nodeDir, spec.artifacts.bootstrapper);
     await tamperWithBootstrapper(spec.artifacts.bootstrapper, bundle);
   }
-  const { ekRoots, ekIntermediates } = await writeImageFiles(nodeDir, spec.image);
+  const { ekRoots, ekIntermediates } = await writeImageFiles(nodeDir, spec.imageTrust);
   const kubeProxyConfig = await writeKubeProxyConfig(nodeDir);
   const netns = network.namespaces[spec.index];
   if (netns === undefined) throw new Error(`no network namespace for ${instance.name}`);
