@@ -4,14 +4,19 @@ import { spawnSync } from 'node:child_process';
 import {
   copyFileSync,
   existsSync,
+  lstatSync,
   mkdirSync,
   readFileSync,
+  readdirSync,
+  readlinkSync,
   realpathSync,
+  renameSync,
   rmSync,
+  statSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { errorMessage } from '@constellation/errors';
 import { imagesDirBeside } from '@constellation/kubernetes-programs';
 import type { ImageArchive, ImagesManifest } from '@constellation/kubernetes-programs';
@@ -60,6 +65,8 @@ const NFT = '/usr/sbin/nft';
 const NFT_FILES = ['/etc/protocols', '/etc/services'];
 /** A cold build on 2 cores, for the progress line (a warm Go build cache makes both quick). */
 const ADD_ON_SECONDS = { 'kube-proxy': 60, coredns: 200 } as const;
+/** Other recipes' images kept beside the programs (each about 300 MB). */
+const KEPT_OTHER_RECIPES = 2;
 /** Where kubeadm's manifests run each program from: /usr/local/bin/<name>, CoreDNS at /coredns. */
 const PROGRAM_DIR = '/usr/local/bin';
 
@@ -299,21 +306,50 @@ function builtRecipe(dir: string): string | undefined {
   }
 }
 
+/**
+ * Points `link` (the `images` directory readers look for beside the programs) at `dir`, replacing
+ * it in one rename: each checkout's recipe keeps a directory of its own, and the one that ran last
+ * is the one readers see.
+ */
+function pointImagesLink(link: string, dir: string): void {
+  const current = lstatSync(link, { throwIfNoEntry: false });
+  if (current?.isSymbolicLink() === true && readlinkSync(link) === basename(dir)) return;
+  // The layout before images were keyed by recipe: a directory of its own.
+  if (current?.isDirectory() === true) rmSync(link, { recursive: true, force: true });
+  const staged = `${link}.link-${String(process.pid)}`;
+  rmSync(staged, { force: true });
+  symlinkSync(basename(dir), staged);
+  renameSync(staged, link);
+}
+
+/** Removes other recipes' images beside `keep`, but for the newest few (other checkouts may use them). */
+function pruneOtherImages(parent: string, keep: string): void {
+  const others = readdirSync(parent, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory() && entry.name.startsWith('images-') && entry.name !== basename(keep))
+    .filter((entry) => !entry.name.includes('.partial-'))
+    .map((entry) => ({ path: join(parent, entry.name), mtimeMs: statSync(join(parent, entry.name)).mtimeMs }))
+    .sort((a, b) => b.mtimeMs - a.mtimeMs);
+  for (const old of others.slice(KEPT_OTHER_RECIPES)) rmSync(old.path, { recursive: true, force: true });
+}
+
 async function main(): Promise<void> {
   const args = parseBuildArgs(process.argv.slice(2), USAGE);
   const bin = programsDir();
   const { release } = JSON.parse(readFileSync(join(bin, 'release.json'), 'utf8')) as { release: string };
-  // Beside the programs, so that whoever has the programs' directory finds the images.
-  const dir = imagesDirBeside(bin);
+  // Beside the programs, so that whoever has the programs' directory finds the images: in a
+  // directory per recipe, which `images` points to.
   const recipe = recipeOf(bin, release);
+  const dir = join(dirname(bin), `images-${recipe}`);
   const complete = builtRecipe(dir) === recipe;
   if (args.printDir) {
     if (!complete) {
       process.stderr.write('the node images are not built yet: run node tools/kubernetes/images.mjs\n');
       process.exit(3);
     }
-  } else if (args.rebuild || !complete) {
-    await build(bin, dir, release, recipe);
+  } else {
+    if (args.rebuild || !complete) await build(bin, dir, release, recipe);
+    pointImagesLink(imagesDirBeside(bin), dir);
+    pruneOtherImages(dirname(bin), dir);
   }
   process.stdout.write(`${dir}\n`);
 }
