@@ -8,7 +8,14 @@ import { createWriteStream, existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { archivePath, imagesDirBeside, readImagesManifest } from '@constellation/kubernetes-programs';
-import { importImages, listImages, openMachineAt, setRegistryMirror } from '@constellation/machines';
+import {
+  importImages,
+  listImages,
+  miniClusterRecordPath,
+  openMachineAt,
+  readMiniClusterRecord,
+  setRegistryMirror,
+} from '@constellation/machines';
 import type { Machine } from '@constellation/machines';
 import { readArchiveManifest, startImageRegistry } from '@constellation/node-environment';
 import {
@@ -74,14 +81,6 @@ async function buildSuite(): Promise<Suite> {
 
 // ---- the cluster -------------------------------------------------------------------------------
 
-/** What this runner reads of mini's state (apps/cli/src/mini/mini-state.ts). */
-interface MiniStateFile {
-  kubernetesBinDir?: string;
-  /** mini's host address on the nodes' bridge. */
-  network?: { hostIp?: string };
-  nodes: { name: string; role: string; dir: string }[];
-}
-
 interface Cluster {
   kubeconfig: string;
   kubectl: string;
@@ -89,16 +88,6 @@ interface Cluster {
   /** The address the nodes reach the host on (the test-image registry listens there). */
   hostIp: string;
   nodes: { name: string; role: string; machine: Machine }[];
-}
-
-const miniStatePath = (workspace: string): string => join(workspace, 'constellation-mini', 'mini.json');
-
-async function readMini(workspace: string): Promise<MiniStateFile | undefined> {
-  try {
-    return JSON.parse(await readFile(miniStatePath(workspace), 'utf8')) as MiniStateFile;
-  } catch {
-    return undefined;
-  }
 }
 
 function kubectl(cluster: Pick<Cluster, 'kubectl' | 'kubeconfig'>, args: string[]): string {
@@ -114,7 +103,7 @@ function kubectl(cluster: Pick<Cluster, 'kubectl' | 'kubeconfig'>, args: string[
 }
 
 async function findCluster(options: Options): Promise<Cluster> {
-  let state = await readMini(options.workspace);
+  let state = await readMiniClusterRecord(options.workspace);
   if (state === undefined && options.up && options.workspace === root) {
     log('no mini cluster runs here: bringing one up (npm run mini); it stays up after the run (npm run mini -- down)');
     const up = spawnSync('bash', [join(root, 'tools', 'dev', 'mini.sh'), 'up'], {
@@ -123,11 +112,11 @@ async function findCluster(options: Options): Promise<Cluster> {
       timeout: 20 * 60_000,
     });
     if (up.status !== 0) throw new Error('npm run mini failed (see above)');
-    state = await readMini(options.workspace);
+    state = await readMiniClusterRecord(options.workspace);
   }
   if (state === undefined) {
     throw new UsageError(
-      `no mini cluster runs in ${options.workspace} (no ${miniStatePath(options.workspace)}): ` +
+      `no mini cluster runs in ${options.workspace} (no ${miniClusterRecordPath(options.workspace)}): ` +
         (options.workspace === root
           ? 'start one with `npm run mini` (--no-up keeps the runner from starting one)'
           : `start one there with \`constellation mini up\` (the runner brings one up only in ${root})`),
@@ -150,7 +139,7 @@ async function findCluster(options: Options): Promise<Cluster> {
     kubeconfig,
     kubectl: join(state.kubernetesBinDir, 'kubectl'),
     kubernetesBinDir: state.kubernetesBinDir,
-    hostIp: state.network?.hostIp ?? '127.0.0.1',
+    hostIp: state.network.hostIp,
     nodes,
   };
 }

@@ -17,3 +17,5 @@ export type { VmBootPhase, VmBootProgress } from './providers/qemu/boot-phase.js
 export { vmBootProgress } from './providers/qemu/boot-phase.js';
 export type { AccelChoice, KvmProbeOptions } from './providers/qemu/kvm-probe.js';
 export { probeKvm } from './providers/qemu/kvm-probe.js';
+export type { MiniClusterNode, MiniClusterRecord } from './mini-cluster-record.js';
+export { miniClusterDir, miniClusterRecordPath, readMiniClusterRecord } from './mini-cluster-record.js';

@@ -1,22 +1,14 @@
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { UsageError } from '@constellation/command-line';
 import { selfCommand } from '../self-command.js';
 import { writeWorkspaceFile } from '../workspace.js';
 import type { MiniArtifacts } from './artifacts.js';
-import type { MiniNetwork } from '@constellation/node-environment';
 import type { Tamper } from './tamper.js';
 import type { VmTamper } from './providers/vm-tamper.js';
-import { openMachine } from '@constellation/machines';
-import type { Machine, MachineProvider } from '@constellation/machines';
+import { miniClusterDir, miniClusterRecordPath, openMachine, readMiniClusterRecord } from '@constellation/machines';
+import type { Machine, MiniClusterNode, MiniClusterRecord } from '@constellation/machines';
 
-export interface MiniNode {
-  name: string;
-  role: 'control-plane' | 'worker';
-  ip: string;
-  dir: string;
-  /** What the machine is made of (absent in records written before providers: namespaces). */
-  provider?: MachineProvider;
+/** A node of mini as `mini up` records it: the record every tool reads, and what `mini down` needs. */
+export interface MiniNode extends MiniClusterNode {
   /** swtpm's data channel (unix socket, mode 0600, in the node's directory); control at `<tpmSocket>.ctrl`. */
   tpmSocket: string;
   swtpmPid: number;
@@ -33,32 +25,23 @@ export interface MiniNode {
 }
 
 /** What `mini down` needs to stop and remove; written as soon as anything runs. */
-export interface MiniState {
+export interface MiniState extends MiniClusterRecord {
   startedAt: string;
-  dir: string;
   metadataPid: number;
   metadataUrl: string;
   /** Port every control plane's JoinService (its DaemonSet's pod, on the host network) serves on. */
   joinServicePort: number;
   apiServerPort: number;
-  network: MiniNetwork;
-  /** The built Kubernetes programs the control plane runs from (and kubectl). */
-  kubernetesBinDir?: string;
   /** The programs the nodes run: the node image mini up copied into `dir` (see copyNodeImage); read it with nodeImage. */
   artifacts?: MiniArtifacts;
   nodes: MiniNode[];
 }
 
-export const miniDir = (workspace: string): string => join(workspace, 'constellation-mini');
-export const miniStatePath = (workspace: string): string => join(miniDir(workspace), 'mini.json');
+export const miniDir = miniClusterDir;
+export const miniStatePath = miniClusterRecordPath;
 
-export async function readMiniState(workspace: string): Promise<MiniState | undefined> {
-  try {
-    return JSON.parse(await readFile(miniStatePath(workspace), 'utf8')) as MiniState;
-  } catch {
-    return undefined;
-  }
-}
+export const readMiniState = (workspace: string): Promise<MiniState | undefined> =>
+  readMiniClusterRecord<MiniState>(workspace);
 
 /** The cluster's node image; a cluster started by a CLI from before node images has none. */
 export function nodeImage(state: MiniState, workspace: string): MiniArtifacts {
