@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -24,6 +24,11 @@ describe('the build scripts’ shared parts', () => {
       expect(recipeHash({ ...recipe }, [goMod])).toBe(hash);
       expect(recipeHash({ ...recipe, recipeVersion: 3 }, [goMod])).not.toBe(hash);
       expect(recipeHash({ ...recipe, programs: [{ name: 'kubeadm' }] }, [goMod])).not.toBe(hash);
+      // The same files in another clone: the same recipe.
+      const elsewhere = join(dir, 'another-clone');
+      await mkdir(elsewhere);
+      await writeFile(join(elsewhere, 'go.mod'), 'module x\n');
+      expect(recipeHash(recipe, [join(elsewhere, 'go.mod')])).toBe(hash);
       await writeFile(goMod, 'module x\n\ngo 1.26\n');
       expect(recipeHash(recipe, [goMod])).not.toBe(hash);
     } finally {

@@ -59,12 +59,17 @@ export function goVersion(what: string): string {
 /**
  * A recipe's hash (12 hex digits): `recipe`, plain data (the recipe version, release, Go version,
  * the tables of what is built and how), then the contents of `files` (go.mod and go.sum, sources
- * built, programs copied in). Not a script's own text: changing how a script logs rebuilds
+ * built, programs copied in; not where they are, so that every clone has the same recipe). Not a
+ * script's own text: changing how a script logs rebuilds
  * nothing, and a change of what it builds that its data does not show raises its RECIPE_VERSION.
  */
 export function recipeHash(recipe: unknown, files: readonly string[]): string {
   const hash = createHash('sha256').update(JSON.stringify(recipe));
-  for (const file of files) hash.update(`\n${file}\n`).update(readFileSync(file));
+  // Each file's length and contents, not its path: a clone elsewhere has the same recipe.
+  for (const file of files) {
+    const contents = readFileSync(file);
+    hash.update(`\n${String(contents.length)}\n`).update(contents);
+  }
   return hash.digest('hex').slice(0, 12);
 }
 
