@@ -8,7 +8,7 @@ import {
   readImagesManifest,
   sandboxImage as sandboxImageOf,
 } from '@constellation/kubernetes-programs';
-import { sha256File } from './file-digest.js';
+import { sha256File } from '@constellation/files';
 import { progress, run, step } from './progress.js';
 import { REPOSITORY_ROOT, RUNTIME_PROGRAMS, TRUST_FILES } from './recipe.js';
 import type { RecipeInputs, TrustFile } from './recipe.js';

@@ -3,7 +3,7 @@
 // output's size and SHA-256.
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { sha256File } from './file-digest.js';
+import { sha256File } from '@constellation/files';
 
 export const MANIFEST_KIND = 'constellation-node-image-manifest-v1';
 

@@ -2,7 +2,7 @@ import { copyFile, chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promise
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { sha256File } from './file-digest.js';
+import { sha256File } from '@constellation/files';
 import { bundleScript, entryPoint } from './programs.js';
 import type { Program } from './programs.js';
 import { runTool } from './run-tool.js';

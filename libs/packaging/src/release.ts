@@ -3,7 +3,7 @@ import { basename, join } from 'node:path';
 import { buildJoinServiceImage } from './container-image.js';
 import type { BuiltImage } from './container-image.js';
 import { buildExecutable } from './executable.js';
-import { sha256File } from './file-digest.js';
+import { sha256File } from '@constellation/files';
 import { buildNodePackage } from './node-package.js';
 import { BOOTSTRAPPER, EXECUTABLE_PROGRAMS, NODE_PREP } from './programs.js';
 import type { Program } from './programs.js';

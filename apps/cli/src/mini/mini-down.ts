@@ -31,7 +31,8 @@ export async function miniDown(workspace: string, keep: boolean, print: (line: s
     return;
   }
   const failures: string[] = [];
-  for (const dir of (await machineDirs(state.dir)).reverse()) {
+  const dirs = await machineDirs(state.dir);
+  for (const dir of [...dirs].reverse()) {
     // The machine of a directory, whichever provider made it; one made half-way is removed too.
     const machine = await openMachineAt(dir).catch((err: unknown) => {
       failures.push(`${basename(dir)}: ${errorMessage(err)}`);
@@ -44,7 +45,8 @@ export async function miniDown(workspace: string, keep: boolean, print: (line: s
   await stopProcess(state.metadataPid);
   await destroyNetwork(state.network);
   print(
-    `stopped ${state.nodes.length} nodes (kubelet, containers, containerd, bootstrapper, TPM) and the metadata server${state.network.mode === 'namespaces' ? "; removed the nodes' namespaces, cgroups and the bridge" : ''}`,
+    // Every machine found, recorded or not: one `mini up` made half-way counts too.
+    `stopped ${String(dirs.length)} node${dirs.length === 1 ? '' : 's'} (kubelet, containers, containerd, bootstrapper, TPM) and the metadata server${state.network.mode === 'namespaces' ? "; removed the nodes' namespaces, cgroups and the bridge" : ''}`,
   );
   if (failures.length > 0) throw new Error(`some nodes did not stop cleanly:\n${failures.join('\n')}`);
   if (keep) {

@@ -1,6 +1,5 @@
-import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
+import { sha256File } from '@constellation/files';
 import { join } from 'node:path';
 import * as openpgp from 'openpgp';
 
@@ -12,14 +11,10 @@ export const NODE_COMPONENTS = ['kubeadm', 'kubelet'] as const;
 /** Where node preparation puts the components (on the node's state partition, first on its PATH). */
 export const componentPath = (name: string): string => `/run/state/bin/${name}`;
 
-async function sha256File(path: string): Promise<{ hash: string; size: number }> {
-  const hash = createHash('sha256');
-  let size = 0;
-  for await (const chunk of createReadStream(path)) {
-    hash.update(chunk as Buffer);
-    size += (chunk as Buffer).length;
-  }
-  return { hash: `sha256:${hash.digest('hex')}`, size };
+/** A component's digest as its manifest names it (`sha256:<hex>`), and its size. */
+async function componentDigest(path: string): Promise<{ hash: string; size: number }> {
+  const [hex, { size }] = await Promise.all([sha256File(path), stat(path)]);
+  return { hash: `sha256:${hex}`, size };
 }
 
 /** An armored OpenPGP key pair that signs the component manifests. */
@@ -59,7 +54,7 @@ export async function publishComponents(
   for (const name of NODE_COMPONENTS) {
     const program = join(kubernetesBinDir, name);
     await symlink(program, join(artifactsDir, 'pkgs', name));
-    const { hash, size } = await sha256File(program);
+    const { hash, size } = await componentDigest(program);
     components.push({ name, url: `ARTIFACTS/pkgs/${name}`, hash, size, installPath: componentPath(name), mode: 0o755 });
   }
   for (const osVersion of new Set(osVersions)) {
