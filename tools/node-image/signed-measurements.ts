@@ -5,8 +5,8 @@ import { createPublicKey } from 'node:crypto';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { attestationFileToJson, createMeasurementsSigningKey, signMeasurements } from '@constellation/attestation';
-import { imageReferenceValues } from '@constellation/measured-boot';
+import { createMeasurementsSigningKey, signMeasurements } from '@constellation/attestation';
+import { imageReferenceValues, referenceAttestationFile } from '@constellation/measured-boot';
 import { progress } from './progress.js';
 
 /** This machine's signing key when none is given: created once, owner-only, never in the image. */
@@ -26,18 +26,7 @@ async function signingKey(path: string): Promise<string> {
 /** Writes measurements.json, its signature and the public key into the image directory. */
 export async function writeSignedMeasurements(imageDir: string, keyPath: string): Promise<void> {
   const values = imageReferenceValues(await readFile(join(imageDir, 'uki.efi')));
-  const file = Buffer.from(
-    `${JSON.stringify(
-      attestationFileToJson(
-        new Map(
-          [...values.measurements].map(([pcr, hex]) => [pcr, { expected: Buffer.from(hex, 'hex'), warnOnly: false }]),
-        ),
-        { pcrEventDigests: values.pcrEventDigests },
-      ),
-      null,
-      2,
-    )}\n`,
-  );
+  const file = Buffer.from(`${JSON.stringify(referenceAttestationFile(values), null, 2)}\n`);
   const privateKey = await signingKey(keyPath);
   await writeFile(join(imageDir, 'measurements.json'), file);
   await writeFile(join(imageDir, 'measurements.json.sig'), signMeasurements(file, privateKey));

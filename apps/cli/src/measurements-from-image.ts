@@ -1,11 +1,10 @@
 import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { attestationFileToJson } from '@constellation/attestation';
-import type { Measurements } from '@constellation/attestation';
+import type { attestationFileToJson } from '@constellation/attestation';
 import { UsageError } from '@constellation/command-line';
 import { errorMessage } from '@constellation/errors';
-import { PeImageError, UkiError, imageReferenceValues } from '@constellation/measured-boot';
+import { PeImageError, UkiError, imageReferenceValues, referenceAttestationFile } from '@constellation/measured-boot';
 import type { PredictedPcr } from '@constellation/measured-boot';
 
 export interface ImageReference {
@@ -46,15 +45,12 @@ export async function measurementsFromImage(location: string): Promise<ImageRefe
       throw new UsageError(`${uki} is not a UKI this can predict: ${err.message}`);
     throw err;
   }
-  const measurements: Measurements = new Map(
-    [...values.measurements].map(([pcr, hex]) => [pcr, { expected: Buffer.from(hex, 'hex'), warnOnly: false }]),
-  );
   return {
     uki,
     ukiSha256: createHash('sha256').update(bytes).digest('hex'),
     kernelCommandLine: values.kernelCommandLine,
     pcrs: values.pcrs,
-    file: attestationFileToJson(measurements, { pcrEventDigests: values.pcrEventDigests }),
+    file: referenceAttestationFile(values),
   };
 }
 

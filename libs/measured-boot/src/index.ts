@@ -20,6 +20,6 @@ export { predictUkiBoot } from './predict-pcrs.js';
 export type { PredictUkiBootOptions, UkiBootPrediction } from './predict-pcrs.js';
 export { BOOT_PHASES, extendBootPhases } from './boot-phases.js';
 export type { BootPhase } from './boot-phases.js';
-export { IMAGE_PCRS, imageReferenceValues } from './reference-values.js';
+export { IMAGE_PCRS, imageReferenceValues, referenceAttestationFile } from './reference-values.js';
 export type { ImageReferenceValues } from './reference-values.js';
 export { imageBootComponents } from './image-boot-components.js';

@@ -1,3 +1,4 @@
+import { attestationFileToJson } from '@constellation/attestation';
 import { predictUkiBoot } from './predict-pcrs.js';
 import type { PredictUkiBootOptions } from './predict-pcrs.js';
 import type { PredictedPcr } from './predicted-pcr.js';
@@ -36,4 +37,15 @@ export function imageReferenceValues(uki: Uint8Array, options: PredictUkiBootOpt
     ),
     kernelCommandLine: prediction.kernelCommandLine,
   };
+}
+
+/**
+ * The attestation file (measurements and event policy, as `parseAttestationFile` reads it) that
+ * an image's reference values make: every measurement enforced.
+ */
+export function referenceAttestationFile(values: ImageReferenceValues): ReturnType<typeof attestationFileToJson> {
+  const measurements = new Map(
+    [...values.measurements].map(([pcr, hex]) => [pcr, { expected: Buffer.from(hex, 'hex'), warnOnly: false }]),
+  );
+  return attestationFileToJson(measurements, { pcrEventDigests: values.pcrEventDigests });
 }
