@@ -1,19 +1,17 @@
 // Builds the real Kubernetes programs (Kubernetes, etcd, containerd, runc) from the Go module
 // proxy into a cache outside the clone, once per machine, release and recipe.
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { errorMessage } from '@constellation/errors';
 import { constellationCacheDir } from '@constellation/files';
 import {
-  fail,
   formatSeconds,
   goVersion,
-  installBuild,
+  buildInWorkDirectory,
   parseBuildArgs,
   progressLog,
   pruneOtherRecipes,
   recipeHash,
-  removeAbandonedWork,
   runBuildStep,
   withProgress,
 } from './cached-build.js';
@@ -118,21 +116,19 @@ async function moduleDir(module: Module, release: string, work: string): Promise
 }
 
 async function build(release: string, binDir: string): Promise<void> {
-  const buildDir = join(binDir, '..');
-  const work = `${binDir}.partial-${String(process.pid)}`;
-  removeAbandonedWork(buildDir);
-  mkdirSync(join(work, 'bin'), { recursive: true });
   const totalSeconds = PROGRAMS.reduce((sum, p) => sum + p.seconds, 0);
   log(
     `building ${String(PROGRAMS.length)} programs for Kubernetes ${release} from the Go module proxy into ${binDir}` +
       ` (about ${formatSeconds(totalSeconds)} on 2 cores the first time; later runs reuse Go's build cache)`,
   );
   const overall = { started: Date.now(), totalSeconds };
-  try {
+  await buildInWorkDirectory(binDir, async (work) => {
+    const bin = join(work, 'bin');
+    mkdirSync(bin, { recursive: true });
     const dirs = new Map<Module, string>();
     for (const module of MODULES) dirs.set(module, await moduleDir(module, release, work));
     for (const [i, program] of PROGRAMS.entries()) {
-      const args = ['build', '-trimpath', '-o', join(work, 'bin', program.name)];
+      const args = ['build', '-trimpath', '-o', join(bin, program.name)];
       args.push('-tags', [...COMMON_TAGS, ...(program.tags === undefined ? [] : [program.tags])].join(','));
       args.push('-ldflags', kubernetesLdflags(release), program.pkg);
       const label = `[${String(i + 1)}/${String(PROGRAMS.length)}] ${program.name}`;
@@ -145,14 +141,11 @@ async function build(release: string, binDir: string): Promise<void> {
         }),
       );
     }
-  } catch (error) {
-    rmSync(work, { recursive: true, force: true });
-    fail(errorMessage(error));
-  }
-  // Written last: a directory with release.json holds a complete build.
-  const manifest = { release, programs: PROGRAMS.map((p) => p.name), builtAt: new Date().toISOString() };
-  writeFileSync(join(work, 'bin', 'release.json'), `${JSON.stringify(manifest, null, 2)}\n`);
-  installBuild(join(work, 'bin'), binDir, work);
+    // Written last: a directory with release.json holds a complete build.
+    const manifest = { release, programs: PROGRAMS.map((p) => p.name), builtAt: new Date().toISOString() };
+    writeFileSync(join(bin, 'release.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+    return bin;
+  });
   log(`all ${String(PROGRAMS.length)} programs built in ${formatSeconds((Date.now() - overall.started) / 1000)}`);
 }
 

@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { errorMessage } from '@constellation/errors';
 import { isRunning, runProgram } from '@constellation/process';
 
 /** Ends the script: `message` on stderr, exit code 1. */
@@ -73,16 +74,6 @@ export function recipeHash(recipe: unknown, files: readonly string[]): string {
   return hash.digest('hex').slice(0, 12);
 }
 
-/** Removes the work directories (`<name>.partial-<pid>`) in `parent` of builds that were cut off. */
-export function removeAbandonedWork(parent: string): void {
-  if (!existsSync(parent)) return;
-  for (const entry of readdirSync(parent)) {
-    const pid = Number(/\.partial-(\d+)$/.exec(entry)?.[1]);
-    if (pid > 0 && pid !== process.pid && !isRunning(pid))
-      rmSync(join(parent, entry), { recursive: true, force: true });
-  }
-}
-
 /** Removes earlier recipes' builds of `release` in `parent` (large: hundreds of MB); other releases' stay. */
 export function pruneOtherRecipes(parent: string, keep: string, release: string): void {
   if (!existsSync(parent)) return;
@@ -93,10 +84,35 @@ export function pruneOtherRecipes(parent: string, keep: string, release: string)
   }
 }
 
-/** Puts the finished `built` directory in `dir`'s place and removes the work directory. */
-export function installBuild(built: string, dir: string, work: string): void {
+/** Removes the work directories (`<name>.partial-<pid>`) in `parent` of builds that were cut off. */
+function removeAbandonedWork(parent: string): void {
+  if (!existsSync(parent)) return;
+  for (const entry of readdirSync(parent)) {
+    const pid = Number(/\.partial-(\d+)$/.exec(entry)?.[1]);
+    if (pid > 0 && pid !== process.pid && !isRunning(pid))
+      rmSync(join(parent, entry), { recursive: true, force: true });
+  }
+}
+
+/**
+ * Builds `dir` in a work directory beside it (`<dir>.partial-<pid>`, after removing those of
+ * builds that were cut off): `build` fills the work directory and returns the finished directory
+ * inside it, which then takes `dir`'s place in one rename. A failure removes the work directory
+ * and ends the script with its message, leaving `dir` as it was.
+ */
+export async function buildInWorkDirectory(dir: string, build: (work: string) => Promise<string>): Promise<void> {
+  const work = `${dir}.partial-${String(process.pid)}`;
+  removeAbandonedWork(dirname(dir));
+  rmSync(work, { recursive: true, force: true });
+  mkdirSync(work, { recursive: true });
+  let built: string;
+  try {
+    built = await build(work);
+  } catch (error) {
+    rmSync(work, { recursive: true, force: true });
+    fail(errorMessage(error));
+  }
   rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dirname(dir), { recursive: true });
   renameSync(built, dir);
   rmSync(work, { recursive: true, force: true });
 }

@@ -20,12 +20,11 @@ import {
   fail,
   formatSeconds,
   goVersion,
-  installBuild,
+  buildInWorkDirectory,
   parseBuildArgs,
   progressLog,
   pruneOtherRecipes,
   recipeHash,
-  removeAbandonedWork,
   runBuildStep,
   withProgress,
 } from './cached-build.js';
@@ -624,18 +623,15 @@ async function checkNames(e2eTest: string, built: readonly BuiltTestImage[]): Pr
 }
 
 async function build(release: string, recipe: string, dir: string): Promise<void> {
-  const work = `${dir}.partial-${process.pid}`;
-  removeAbandonedWork(dirname(dir));
-  rmSync(work, { recursive: true, force: true });
-  const out = conformanceSuiteLayout(join(work, 'out'));
-  mkdirSync(out.binDir, { recursive: true });
   const totalSeconds = PROGRAMS.reduce((sum, p) => sum + p.seconds, 0) + BUSYBOX_SOURCE.seconds + IMAGES_SECONDS;
   const overall: Overall = { started: Date.now(), totalSeconds };
   log(
     `building the conformance suite for Kubernetes ${release} and its test images into ${dir}` +
       ` (about ${formatSeconds(totalSeconds)} on 2 cores after the Kubernetes programs; later runs reuse Go's build cache)`,
   );
-  try {
+  await buildInWorkDirectory(dir, async (work) => {
+    const out = conformanceSuiteLayout(join(work, 'out'));
+    mkdirSync(out.binDir, { recursive: true });
     await buildPrograms(release, out.binDir, overall);
     await buildBusybox(out.binDir, join(work, 'scratch', 'busybox'), overall);
     const images = await buildImages(out.binDir, join(work, 'scratch'), out.imagesDir, overall);
@@ -655,11 +651,8 @@ async function build(release: string, recipe: string, dir: string): Promise<void
     writeFileSync(join(out.imagesDir, 'images.json'), `${JSON.stringify(manifest, null, 2)}\n`);
     const programs = { release, programs: manifest.programs };
     writeFileSync(join(out.binDir, 'release.json'), `${JSON.stringify(programs, null, 2)}\n`);
-  } catch (error) {
-    rmSync(work, { recursive: true, force: true });
-    fail(error instanceof Error ? error.message : String(error));
-  }
-  installBuild(join(work, 'out'), dir, work);
+    return join(work, 'out');
+  });
   log(`built in ${formatSeconds((Date.now() - overall.started) / 1000)}`);
 }
 

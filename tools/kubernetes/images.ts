@@ -17,18 +17,16 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { errorMessage } from '@constellation/errors';
 import { imagesDirBeside } from '@constellation/kubernetes-programs';
 import type { ImageArchive, ImagesManifest } from '@constellation/kubernetes-programs';
 import {
   fail,
   formatSeconds,
   goVersion,
-  installBuild,
+  buildInWorkDirectory,
   parseBuildArgs,
   progressLog,
   recipeHash,
-  removeAbandonedWork,
   runBuildStep,
   withProgress,
 } from './cached-build.js';
@@ -263,16 +261,13 @@ async function planImages(bin: string, release: string, work: string): Promise<P
 
 async function build(bin: string, dir: string, release: string, recipe: string): Promise<void> {
   const started = Date.now();
-  const work = `${dir}.partial-${String(process.pid)}`;
-  removeAbandonedWork(dirname(dir));
-  rmSync(work, { recursive: true, force: true });
-  mkdirSync(work, { recursive: true });
   log(`building the node images for Kubernetes ${release} into ${dir} (about 30 s; the first time about 5 min more)`);
-  const out = join(work, 'out');
-  const built: ImageArchive[] = [];
-  try {
+  let count = 0;
+  await buildInWorkDirectory(dir, async (work) => {
+    const out = join(work, 'out');
     const plan = await planImages(bin, release, work);
     const storage = buildahStorage(work);
+    const built: ImageArchive[] = [];
     for (const [i, image] of plan.entries()) {
       const imageStarted = Date.now();
       const rootfs = rootfsOf(join(work, 'rootfs', String(i)), image.files);
@@ -287,15 +282,13 @@ async function build(bin: string, dir: string, release: string, recipe: string):
         `[${String(i + 1)}/${String(plan.length)}] ${image.reference} (${formatSeconds((Date.now() - imageStarted) / 1000)})`,
       );
     }
-  } catch (error) {
-    rmSync(work, { recursive: true, force: true });
-    fail(errorMessage(error));
-  }
-  // Written last: a directory with an images.json of this recipe holds every image.
-  const manifest: ImagesManifest = { release, recipe, images: built };
-  writeFileSync(join(out, 'images.json'), `${JSON.stringify(manifest, null, 2)}\n`);
-  installBuild(out, dir, work);
-  log(`${String(built.length)} images built in ${formatSeconds((Date.now() - started) / 1000)}`);
+    // Written last: a directory with an images.json of this recipe holds every image.
+    const manifest: ImagesManifest = { release, recipe, images: built };
+    writeFileSync(join(out, 'images.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+    count = built.length;
+    return out;
+  });
+  log(`${String(count)} images built in ${formatSeconds((Date.now() - started) / 1000)}`);
 }
 
 function builtRecipe(dir: string): string | undefined {
