@@ -2,11 +2,11 @@ import { readdir, rm } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { errorMessage } from '@constellation/errors';
 import { pathExists } from '@constellation/files';
-import { openMachineAt } from '@constellation/machines';
+import { miniClusterDir, openMachineAt } from '@constellation/machines';
 import { stopProcess } from '@constellation/process';
 import { destroyNetwork } from '@constellation/node-environment';
 import { workspaceFiles } from '../workspace.js';
-import { miniDir, readMiniState } from './mini-state.js';
+import { readMiniState } from './mini-state.js';
 
 /**
  * Every machine's directory, whether or not `mini up` got as far as recording the node: one that
@@ -50,12 +50,12 @@ export async function miniDown(workspace: string, keep: boolean, print: (line: s
   );
   if (failures.length > 0) throw new Error(`some nodes did not stop cleanly:\n${failures.join('\n')}`);
   if (keep) {
-    print(`kept ${miniDir(workspace)} for inspection`);
+    print(`kept ${miniClusterDir(workspace)} for inspection`);
     return;
   }
-  await rm(miniDir(workspace), { recursive: true, force: true });
+  await rm(miniClusterDir(workspace), { recursive: true, force: true });
   const files = workspaceFiles(workspace);
   for (const path of [files.config, files.state, files.masterSecret, files.initSecret, files.kubeconfig])
     await rm(path, { force: true });
-  print(`removed ${miniDir(workspace)} and the workspace files`);
+  print(`removed ${miniClusterDir(workspace)} and the workspace files`);
 }

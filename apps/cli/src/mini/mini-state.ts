@@ -4,7 +4,7 @@ import { writeWorkspaceFile } from '../workspace.js';
 import type { MiniArtifacts } from './artifacts.js';
 import type { Tamper } from './tamper.js';
 import type { VmTamper } from './providers/vm-tamper.js';
-import { miniClusterDir, miniClusterRecordPath, openMachine, readMiniClusterRecord } from '@constellation/machines';
+import { miniClusterRecordPath, openMachine, readMiniClusterRecord } from '@constellation/machines';
 import type { Machine, MiniClusterNode, MiniClusterRecord } from '@constellation/machines';
 
 /** A node of mini as `mini up` records it: the record every tool reads, and what `mini down` needs. */
@@ -37,9 +37,6 @@ export interface MiniState extends MiniClusterRecord {
   nodes: MiniNode[];
 }
 
-export const miniDir = miniClusterDir;
-export const miniStatePath = miniClusterRecordPath;
-
 export const readMiniState = (workspace: string): Promise<MiniState | undefined> =>
   readMiniClusterRecord<MiniState>(workspace);
 
@@ -62,7 +59,7 @@ function startedByOlderVersion(workspace: string, kept: string): UsageError {
 }
 
 export async function writeMiniState(workspace: string, state: MiniState): Promise<void> {
-  await writeWorkspaceFile(miniStatePath(workspace), `${JSON.stringify(state, null, 2)}\n`, false);
+  await writeWorkspaceFile(miniClusterRecordPath(workspace), `${JSON.stringify(state, null, 2)}\n`, false);
 }
 
 /** The node's machine, through its provider. */

@@ -9,7 +9,7 @@ import { pathExists } from '@constellation/files';
 import { hashInitSecret } from '@constellation/keys';
 import { Kubectl, locateKubernetesPrograms } from '@constellation/kubernetes-programs';
 import type { KubernetesPrograms } from '@constellation/kubernetes-programs';
-import { probeKvm } from '@constellation/machines';
+import { miniClusterDir, probeKvm } from '@constellation/machines';
 import { isRunning, spawnDetached, waitUntil } from '@constellation/process';
 import type { AccelChoice } from '@constellation/machines';
 import { CNI_BIN_DIR } from '@constellation/node-environment';
@@ -24,7 +24,7 @@ import { copyNodeImage, findArtifacts } from './artifacts.js';
 import type { MiniArtifacts } from './artifacts.js';
 import { bootChain } from './boot-chain.js';
 import { deployJoinService } from './joinservice-deployment.js';
-import { machineOf, miniDir, readMiniState, writeMiniState } from './mini-state.js';
+import { machineOf, readMiniState, writeMiniState } from './mini-state.js';
 import type { MiniNode, MiniState } from './mini-state.js';
 import { createNetwork } from '@constellation/node-environment';
 import { nodeImages } from './node-images.js';
@@ -167,7 +167,7 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniUpResult> {
     throw new UsageError(
       `mini's pod network needs the CNI plugins in ${CNI_BIN_DIR} (Debian package containernetworking-plugins)`,
     );
-  const dir = miniDir(options.workspace);
+  const dir = miniClusterDir(options.workspace);
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
   const artifacts = await copyNodeImage(built, dir);
