@@ -109,7 +109,7 @@ export async function resolveRuntime(given: string | undefined): Promise<RecipeI
 /** The pause image the Kubernetes build made beside its programs (node tools/kubernetes/images.mjs). */
 async function sandboxImage(binDir: string): Promise<string> {
   const dir = imagesDirBeside(binDir);
-  const manifest = await readImagesManifest(dir, 'node tools/kubernetes/images.mjs (npm run mini does)');
+  const manifest = await readImagesManifest(dir, 'node tools/kubernetes/images.mjs', '(npm run mini does)');
   return sandboxImageOf(manifest, dir).reference;
 }
 

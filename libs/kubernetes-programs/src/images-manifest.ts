@@ -33,25 +33,25 @@ function isImageArchive(value: unknown): value is ImageArchive {
 }
 
 /**
- * Reads `dir`'s images.json. Fails saying what is wrong: missing (with `buildCommand`, the
- * command that builds them), or not of this shape.
+ * Reads `dir`'s images.json. Fails saying what is wrong and what to run: missing (`buildCommand`,
+ * the command that builds them, then `hint`), or not of this shape (`buildCommand --rebuild`).
  */
-export async function readImagesManifest(dir: string, buildCommand: string): Promise<ImagesManifest> {
+export async function readImagesManifest(dir: string, buildCommand: string, hint = ''): Promise<ImagesManifest> {
   const path = join(dir, 'images.json');
   const text = await readFile(path, 'utf8').catch(() => {
-    throw new Error(`no images in ${dir} (no images.json): run ${buildCommand}`);
+    throw new Error(`no images in ${dir} (no images.json): run \`${buildCommand}\`${hint === '' ? '' : ` ${hint}`}`);
   });
   let manifest: Partial<ImagesManifest>;
   try {
     manifest = JSON.parse(text) as Partial<ImagesManifest>;
   } catch (error) {
-    throw new Error(`${path} is not JSON (${(error as Error).message}): run ${buildCommand} --rebuild`, {
+    throw new Error(`${path} is not JSON (${(error as Error).message}): run \`${buildCommand} --rebuild\``, {
       cause: error,
     });
   }
   if (typeof manifest.release !== 'string' || !Array.isArray(manifest.images) || !manifest.images.every(isImageArchive))
     throw new Error(
-      `${path} does not list a release and its images ({reference, archive}): run ${buildCommand} --rebuild`,
+      `${path} does not list a release and its images ({reference, archive}): run \`${buildCommand} --rebuild\``,
     );
   return { release: manifest.release, recipe: manifest.recipe ?? '', images: manifest.images };
 }

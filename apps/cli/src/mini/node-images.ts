@@ -17,7 +17,11 @@ const ADD_ON_IMAGES = ['/kube-proxy:', '/coredns:'];
  */
 export async function nodeImages(kubernetesBinDir: string, artifacts: MiniArtifacts): Promise<NodeImages> {
   const dir = imagesDirBeside(kubernetesBinDir);
-  const manifest = await readImagesManifest(dir, '`node tools/kubernetes/images.mjs` (`npm run mini` does it for you)');
+  const manifest = await readImagesManifest(
+    dir,
+    'node tools/kubernetes/images.mjs',
+    '(`npm run mini` does it for you)',
+  );
   const sandbox = sandboxImage(manifest, dir);
   const everyNode = manifest.images.filter(
     (image) =>
