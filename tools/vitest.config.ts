@@ -1,3 +1,5 @@
 import { packageProject } from '../vitest.shared.ts';
 
-export default packageProject('tools', { include: ['lint/**/*.test.mjs', 'kubernetes/**/*.test.ts'] });
+export default packageProject('tools', {
+  include: ['lint/**/*.test.mjs', 'kubernetes/**/*.test.ts', 'conformance/**/*.test.ts'],
+});

@@ -4,12 +4,19 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const REPOSITORY_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-export const DEFAULT_LABEL_FILTER = 'Conformance && !Serial && !Disruptive && !Slow';
+/** What each mode runs: quick, the specs that may run side by side and are not slow; certified, all. */
+export const MODES = {
+  quick: { labelFilter: 'Conformance && !Serial && !Disruptive && !Slow', timeout: '3h' },
+  // Ginkgo runs the specs the suite marks Serial one at a time after the others (the e2e framework
+  // decorates them with ginkgo.Serial), as Sonobuoy's certified-conformance mode does.
+  certified: { labelFilter: 'Conformance', timeout: '6h' },
+} as const;
+export type Mode = keyof typeof MODES;
 const DEFAULT_PROCS = 4;
-const DEFAULT_TIMEOUT = '3h';
 const DEFAULT_SKIP_LIST = join(REPOSITORY_ROOT, 'tools', 'conformance', 'skip-list.yaml');
 
 export interface Options {
+  mode: Mode;
   labelFilter: string;
   focus: string[];
   skip: string[];
@@ -39,6 +46,7 @@ Exit code: 0 when every spec that ran passed, 1 otherwise, 2 for a bad command l
 
 Examples:
   npm run conformance
+  npm run conformance -- --mode certified
   npm run conformance -- --focus 'EmptyDir volumes' --procs 2
   npm run conformance -- --dry-run`;
 
@@ -65,9 +73,19 @@ function program(): Command {
     .usage('[options] [-- e2e.test flags]')
     .addOption(
       new Option(
+        '--mode <mode>',
+        'quick: the Conformance specs that run side by side and are not Slow; certified: every Conformance ' +
+          'spec, the Serial and Disruptive ones one at a time after the others (what a certification submits)',
+      )
+        .choices(Object.keys(MODES))
+        .default('quick'),
+    )
+    .addOption(
+      new Option(
         '--label-filter <expr>',
-        'which specs (ginkgo label filter); add Slow ones with ' + "'Conformance && !Serial && !Disruptive'",
-      ).default(DEFAULT_LABEL_FILTER),
+        'which specs (ginkgo label filter), in place of the mode’s; add Slow ones with ' +
+          "'Conformance && !Serial && !Disruptive'",
+      ).default(MODES.quick.labelFilter, "the mode's"),
     )
     .addOption(
       new Option('--focus <regex>', 'only specs whose full name matches (repeatable)')
@@ -94,7 +112,7 @@ function program(): Command {
     .addOption(
       new Option('--timeout <duration>', 'bound of the whole run, as ginkgo takes it')
         .argParser(parseTimeout)
-        .default(DEFAULT_TIMEOUT),
+        .default(MODES.quick.timeout, `${MODES.quick.timeout}; ${MODES.certified.timeout} in certified mode`),
     )
     .addOption(
       new Option(
@@ -134,6 +152,7 @@ export function parseOptions(argv: readonly string[]): Options | 'help' {
     throw error;
   }
   const raw = command.opts<{
+    mode: Mode;
     labelFilter: string;
     focus?: string[];
     skip?: string[];
@@ -146,13 +165,21 @@ export function parseOptions(argv: readonly string[]): Options | 'help' {
     import: boolean;
     dryRun?: boolean;
   }>();
+  const mode = MODES[raw.mode];
+  const given = (name: string): boolean => command.getOptionValueSource(name) === 'cli';
+  if (raw.mode === 'certified' && given('labelFilter')) {
+    throw new UsageError(
+      '--label-filter and --mode certified: the certified mode runs every Conformance spec; narrow it with --focus or --skip, or drop --mode (see --help)',
+    );
+  }
   return {
-    labelFilter: raw.labelFilter,
+    mode: raw.mode,
+    labelFilter: given('labelFilter') ? raw.labelFilter : mode.labelFilter,
     focus: raw.focus ?? [],
     skip: raw.skip ?? [],
     skipList: raw.skipList === false ? undefined : resolve(raw.skipList),
     procs: raw.procs,
-    timeout: raw.timeout,
+    timeout: given('timeout') ? raw.timeout : mode.timeout,
     reportDir: raw.reportDir === undefined ? undefined : resolve(raw.reportDir),
     workspace: resolve(raw.workspace),
     up: raw.up,

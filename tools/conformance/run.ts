@@ -346,6 +346,7 @@ async function runSuite(
   reportDir: string,
   skipPatterns: string[],
   total: number,
+  serial: number,
 ): Promise<number> {
   const args = [
     'run',
@@ -377,7 +378,11 @@ async function runSuite(
   const logFile = join(reportDir, 'ginkgo.log');
   const out = createWriteStream(logFile);
   const progress: Progress = { passed: 0, failed: 0, started: Date.now() };
-  log(`running ${total} ${total === 1 ? 'spec' : 'specs'} with ${options.procs} processes (full log: ${logFile})`);
+  log(
+    `running ${total} ${total === 1 ? 'spec' : 'specs'} with ${options.procs} processes` +
+      (serial > 0 ? `, the ${serial} Serial ones one at a time after the others` : '') +
+      ` (full log: ${logFile})`,
+  );
   const child = spawn(suite.ginkgo, args, { stdio: ['ignore', 'pipe', 'pipe'], cwd: reportDir });
   const print = (): void => {
     const done = progress.passed + progress.failed;
@@ -486,6 +491,8 @@ async function summarize(
       ` of ${planned.length} specs in ${duration(elapsedMs)}`,
     `JUnit report: ${join(reportDir, 'junit.xml')}`,
     `JSON report and full log: ${reportFile}, ${join(reportDir, 'ginkgo.log')}`,
+    // The plain last line every long run prints; a spec the cut-off run never reached counts as failed.
+    `${passed.length} passed, ${failed.length + suiteFailures.length + Math.max(notRun, 0)} failed`,
   );
   process.stdout.write(`${out.join('\n')}\n`);
   return failed.length === 0 && suiteFailures.length === 0 && notRun <= 0;
@@ -518,7 +525,8 @@ async function main(): Promise<number> {
   if (options.dryRun) {
     process.stdout.write(`${toRun.join('\n')}\n`);
     log(
-      `${toRun.length} specs would run, ${skippedByList.length} skipped by the skip list (--label-filter '${options.labelFilter}')`,
+      `${toRun.length} specs would run, ${skippedByList.length} skipped by the skip list ` +
+        `(--mode ${options.mode}, label filter '${options.labelFilter}')`,
     );
     return 0;
   }
@@ -538,6 +546,7 @@ async function main(): Promise<number> {
       reportDir,
       skippedByList.map((s) => literalPattern(s.name)),
       toRun.length,
+      toRun.filter((name) => name.includes('[Serial]')).length,
     );
     const ok = await summarize(reportDir, planned, skippedByList, Date.now() - started);
     return ok && code === 0 ? 0 : 1;
