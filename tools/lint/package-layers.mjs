@@ -33,7 +33,7 @@ export const LAYERS = {
 };
 
 /** Tests, their fixtures and benches: they may also use machines and the test harness. */
-export const TEST_FILES = ['**/*.test.ts', '**/*.fixture.ts', '**/*.global-setup.ts', '**/*.bench.ts'];
+export const TEST_FILES = ['**/*.test.ts', '**/*.e2e.ts', '**/*.fixture.ts', '**/*.global-setup.ts', '**/*.bench.ts'];
 const TESTS_MAY_IMPORT = ['product', 'machine', 'harness'];
 
 /** The workspace packages under `root` with their directory (relative) and layer. */

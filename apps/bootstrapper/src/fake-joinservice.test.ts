@@ -78,12 +78,10 @@ async function fakeJoinService(
             kubeletClientCert: Buffer.alloc(0),
             kubeletServingCert: Buffer.alloc(0),
             apiServerEndpoint: '127.0.0.1:1',
-            token: 'abcdef.0123456789abcdef',
-            discoveryTokenCaCertHash: `sha256:${'00'.repeat(32)}`,
             controlPlaneFiles: [],
             kubernetesVersion: 'v1.32.9',
             kubernetesComponents: [],
-            tokenExpiresUnixSeconds: 0n,
+            clusterCaCert: Buffer.alloc(0),
           }).finish();
           return Promise.resolve(Buffer.from(ticket));
         },

@@ -12,7 +12,12 @@ import { JoinProgress } from './join-progress.js';
 import { recordJoinStatus, joinStatusOf } from './join-status.js';
 import type { JoinStep } from './join-steps.js';
 import { writeNodeState } from './node-state.js';
-import { checkCredential, writeClientCredential, writeServingCredential } from './kubelet-credentials.js';
+import {
+  checkCredential,
+  checkIssuedBy,
+  writeClientCredential,
+  writeServingCredential,
+} from './kubelet-credentials.js';
 import { recordKubernetesConfigured } from './kubernetes-configured.js';
 import { belowVersionFloor } from './kubernetes-version-floor.js';
 import { errorMessage } from '@constellation/errors';
@@ -152,6 +157,9 @@ export class JoinClient {
   private checkTicket(ticket: JoinTicket, keys: KubeletKeys): void {
     checkCredential('client', { certificatePem: ticket.kubeletClientCert, keyPem: keys.clientKeyPem });
     checkCredential('serving', { certificatePem: ticket.kubeletServingCert, keyPem: keys.servingKeyPem });
+    // The API server is trusted by this CA alone (kubeadm's file discovery): it must be the one
+    // that issued the kubelet's certificates.
+    checkIssuedBy(ticket.clusterCaCert, { client: ticket.kubeletClientCert, serving: ticket.kubeletServingCert });
     const belowFloor = belowVersionFloor(ticket.kubernetesVersion, this.context.minimumKubernetesVersion);
     if (belowFloor !== undefined)
       throw new StatusError(grpc.status.FAILED_PRECONDITION, `this node refuses the join ticket: ${belowFloor}`);
@@ -196,9 +204,12 @@ export class JoinClient {
         await kubeadmJoin(kubeadmRunner(context), {
           nodeName: self.name,
           nodeIp: self.ip,
-          apiServerEndpoint: ticket.apiServerEndpoint,
-          token: ticket.token,
-          caCertHashes: [ticket.discoveryTokenCaCertHash],
+          discovery: {
+            apiServerEndpoint: ticket.apiServerEndpoint,
+            caCertificatePem: ticket.clusterCaCert.toString('utf8'),
+            clientCertificatePem: ticket.kubeletClientCert.toString('utf8'),
+            clientKeyPem: keys.clientKeyPem,
+          },
           ...(role === 'control-plane' ? { controlPlane: { bindPort: context.apiServerBindPort } } : {}),
         });
       },

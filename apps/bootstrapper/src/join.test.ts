@@ -106,6 +106,11 @@ describe('join, rejoin and recovery with the real JoinService', () => {
     ).toBe(true);
     const kc = new k8s.KubeConfig();
     kc.loadFromFile(controlPlane.context.paths.adminConf);
+    // kubeadm join ends once the kubelet has its kubeconfig; the kubelet registers its Node after.
+    await waitFor(
+      async () => (await kc.makeApiClient(k8s.CoreV1Api).listNode()).items.some((n) => n.metadata?.name === 'worker-1'),
+      { timeoutMs: 30_000, intervalMs: 250, description: "worker-1's kubelet to register its Node" },
+    );
     const nodes = await kc.makeApiClient(k8s.CoreV1Api).listNode();
     expect(nodes.items.map((n) => n.metadata?.name).sort()).toEqual(['control-plane-0', 'worker-1']);
     expect(worker.fatalErrors).toEqual([]);
@@ -175,14 +180,10 @@ describe('join, rejoin and recovery with the real JoinService', () => {
   });
 
   it('a ticket that arrives after the join client stopped is not used: the node stays unlocked and unjoined', async () => {
-    const admin = new k8s.KubeConfig();
-    admin.loadFromFile(controlPlane.context.paths.adminConf);
-    const core = admin.makeApiClient(k8s.CoreV1Api);
-    const bootstrapTokens = async (): Promise<number> =>
-      (await core.listNamespacedSecret({ namespace: 'kube-system' })).items.filter(
-        (secret) => secret.type === 'bootstrap.kubernetes.io/token',
-      ).length;
-    const tokensBefore = await bootstrapTokens();
+    const issuedFor = (name: string): number =>
+      (joinService?.output() ?? '')
+        .split('\n')
+        .filter((line) => line.includes('"join ticket issued"') && line.includes(`"node":"${name}"`)).length;
     const late = await TestNode.create(cluster, 'worker-2');
     try {
       // A first boot's disk, as the node's assessment leaves it.
@@ -205,10 +206,10 @@ describe('join, rejoin and recovery with the real JoinService', () => {
         { initialBackoffMs: 50, maxBackoffMs: 300, requestTimeoutMs: 15_000, committed: () => committed++ },
       );
       expect(await withTimeout(client.run(), 30_000, 'join client')).toBe('stopped');
-      // The service did hand it a ticket (one more token Secret); the node used none of it.
-      await waitFor(async () => (await bootstrapTokens()) === tokensBefore + 1, {
+      // The service did hand it a ticket; the node used none of it.
+      await waitFor(() => issuedFor('worker-2') === 1, {
         timeoutMs: 10_000,
-        description: "worker-2's bootstrap token Secret",
+        description: "the JoinService's log of worker-2's ticket",
       });
       expect(committed).toBe(0);
       expect(late.context.lock.heldBy).toBeUndefined();

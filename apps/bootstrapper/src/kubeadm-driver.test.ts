@@ -1,4 +1,4 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { MemoryLogger } from '@constellation/logger/testing';
 import { tempDirForTest } from '@constellation/testing';
@@ -10,9 +10,12 @@ import { RecentLog } from './recent-log.js';
 const JOIN = {
   nodeName: 'worker-1',
   nodeIp: '10.42.0.5',
-  apiServerEndpoint: '10.42.0.2:6443',
-  token: 'abcdef.0123456789abcdef',
-  caCertHashes: [`sha256:${'a'.repeat(64)}`],
+  discovery: {
+    apiServerEndpoint: '10.42.0.2:6443',
+    caCertificatePem: 'CA PEM',
+    clientCertificatePem: 'CERTIFICATE PEM',
+    clientKeyPem: 'KEY PEM',
+  },
 };
 
 /**
@@ -43,6 +46,28 @@ describe('kubeadmJoin', () => {
     );
     await kubeadmJoin(runner, JOIN);
     expect(await runs()).toBe(2);
+  });
+
+  it('joins by a discovery file of the ticket’s CA and kubelet credential, 0600 while kubeadm runs, gone after', async () => {
+    // The fake kubeadm keeps what it was given: the file its configuration names, and that file's mode.
+    const { runner } = await fakeKubeadm(`
+config="$3"
+file="$(sed -n 's/^ *kubeConfigPath: //p' "$config")"
+stat -c %a "$file" > "$KUBERNETES_DIR.mode" && cp "$file" "$KUBERNETES_DIR.discovery"`);
+    await kubeadmJoin(runner, JOIN);
+    expect((await readFile(`${runner.kubernetesDir}.mode`, 'utf8')).trim()).toBe('600');
+    const discovery = JSON.parse(await readFile(`${runner.kubernetesDir}.discovery`, 'utf8')) as {
+      clusters: { cluster: { server: string; 'certificate-authority-data': string } }[];
+      users: { user: Record<string, string> }[];
+    };
+    const decoded = (value: string | undefined): string => Buffer.from(value ?? '', 'base64').toString();
+    expect(discovery.clusters[0]?.cluster.server).toBe('https://10.42.0.2:6443');
+    expect(decoded(discovery.clusters[0]?.cluster['certificate-authority-data'])).toBe('CA PEM');
+    expect(decoded(discovery.users[0]?.user['client-certificate-data'])).toBe('CERTIFICATE PEM');
+    expect(decoded(discovery.users[0]?.user['client-key-data'])).toBe('KEY PEM');
+    expect(discovery.users[0]?.user['token']).toBeUndefined();
+    // The kubelet's key is in bootstrap-kubelet.conf now (kubeadm embeds it); this copy is removed.
+    expect(await readdir(runner.kubeadmDir)).toEqual(['kubeadm-join.yaml']);
   });
 
   it('does not repeat a join that got to kubelet-start, and throws that failure, not the preflight refusal a retry gets', async () => {

@@ -1,15 +1,16 @@
-import { readFile, writeFile, mkdir } from 'node:fs/promises';
+import { readFile, rm, writeFile, mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pathExists } from '@constellation/files';
 import type { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import {
   clusterConfigMap,
+  discoveryKubeconfig,
   initConfiguration,
   joinConfiguration,
   runKubeadm,
   writeAdmissionConfiguration,
 } from '@constellation/kubeadm';
-import type { ClusterConfig, InitConfigInput, JoinConfigInput } from '@constellation/kubeadm';
+import type { ClusterConfig, DiscoveryCredentials, InitConfigInput, JoinConfigInput } from '@constellation/kubeadm';
 import type { Logger } from '@constellation/logger';
 import type { NodeContext } from './node-context.js';
 import type { RecentLog } from './recent-log.js';
@@ -48,7 +49,7 @@ async function kubeadm(runner: KubeadmRunner, args: string[]): Promise<void> {
   });
 }
 
-/** Writes a kubeadm configuration file (0600: join configurations hold a token). */
+/** Writes a kubeadm configuration file (0600: the init file names a token, the discovery file holds a key). */
 async function writeKubeadmConfig(runner: KubeadmRunner, name: string, yaml: string): Promise<string> {
   await mkdir(runner.kubeadmDir, { recursive: true });
   const file = join(runner.kubeadmDir, name);
@@ -77,27 +78,42 @@ const KUBELET_START_FILES = ['kubelet.conf', 'bootstrap-kubelet.conf'];
  * as kubelet-start is not repeated: kubeadm's preflight refuses a node that has its kubeconfigs
  * (FileAvailable checks), and the retries hid the failure that mattered behind that refusal.
  */
-export async function kubeadmJoin(runner: KubeadmRunner, input: JoinConfigInput): Promise<void> {
-  const file = await writeKubeadmConfig(
-    runner,
-    'kubeadm-join.yaml',
-    joinConfiguration({ ...input, ...(runner.kubeadm.node === undefined ? {} : { node: runner.kubeadm.node }) }),
-  );
-  // A control plane's API server mounts it, as the first one's does (kubeadm-config's ClusterConfiguration).
-  if (input.controlPlane !== undefined) await writeAdmissionConfiguration(runner.kubernetesDir);
-  let last: unknown;
-  for (let attempt = 1; attempt <= 3; attempt++) {
-    try {
-      await kubeadm(runner, ['join', '--config', file, '-v=5']);
-      return;
-    } catch (err) {
-      last = err;
-      const started = await kubeletStarted(runner.kubernetesDir);
-      runner.logger.warn('kubeadm join failed', { attempt, error: errorMessage(err), retried: !started });
-      if (started) throw err;
+export async function kubeadmJoin(
+  runner: KubeadmRunner,
+  input: Omit<JoinConfigInput, 'discoveryFile'> & { discovery: DiscoveryCredentials },
+): Promise<void> {
+  const { discovery, ...join } = input;
+  // kubeadm's file discovery with the ticket's CA and the kubelet's own certificate; kubeadm copies
+  // the credential into bootstrap-kubelet.conf, so this copy of the key goes once the join is done.
+  const discoveryFile = await writeKubeadmConfig(runner, 'discovery.conf', discoveryKubeconfig(discovery));
+  try {
+    const file = await writeKubeadmConfig(
+      runner,
+      'kubeadm-join.yaml',
+      joinConfiguration({
+        ...join,
+        discoveryFile,
+        ...(runner.kubeadm.node === undefined ? {} : { node: runner.kubeadm.node }),
+      }),
+    );
+    // A control plane's API server mounts it, as the first one's does (kubeadm-config's ClusterConfiguration).
+    if (input.controlPlane !== undefined) await writeAdmissionConfiguration(runner.kubernetesDir);
+    let last: unknown;
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      try {
+        await kubeadm(runner, ['join', '--config', file, '-v=5']);
+        return;
+      } catch (err) {
+        last = err;
+        const started = await kubeletStarted(runner.kubernetesDir);
+        runner.logger.warn('kubeadm join failed', { attempt, error: errorMessage(err), retried: !started });
+        if (started) throw err;
+      }
     }
+    throw last;
+  } finally {
+    await rm(discoveryFile, { force: true });
   }
-  throw last;
 }
 
 async function kubeletStarted(kubernetesDir: string): Promise<boolean> {

@@ -38,6 +38,25 @@ export function checkCredential(which: 'client' | 'serving', credential: Kubelet
     throw new Error(`the ticket's kubelet ${which} certificate is not for this node's kubelet ${which} key`);
 }
 
+/**
+ * The ticket's cluster CA is a CA, and it issued both kubelet certificates: the node trusts the
+ * API server by it alone, so a CA that did not sign the node's own credentials is not the cluster's.
+ */
+export function checkIssuedBy(caPem: Uint8Array, certificates: { client: Uint8Array; serving: Uint8Array }): void {
+  let ca: X509Certificate;
+  try {
+    ca = new X509Certificate(caPem);
+  } catch {
+    throw new Error("the ticket's cluster CA is not a PEM certificate");
+  }
+  if (!ca.ca) throw new Error("the ticket's cluster CA certificate is not a CA certificate");
+  for (const [which, pem] of Object.entries(certificates)) {
+    const certificate = new X509Certificate(pem);
+    if (!certificate.checkIssued(ca) || !certificate.verify(ca.publicKey))
+      throw new Error(`the ticket's kubelet ${which} certificate was not issued by the ticket's cluster CA`);
+  }
+}
+
 /** The serving certificate and key where the KubeletConfiguration's tlsCertFile/tlsPrivateKeyFile point. */
 export async function writeServingCredential(paths: NodePaths, credential: KubeletCredential): Promise<void> {
   await writeFileAtomic(paths.kubeletServingCert, credential.certificatePem);

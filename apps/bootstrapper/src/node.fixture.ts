@@ -476,6 +476,8 @@ export async function callInit(
 
 export interface RunningJoinService {
   stop(): Promise<void>;
+  /** What the service has logged so far (JSON lines). */
+  output(): string;
 }
 
 /**
@@ -559,7 +561,7 @@ export async function startJoinServiceProcess(
     await stop();
     throw err;
   }
-  return { stop };
+  return { stop, output: () => out };
 }
 
 export type { BootstrapOutcome };

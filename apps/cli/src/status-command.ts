@@ -47,7 +47,10 @@ export async function clusterStatus(workspace: string): Promise<{ clusterId: str
   for (const machine of mini?.nodes ?? []) {
     if (nodes.some((n) => n.name === machine.name)) continue;
     const recorded = await readJoinStatus(machineOf(machine));
-    const problem = joinProblem(recorded);
+    const off = !(await machineOf(machine)
+      .poweredOn()
+      .catch(() => true));
+    const problem = off ? 'powered off' : joinProblem(recorded);
     nodes.push({
       name: machine.name,
       role: machine.role,

@@ -16,7 +16,6 @@ export const JOINSERVICE_DEFAULTS = {
   masterSecretFile: '/var/secrets/constellation-mastersecret/mastersecret.json',
   pkiDir: '/etc/kubernetes/pki',
   attestationVariant: 'tpm2-ek',
-  tokenTtlSeconds: 900,
   controlPlaneJoinTimeoutSeconds: 600,
   challengeTtlMs: 10_000,
   /** Join calls served at once (attestation included); more get RESOURCE_EXHAUSTED with retry-after-ms. */
@@ -77,8 +76,6 @@ export const JOINSERVICE_DEFAULTS = {
   measurementsPollMs: 5_000,
   /** A join seldom needs more than one ticket: five in a row, then one a minute. */
   ticketBudget: { burst: 5, refillMs: 60_000 },
-  /** A token is reused while at least this fraction of its lifetime is left: plenty for one kubeadm join. */
-  tokenReuseFraction: 1 / 3,
   /** When a caller refused for load or an unreachable registry should come back. */
   busyRetryAfterMs: 500,
   /** The longest a caller refused for load is told to wait, however long the queue of waiting nodes. */
@@ -143,7 +140,6 @@ export interface JoinServiceSettings {
   /** Kubeconfig file; in-cluster service account credentials when absent. */
   kubeconfigPath?: string;
   apiServerEndpoint: string;
-  tokenTtlMs: number;
   controlPlaneHoldMs: number;
   challengeTtlMs: number;
   maxConcurrentTickets: number;
@@ -180,7 +176,6 @@ export interface JoinServiceFlags {
   attestationAgent?: string;
   acceptUnregisteredEks: boolean;
   controlPlaneEks?: string;
-  tokenTtlSeconds: number;
   controlPlaneJoinTimeoutSeconds: number;
   challengeTtlMs: number;
   maxConcurrentTickets: number;
@@ -211,7 +206,6 @@ export function compileSettings(flags: JoinServiceFlags): JoinServiceSettings {
     pkiDir: flags.pkiDir,
     ...(flags.kubeconfig === undefined ? {} : { kubeconfigPath: flags.kubeconfig }),
     apiServerEndpoint: flags.apiServerEndpoint,
-    tokenTtlMs: flags.tokenTtlSeconds * 1000,
     controlPlaneHoldMs: flags.controlPlaneJoinTimeoutSeconds * 1000,
     challengeTtlMs: flags.challengeTtlMs,
     maxConcurrentTickets: flags.maxConcurrentTickets,

@@ -98,11 +98,13 @@ describe('JoinService manifests', () => {
     expect(daemonSet.spec.template.spec.nodeSelector).toEqual({ 'node-role.kubernetes.io/control-plane': '' });
   });
 
-  it('grant no read, list or watch access to Secrets: create, and delete to revoke a node’s previous token', async () => {
-    const role = (await documents()).find((d) => d['kind'] === 'Role') as {
+  it('grant no access to Secrets at all: joins mint no bootstrap token', async () => {
+    const roles = (await documents()).filter((d) => d['kind'] === 'Role' || d['kind'] === 'ClusterRole') as {
       rules: { resources: string[]; verbs: string[] }[];
-    };
-    const secretVerbs = role.rules.filter((r) => r.resources.includes('secrets')).flatMap((r) => r.verbs);
-    expect(secretVerbs).toEqual(['create', 'delete']);
+    }[];
+    const secretVerbs = roles.flatMap((role) =>
+      role.rules.filter((r) => r.resources.includes('secrets') || r.resources.includes('*')).flatMap((r) => r.verbs),
+    );
+    expect(secretVerbs).toEqual([]);
   });
 });

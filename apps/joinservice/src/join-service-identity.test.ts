@@ -404,16 +404,17 @@ describe('a genuine node joining again and again with made-up disks (attacker 2)
 });
 
 describe('a genuine node asking for tickets over and over (attacker 2)', () => {
-  it('gets its one still-valid token back instead of new Secrets, then is told when to come back', async () => {
+  it('writes nothing to the cluster for any of its tickets, then is told when to come back', async () => {
     const greedy = await fixture.node('worker-greedy', '10.42.0.31');
     nodes.push(greedy);
     const before = await tokenCount();
-    const tokens = new Set<string>();
+    const tickets: string[] = [];
     let refusal: Awaited<ReturnType<typeof rpcFailure>> | undefined;
-    // Found on main: 200 requests left 200 live token Secrets. Now: one token, and a budget.
+    // Found on main once: 200 requests left 200 live token Secrets. Then one token, and a budget;
+    // now no token at all (the node joins with its own kubelet certificate), and the budget.
     for (let i = 0; i < 8 && refusal === undefined; i++) {
       try {
-        tokens.add((await greedy.requestJoin(fixture.client)).ticket.token);
+        tickets.push(new X509Certificate((await greedy.requestJoin(fixture.client)).ticket.kubeletClientCert).subject);
       } catch (err) {
         refusal = {
           code: (err as grpc.ServiceError).code,
@@ -422,8 +423,11 @@ describe('a genuine node asking for tickets over and over (attacker 2)', () => {
         };
       }
     }
-    expect(tokens.size, `tokens handed out before the refusal (${String(refusal?.details)})`).toBe(1);
-    expect(await tokenCount()).toBe(before + 1);
+    // Five tickets (the budget's burst), each in its own name only; no Secret written for any.
+    expect(tickets, `tickets handed out before the refusal (${String(refusal?.details)})`).toEqual(
+      Array.from({ length: 5 }, () => 'O=system:nodes\nCN=system:node:worker-greedy'),
+    );
+    expect(await tokenCount()).toBe(before);
     expect(refusal?.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
     expect(refusal?.details).toMatch(/^machine worker-greedy asked for more than 5 tickets in a row; retry in \d+ s$/);
     expect(Number(refusal?.metadata?.get('retry-after-ms')[0])).toBeGreaterThan(0);

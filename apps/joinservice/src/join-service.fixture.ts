@@ -129,7 +129,6 @@ export async function writeMountedFiles(
       pkiDir: cluster.pkiDir,
       kubeconfigPath: join(root, 'kubeconfig'),
       apiServerEndpoint: cluster.apiServerEndpoint,
-      tokenTtlMs: 15 * 60_000,
       controlPlaneHoldMs: 600_000,
       challengeTtlMs: 10_000,
       maxConcurrentTickets: 64,

@@ -32,7 +32,6 @@ import { joinHandlers } from './join-handlers.js';
 import { MeasurementsSource } from './measurements-source.js';
 import { startMetricsServer } from './metrics-server.js';
 import { JoinMetrics } from './metrics.js';
-import { NodeTokens } from './node-tokens.js';
 import { TicketBudget } from './ticket-budget.js';
 import { TicketService } from './ticket-service.js';
 
@@ -94,14 +93,6 @@ async function createTicketService(settings: JoinServiceSettings, logger: Logger
     names: new NodeNameBindings({ core }),
     addresses: new NodeAddressBindings({ core }),
     budget: new TicketBudget(settings.ticketBudget ?? JOINSERVICE_DEFAULTS.ticketBudget),
-    tokens: new NodeTokens({
-      core,
-      masterSecret,
-      ttlMs: settings.tokenTtlMs,
-      minRemainingMs: settings.tokenTtlMs * JOINSERVICE_DEFAULTS.tokenReuseFraction,
-      retryAfterMs: JOINSERVICE_DEFAULTS.apiRetryAfterMs,
-      clock,
-    }),
     logger,
   });
 }

@@ -1,8 +1,9 @@
 // Bench and test fixture: a join storm as production has it. The JoinService runs as its own
 // program in its own process; the simulated nodes run in other processes (storm-nodes.ts), each
 // with its own software TPM identity registered in the instance registry; the registry runs here;
-// the API server is the real one (a control plane of the storm's own, each join's token Secret
-// written through it to etcd), behind a proxy that can stop answering when a run asks for one.
+// the API server is the real one (a control plane of the storm's own; the service reads the cluster
+// configuration from it, and a worker's join writes nothing to it), behind a proxy that can stop
+// answering when a run asks for one.
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { copyFile, mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
@@ -69,7 +70,6 @@ export interface StormClusterOptions {
   program: 'bundle' | 'source';
   /** Write a V8 CPU profile of the JoinService process here. */
   cpuProfileDir?: string;
-  tokenTtlSeconds?: number;
   /**
    * Put the API server behind a proxy that `silenceApi` can stop. Only runs that silence the API
    * need it: every request through it costs this process two more sockets' work, on the cores the
@@ -86,11 +86,12 @@ export interface MintedToken {
   expiresMs: number;
 }
 
-export interface TokenAudit {
-  minted: number;
-  nodesWithTwoLiveTokens: string[];
-  outlivingTtl: string[];
-  ticketsWithoutSecret: string[];
+/** What a storm left behind, checked after it: a join writes nothing and credentials only its own node. */
+export interface JoinAudit {
+  /** Bootstrap-token Secrets the service minted: none (nodes join by file discovery). */
+  tokenSecrets: number;
+  /** Joined nodes whose ticket's kubelet client certificate names another node (or none). */
+  ticketsForAnotherNode: string[];
 }
 
 /** Percentile `q` (0..1) of `values`, NaN when empty. */
@@ -105,7 +106,6 @@ export class StormCluster {
   private readonly proxy: PausableProxy | undefined;
   readonly registry: MetadataServer;
   readonly port: number;
-  readonly tokenTtlMs: number;
   private readonly options: StormClusterOptions;
   private readonly args: string[];
   private service: ChildProcess | undefined;
@@ -130,7 +130,6 @@ export class StormCluster {
     this.registry = parts.registry;
     this.port = parts.port;
     this.args = parts.args;
-    this.tokenTtlMs = (options.tokenTtlSeconds ?? 900) * 1000;
   }
 
   static async start(options: StormClusterOptions): Promise<StormCluster> {
@@ -174,7 +173,6 @@ export class StormCluster {
       `--kubeconfig=${settings.kubeconfigPath ?? ''}`,
       `--api-server-endpoint=${cluster.apiServerEndpoint}`,
       `--instance-registry-url=${registry.url}`,
-      `--token-ttl-seconds=${options.tokenTtlSeconds ?? 900}`,
       // Every simulated machine connects from 127.0.0.1: the per-address bound is for one machine.
       '--max-connections-per-address=100000',
     ];
@@ -259,7 +257,7 @@ export class StormCluster {
     return this.proxy;
   }
 
-  /** Every bootstrap-token Secret the service minted, by node, read through the API server (as system:masters). */
+  /** Every bootstrap-token Secret the service minted (none since joins use file discovery), read as system:masters. */
   async mintedTokens(): Promise<MintedToken[]> {
     const { items } = await this.cluster.core.listNamespacedSecret({
       namespace: 'kube-system',
@@ -279,9 +277,9 @@ export class StormCluster {
   }
 
   /**
-   * The API server's own time for the token writes (`apiserver_request_duration_seconds` of
+   * The API server's own time for Secret writes (`apiserver_request_duration_seconds` of
    * POST secrets, from its /metrics as system:masters): every such request since it started,
-   * which in a storm cluster are the joins' (and kubeadm's one token).
+   * which in a storm cluster are kubeadm's one token: joins write none.
    */
   async apiServerSecretWrites(): Promise<{ count: number; p50: number | undefined; p99: number | undefined }> {
     const metrics = await this.cluster.admin.run(['get', '--raw', '/metrics']);
@@ -293,22 +291,27 @@ export class StormCluster {
     };
   }
 
-  /**
-   * The token invariants after a storm: nodes holding two live tokens, tokens that outlive their
-   * TTL (expiry more than the TTL after the Secret was created), and tickets whose token has no Secret.
-   */
-  async auditTokens(outcomes: readonly NodeOutcome[], now = Date.now()): Promise<TokenAudit> {
-    const minted = await this.mintedTokens();
-    const liveByNode = new Map<string, number>();
-    for (const t of minted) if (t.expiresMs > now) liveByNode.set(t.node, (liveByNode.get(t.node) ?? 0) + 1);
-    const ids = new Set(minted.map((t) => t.id));
+  /** What the storm left behind: the service's token Secrets (none), and tickets in another node's name. */
+  async auditJoins(outcomes: readonly NodeOutcome[]): Promise<JoinAudit> {
     return {
-      minted: minted.length,
-      nodesWithTwoLiveTokens: [...liveByNode].filter(([, n]) => n > 1).map(([node]) => node),
-      // creationTimestamp has whole seconds: allow the one second it rounds away.
-      outlivingTtl: minted.filter((t) => t.expiresMs - t.createdMs > this.tokenTtlMs + 1_000).map((t) => t.id),
-      ticketsWithoutSecret: outcomes.filter((o) => o.joined && !ids.has(o.tokenId ?? '')).map((o) => o.name),
+      tokenSecrets: (await this.mintedTokens()).length,
+      ticketsForAnotherNode: outcomes.filter((o) => o.joined && o.certificateNode !== o.name).map((o) => o.name),
     };
+  }
+
+  /** Join tickets the running service has issued since it started, from its metrics. */
+  async ticketsIssued(): Promise<number> {
+    const text = await this.metrics();
+    let issued = 0;
+    for (const line of text.split('\n')) {
+      if (
+        line.startsWith('constellation_joinservice_tickets_total{') &&
+        line.includes('kind="join"') &&
+        line.includes('outcome="issued"')
+      )
+        issued += Number(line.slice(line.lastIndexOf(' ') + 1));
+    }
+    return issued;
   }
 
   /** Runs the nodes `[first, end)` of the identities in `processes` node processes, all at once. */

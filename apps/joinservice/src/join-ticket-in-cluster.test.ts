@@ -1,17 +1,19 @@
-// What a join ticket's credentials are worth to the real cluster: its bootstrap token authenticates
-// to kube-apiserver in kubeadm's node group, real kubeadm's discovery trusts the API server with the
-// token and the ticket's CA pin (and refuses a wrong pin), and its kubelet certificate acts as its
-// node and only as its node (the Node authorizer and NodeRestriction).
+// What a join ticket's credentials are worth to the real cluster: real kubeadm's file discovery
+// trusts the API server by the ticket's CA and reads what a worker's join reads as the node, with
+// the ticket's kubelet client certificate (no bootstrap token exists: the join writes nothing), and
+// refuses an API server another CA signed; the kubelet certificate acts as its node and only as its
+// node (the Node authorizer and NodeRestriction).
 import { randomBytes } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { runProgram } from '@constellation/process';
-import { joinConfiguration } from '@constellation/kubeadm';
+import { CertificateAuthority } from '@constellation/keys';
+import { discoveryKubeconfig, joinConfiguration } from '@constellation/kubeadm';
+import type { DiscoveryCredentials } from '@constellation/kubeadm';
 import { MemoryLogger } from '@constellation/logger/testing';
 import type { JoinTicket } from '@constellation/proto';
-import { waitFor } from '@constellation/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bootstrapTokenKubectl, kubeletKubectl, nodeObject } from './kubelet-credentials.fixture.js';
+import { kubeletKubectl, nodeObject } from './kubelet-credentials.fixture.js';
 import { startJoinFixture } from './join-service.fixture.js';
 import type { JoinFixture, SimulatedNode } from './join-service.fixture.js';
 
@@ -41,51 +43,29 @@ function refusalOf(run: Promise<string>): Promise<string> {
   );
 }
 
-describe("a join ticket's bootstrap token", () => {
-  it('authenticates to kube-apiserver as system:bootstrap:<id> in kubeadm’s node group', async () => {
-    const [id] = joinedA.ticket.token.split('.');
-    const token = await bootstrapTokenKubectl(fixture, joinedA.ticket.token);
-    const review = await token.json<{ status: { userInfo: { username: string; groups: string[] } } }>([
-      'auth',
-      'whoami',
-    ]);
-    expect(review.status.userInfo.username).toBe(`system:bootstrap:${id ?? ''}`);
-    expect(review.status.userInfo.groups).toEqual(
-      expect.arrayContaining(['system:bootstrappers', 'system:bootstrappers:kubeadm:default-node-token']),
-    );
-    // What kubeadm's RBAC gives that group: a kubelet's TLS bootstrap, nothing of the cluster's secrets.
-    expect(await token.canI('create', 'certificatesigningrequests.certificates.k8s.io')).toBe(true);
-    expect(await token.canI('get', 'secrets', ['-n', 'kube-system'])).toBe(false);
+describe('real kubeadm file discovery with a join ticket', () => {
+  /** What the bootstrapper gives kubeadm from the ticket (join-client.ts). */
+  const credentials = (ticket: JoinTicket, clientKeyPem: string): DiscoveryCredentials => ({
+    apiServerEndpoint: ticket.apiServerEndpoint,
+    caCertificatePem: ticket.clusterCaCert.toString(),
+    clientCertificatePem: ticket.kubeletClientCert.toString(),
+    clientKeyPem,
   });
 
-  it('is refused once its secret half is wrong', async () => {
-    const [id] = joinedA.ticket.token.split('.');
-    const forged = await bootstrapTokenKubectl(fixture, `${id ?? ''}.${'0'.repeat(16)}`);
-    expect(await refusalOf(forged.run(['auth', 'whoami']))).toContain(
-      'error: You must be logged in to the server (Unauthorized)',
-    );
-  });
-});
-
-describe('real kubeadm discovery with a join ticket', () => {
   /**
-   * Runs `kubeadm join phase preflight` with the JoinConfiguration the bootstrapper writes, chrooted
-   * (--rootfs) into an empty directory so that its node checks look at nothing of this machine
-   * (they are only warnings here). It discovers the cluster (cluster-info, its JWS signature by
-   * the token, the CA against the pins) and reads kubeadm-config with the token: that is all a
-   * worker's preflight does with the API server.
+   * Runs `kubeadm join phase preflight` with the JoinConfiguration and discovery file the
+   * bootstrapper writes, chrooted (--rootfs) into an empty directory so that its node checks look at
+   * nothing of this machine (they are only warnings here). It trusts the API server by the file's
+   * CA, reads cluster-info and kubeadm-config as the node: all a worker's preflight does with the
+   * API server.
    */
-  async function discover(ticket: JoinTicket, caCertHashes: readonly string[], token = ticket.token): Promise<string> {
+  async function discover(discovery: DiscoveryCredentials): Promise<string> {
     const rootfs = join(fixture.dir.path, `kubeadm-rootfs-${randomBytes(4).toString('hex')}`);
     await mkdir(rootfs);
-    const config = joinConfiguration({
-      nodeName: 'worker-a',
-      nodeIp: '10.42.0.21',
-      apiServerEndpoint: ticket.apiServerEndpoint,
-      token,
-      caCertHashes,
-    });
-    await writeFile(join(rootfs, 'join.yaml'), config, { mode: 0o600 });
+    await writeFile(join(rootfs, 'discovery.conf'), discoveryKubeconfig(discovery), { mode: 0o600 });
+    const config = joinConfiguration({ nodeName: 'worker-a', nodeIp: '10.42.0.21', discoveryFile: '/discovery.conf' });
+    // kubeadm's discovery bound, shortened for the refusal.
+    await writeFile(join(rootfs, 'join.yaml'), `${config}timeouts:\n  discovery: 5s\n`, { mode: 0o600 });
     const kubeadm = fixture.cluster.programs.path('kubeadm');
     const args = ['--rootfs', rootfs, 'join', 'phase', 'preflight', '--config', '/join.yaml'];
     return runProgram(kubeadm, [...args, '--ignore-preflight-errors=all', '-v=1'], { timeoutMs: 60_000 }).then(
@@ -94,46 +74,23 @@ describe('real kubeadm discovery with a join ticket', () => {
     );
   }
 
-  beforeAll(async () => {
-    // The real bootstrap signer (kube-controller-manager) signs cluster-info for each new token.
-    const [id] = joinedA.ticket.token.split('.');
-    await waitFor(
-      async () =>
-        (await fixture.cluster.core.readNamespacedConfigMap({ namespace: 'kube-public', name: 'cluster-info' })).data?.[
-          `jws-kubeconfig-${id ?? ''}`
-        ] !== undefined,
-      { timeoutMs: 30_000, description: "the bootstrap signer to sign cluster-info for the ticket's token" },
-    );
-  });
-
-  it("trusts the API server with the ticket's token and CA pin", async () => {
-    const output = await discover(joinedA.ticket, [joinedA.ticket.discoveryTokenCaCertHash]);
+  it("trusts the API server by the ticket's CA and reads the cluster's configuration as the node", async () => {
+    const output = await discover(credentials(joinedA.ticket, joinedA.clientKeyPem));
     expect(output).not.toMatch(/^failed/);
     expect(output).toContain(
-      `Cluster info signature and contents are valid and TLS certificate validates against pinned roots, will use API Server "${joinedA.ticket.apiServerEndpoint}"`,
+      '[discovery] Using authentication credentials from the discovery file for validating TLS connection',
     );
+    expect(output).toContain('[preflight] Reading configuration from the "kubeadm-config" ConfigMap');
   });
 
-  it('refuses an API server whose CA is not the pinned one, in kubeadm’s words', async () => {
-    const wrongPin = `sha256:${randomBytes(32).toString('hex')}`;
-    const output = await discover(joinedA.ticket, [wrongPin]);
+  it('refuses an API server whose certificate the ticket’s CA did not sign, in kubeadm’s words', async () => {
+    const stranger = await CertificateAuthority.generate('not-the-cluster');
+    const output = await discover({
+      ...credentials(joinedA.ticket, joinedA.clientKeyPem),
+      caCertificatePem: stranger.certificatePem,
+    });
     expect(output).toMatch(/^failed/);
-    expect(output).toContain(
-      `couldn't validate the identity of the API Server: cluster CA found in cluster-info ConfigMap is invalid: none of the public keys "${joinedA.ticket.discoveryTokenCaCertHash}" are pinned`,
-    );
-  });
-
-  it('refuses cluster-info whose signature the token does not verify', async () => {
-    const [id] = joinedA.ticket.token.split('.');
-    const output = await discover(
-      joinedA.ticket,
-      [joinedA.ticket.discoveryTokenCaCertHash],
-      `${id ?? ''}.${'0'.repeat(16)}`,
-    );
-    expect(output).toMatch(/^failed/);
-    expect(output).toContain(
-      "failed to verify JWS signature of received cluster info object, can't trust this API Server",
-    );
+    expect(output).toContain('x509: certificate signed by unknown authority');
   });
 });
 
@@ -185,11 +142,13 @@ describe("a join ticket's kubelet client certificate", () => {
 
   it('may not read a Secret no pod of its node refers to (the Node authorizer)', async () => {
     const kubelet = await kubeletKubectl(fixture, joinedA);
-    const [id] = joinedB.ticket.token.split('.');
-    expect(
-      await refusalOf(kubelet.run(['-n', 'kube-system', 'get', 'secret', `bootstrap-token-${id ?? ''}`])),
-    ).toContain(
-      `secrets "bootstrap-token-${id ?? ''}" is forbidden: User "system:node:worker-a" cannot get resource "secrets" in API group "" in the namespace "kube-system": node: no relationship found between node 'worker-a' and this object`,
+    const name = `unrelated-${randomBytes(4).toString('hex')}`;
+    await fixture.cluster.core.createNamespacedSecret({
+      namespace: 'kube-system',
+      body: { metadata: { name }, stringData: { secret: 'not for nodes' } },
+    });
+    expect(await refusalOf(kubelet.run(['-n', 'kube-system', 'get', 'secret', name]))).toContain(
+      `secrets "${name}" is forbidden: User "system:node:worker-a" cannot get resource "secrets" in API group "" in the namespace "kube-system": node: no relationship found between node 'worker-a' and this object`,
     );
   });
 });

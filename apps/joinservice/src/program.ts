@@ -111,12 +111,6 @@ function withAdmissionOptions<Args extends unknown[], Opts extends OptionValues>
       'with --accept-unregistered-eks: the machines that may join as control planes (which receive the cluster CA keys), one EK hash "sha256:<hex>" per line as a refusal names it; without it none may',
     )
     .option(
-      '--token-ttl-seconds <seconds>',
-      'lifetime of each bootstrap token',
-      (v) => parseInteger(v, 60, 86_400),
-      DEFAULTS.tokenTtlSeconds,
-    )
-    .option(
       '--control-plane-join-timeout-seconds <seconds>',
       'how long one control-plane join may block the next',
       (v) => parseInteger(v, 10, 3_600),

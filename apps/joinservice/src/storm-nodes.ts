@@ -1,7 +1,7 @@
 // Bench and test program: a share of a join storm's simulated nodes, in a process of their own so
 // the JoinService's process measures only the service. Reads its orders (a JSON file named by
 // the first argument), joins every node with retries, and prints one JSON line per node.
-import { randomUUID } from 'node:crypto';
+import { X509Certificate, randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
 import * as grpc from '@grpc/grpc-js';
@@ -110,8 +110,8 @@ async function runNode(node: PreparedNode, orders: StormOrders): Promise<NodeOut
         outcome.joined = true;
         outcome.callMs = callMs;
         outcome.joinedAfterMs = Date.now() - orders.startAtMs;
-        outcome.tokenId = ticket.token.split('.')[0] ?? '';
-        outcome.tokenExpiresMs = Number(ticket.tokenExpiresUnixSeconds) * 1000;
+        outcome.certificateNode =
+          /CN=system:node:(\S+)/.exec(new X509Certificate(ticket.kubeletClientCert).subject)?.[1] ?? '';
         return outcome;
       } catch (err) {
         const code = (err as { code?: number }).code;

@@ -29,8 +29,8 @@ export interface NodeOutcome {
   callMs?: number;
   /** From the storm's start to the ticket, ms (retries and waits included). */
   joinedAfterMs?: number;
-  tokenId?: string;
-  tokenExpiresMs?: number;
+  /** The node its ticket's kubelet client certificate names (system:node:<name>). */
+  certificateNode?: string;
   /** Failed attempts by gRPC status name. */
   failures: Record<string, number>;
   lastError?: string;

@@ -16,7 +16,6 @@ import type { ControlPlaneLease } from './control-plane-lease.js';
 import { apiErrorMessage, apiStatusCode } from '@constellation/kubeadm';
 import type { DiskBindings, NodeAddressBindings, NodeNameBindings } from '@constellation/kubeadm';
 import type { RegisteredInstance } from './instance-registry.js';
-import type { NodeTokens } from './node-tokens.js';
 import type { TicketBudget } from './ticket-budget.js';
 import { Refusal } from '@constellation/errors';
 
@@ -54,8 +53,6 @@ export interface TicketServiceOptions {
   addresses: NodeAddressBindings;
   /** Tickets per machine; a node asking beyond it is told when to come back. */
   budget: TicketBudget;
-  /** Each machine's bootstrap token for the current period, reused instead of minting another. */
-  tokens: NodeTokens;
   logger: Logger;
 }
 
@@ -135,7 +132,9 @@ function checkRole(request: JoinTicketRequest, node: AdmittedNode): void {
 
 /**
  * Builds tickets for attested nodes. Everything that can be refused is checked before anything
- * is written: a forged CSR or a bad disk UUID never leaves a bootstrap token behind in the API.
+ * is written: a forged CSR or a bad disk UUID never leaves a claim behind in the API. A worker's
+ * ticket writes nothing at all: it carries the kubelet's certificates and the cluster CA, with
+ * which the node joins through kubeadm's file discovery (no bootstrap token).
  */
 export class TicketService {
   private readonly options: TicketServiceOptions;
@@ -148,7 +147,7 @@ export class TicketService {
   }
 
   async joinTicket(request: JoinTicketRequest, node: AdmittedNode): Promise<JoinTicket> {
-    const { pki, masterSecret, clusterConfig, lease, logger, names, addresses, budget, tokens } = this.options;
+    const { pki, masterSecret, clusterConfig, lease, logger, names, addresses, budget } = this.options;
     checkDiskUuid(request.diskUuid);
     const { instance: registered, unregistered } = node;
     budget.take(`join:${node.machineId}`, `machine ${registered?.name ?? node.machineId}`);
@@ -173,7 +172,7 @@ export class TicketService {
       refuseApiServerNames(client.nodeName, serving.ips, cluster.apiServer, this.options.apiServerEndpoint);
     // Without a registry the machine's name and addresses are its own word: each goes to the first
     // machine that claims it. Both are checked before either is written, so a refused ask claims
-    // nothing and leaves no token behind.
+    // nothing.
     if (unregistered !== undefined) {
       const checked = await addresses.check(serving.ips, node.machineId);
       await names.bind(client.nodeName, node.machineId);
@@ -189,27 +188,19 @@ export class TicketService {
     }
     try {
       const controlPlaneFiles = request.isControlPlane ? await pki.controlPlaneFiles() : [];
-      const { token, reused } = await tokens.tokenFor(node.machineId, client.nodeName);
-      log.info('join ticket issued', {
-        tokenId: token.id,
-        tokenReused: reused,
-        tokenExpires: token.expires.toISOString(),
-        ips: serving.ips,
-      });
+      log.info('join ticket issued', { ips: serving.ips });
       return {
         stateDiskKey: deriveStateDiskKey(masterSecret.key, masterSecret.salt, request.diskUuid, node.ekPublicKeyHash),
         measurementSalt: this.options.measurementSalt,
         measurementSecret: Buffer.from(this.measurementSecret),
         apiServerEndpoint: this.options.apiServerEndpoint,
-        token: token.token,
-        discoveryTokenCaCertHash: pki.caPin,
         controlPlaneFiles,
         kubernetesVersion: cluster.kubernetesVersion,
         kubernetesComponents: cluster.components,
-        tokenExpiresUnixSeconds: BigInt(Math.floor(token.expires.getTime() / 1000)),
         kubeletClientCert: Buffer.from(client.certificatePem),
         kubeletServingCert: Buffer.from(serving.certificatePem),
         diskReceipt: deriveDiskReceipt(masterSecret.key, masterSecret.salt, request.diskUuid, node.machineId),
+        clusterCaCert: Buffer.from(pki.caCertificatePem),
       };
     } catch (err) {
       if (request.isControlPlane) await lease.release(client.nodeName).catch(() => undefined);

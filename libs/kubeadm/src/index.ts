@@ -40,3 +40,5 @@ export type { CheckedAddresses } from './node-address-binding.js';
 export { NodeAddressBindings, nodeAddressBindingName } from './node-address-binding.js';
 export { canonicalAddress, canonicalAddressOrUndefined } from './canonical-address.js';
 export { NODE_CLIENT_BOOTSTRAP_BINDINGS, removeNodeClientBootstrapGrants } from './node-bootstrap-grants.js';
+export type { DiscoveryCredentials } from './discovery-kubeconfig.js';
+export { discoveryKubeconfig } from './discovery-kubeconfig.js';

@@ -2,8 +2,10 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { locateKubernetesPrograms } from '@constellation/kubernetes-programs';
 import type { KubernetesPrograms } from '@constellation/kubernetes-programs';
-import { kubernetesBinDir, tempDirForTest } from '@constellation/testing';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { createTempDir, kubernetesBinDir, tempDirForTest } from '@constellation/testing';
+import type { TempDir } from '@constellation/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { discoveryKubeconfig } from './discovery-kubeconfig.js';
 import { parseKubeProxyConfiguration } from './kube-proxy-config.js';
 import { initConfiguration, joinConfiguration } from './kubeadm-config.js';
 import type { InitConfigInput, JoinConfigInput } from './kubeadm-config.js';
@@ -13,8 +15,26 @@ import { KubeadmError, runKubeadm } from './kubeadm-runner.js';
 // validate`: strict decoding, defaulting and validation, as init and join do before anything else).
 
 let programs: KubernetesPrograms;
+/** A discovery kubeconfig as the bootstrapper writes one (kubeadm checks that the file exists). */
+let discoveryFile: string;
+let discoveryDir: TempDir;
 beforeAll(async () => {
   programs = await locateKubernetesPrograms(kubernetesBinDir());
+  discoveryDir = await createTempDir();
+  discoveryFile = join(discoveryDir.path, 'discovery.conf');
+  await writeFile(
+    discoveryFile,
+    discoveryKubeconfig({
+      apiServerEndpoint: '10.42.0.2:6443',
+      caCertificatePem: 'CA',
+      clientCertificatePem: 'CERT',
+      clientKeyPem: 'KEY',
+    }),
+    { mode: 0o600 },
+  );
+});
+afterAll(async () => {
+  await discoveryDir.remove();
 });
 
 const initYaml = (input: Partial<InitConfigInput> = {}): string =>
@@ -34,9 +54,7 @@ const joinYaml = (input: Partial<JoinConfigInput> = {}): string =>
   joinConfiguration({
     nodeName: 'worker-1',
     nodeIp: '10.42.0.11',
-    apiServerEndpoint: '10.42.0.2:6443',
-    token: 'abcdef.0123456789abcdef',
-    caCertHashes: [`sha256:${'ab'.repeat(32)}`],
+    discoveryFile,
     ...input,
   });
 
@@ -112,9 +130,9 @@ describe('the kubeadm configuration, validated by the real kubeadm', () => {
     );
   });
 
-  it('refuses a join token that is not one, and a port that is none', async () => {
-    expect(await refusal(joinYaml({ token: 'not-a-token' }))).toContain(
-      'error: [discovery.bootstrapToken.token: Invalid value: "not-a-token": the bootstrap token is invalid, discovery.tlsBootstrapToken: Invalid value: "not-a-token": the bootstrap token is invalid]',
+  it('refuses a discovery file that is not there, and a port that is none', async () => {
+    expect(await refusal(joinYaml({ discoveryFile: '/nonexistent/discovery.conf' }))).toContain(
+      'error: discovery.file.kubeConfigPath: Invalid value: "/nonexistent/discovery.conf": not a valid HTTPS URL or a file on disk',
     );
     expect(await refusal(initYaml({ bindPort: 70_000 }))).toContain(
       'error: localAPIEndpoint.bindPort: Invalid value: 70000: port number is not valid',

@@ -58,9 +58,11 @@ export interface InitConfigInput {
 export interface JoinConfigInput {
   nodeName: string;
   nodeIp: string;
-  apiServerEndpoint: string;
-  token: string;
-  caCertHashes: readonly string[];
+  /**
+   * The discovery kubeconfig as kubeadm reads it (discoveryKubeconfig: the cluster CA and the
+   * kubelet's client certificate from the join ticket); its server is the endpoint joined.
+   */
+  discoveryFile: string;
   /** Set for control-plane joins: where this node's API server binds. */
   controlPlane?: { bindPort: number };
   node?: KubeadmNodeOptions;
@@ -174,13 +176,8 @@ export function joinConfiguration(input: JoinConfigInput): string {
         ...nodeRegistrationOptions(input.node),
       },
       ...patches(input.node),
-      discovery: {
-        bootstrapToken: {
-          apiServerEndpoint: input.apiServerEndpoint,
-          token: input.token,
-          caCertHashes: [...input.caCertHashes],
-        },
-      },
+      // File discovery with the ticket's CA and the kubelet's own certificate: no bootstrap token.
+      discovery: { file: { kubeConfigPath: input.discoveryFile } },
       ...(input.controlPlane === undefined
         ? {}
         : {

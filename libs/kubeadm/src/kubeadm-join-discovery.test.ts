@@ -1,62 +1,64 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { caPublicKeyPin } from '@constellation/keys';
+import { CertificateAuthority, caPublicKeyPin, createKubeletCsr } from '@constellation/keys';
 import { sharedKubernetes, tempDirForTest, waitFor } from '@constellation/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parse, parseAllDocuments, stringify } from 'yaml';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { parse, stringify } from 'yaml';
 import { createBootstrapToken } from './bootstrap-token.js';
-import type { BootstrapToken } from './bootstrap-token.js';
 import { sharedAdminCore } from './claim-records.fixture.js';
+import { discoveryKubeconfig } from './discovery-kubeconfig.js';
+import type { DiscoveryCredentials } from './discovery-kubeconfig.js';
 import { INIT_TOKEN_GROUP } from './init-bootstrap-token.js';
 import { initConfiguration, joinConfiguration } from './kubeadm-config.js';
 import { KubeadmError, runKubeadm } from './kubeadm-runner.js';
 import { KUBELET_SERVING_CERT_FILE } from './kubelet-paths.js';
 
-// The join configuration we generate, through the real kubeadm's token discovery
-// (cmd/kubeadm/app/discovery/token) against the run's real API server and bootstrap signer:
-// `kubeadm join phase kubelet-start` discovers and validates the cluster, then writes the
-// kubelet's bootstrap kubeconfig and configuration, all in a root of the test's own (--rootfs; no
-// init system there, so it starts no kubelet).
+// The join configuration we generate, through the real kubeadm's file discovery
+// (cmd/kubeadm/app/discovery/file) against the run's real API server, with what a join ticket
+// carries (the cluster CA and the kubelet's client certificate): `kubeadm join phase kubelet-start`
+// trusts the API server by that CA, reads the cluster's kubeadm and kubelet configuration as the
+// node, then writes the kubelet's bootstrap kubeconfig and configuration, all in a root of the
+// test's own (--rootfs; no init system there, so it starts no kubelet). No bootstrap token exists.
 
 const core = sharedAdminCore();
-let minted: BootstrapToken;
+/** A join ticket's credentials for node "discovery-worker", issued by the run's cluster CA. */
+let ticket: DiscoveryCredentials;
+/** The same, issued by a CA the cluster does not know. */
+let foreign: DiscoveryCredentials;
+
+async function credentials(ca: CertificateAuthority, caCertificatePem: string): Promise<DiscoveryCredentials> {
+  const { csrDer, keyPem } = await createKubeletCsr('discovery-worker', []);
+  const issued = await ca.issueKubeletClientCertificate(csrDer);
+  return {
+    apiServerEndpoint: new URL(sharedKubernetes().apiServerUrl).host,
+    caCertificatePem,
+    clientCertificatePem: issued.certificatePem,
+    clientKeyPem: keyPem,
+  };
+}
 
 beforeAll(async () => {
-  minted = await createBootstrapToken(core, 15 * 60_000, 'kubeadm join discovery test');
-  // kube-controller-manager's bootstrap signer signs cluster-info for it.
-  await waitFor(
-    async () =>
-      (await core.readNamespacedConfigMap({ namespace: 'kube-public', name: 'cluster-info' })).data?.[
-        `jws-kubeconfig-${minted.id}`
-      ] !== undefined,
-    { timeoutMs: 30_000, intervalMs: 250, description: "the bootstrap signer's signature for the minted token" },
+  const pki = join(sharedKubernetes().root, 'etc', 'kubernetes', 'pki');
+  const caPem = await readFile(join(pki, 'ca.crt'), 'utf8');
+  ticket = await credentials(
+    await CertificateAuthority.fromPem(caPem, await readFile(join(pki, 'ca.key'), 'utf8')),
+    caPem,
   );
+  const stranger = await CertificateAuthority.generate('not-the-cluster');
+  foreign = await credentials(stranger.ca, stranger.certificatePem);
 });
 
-afterAll(async () => {
-  await core.deleteNamespacedSecret({ namespace: 'kube-system', name: `bootstrap-token-${minted.id}` });
-});
-
-/** Runs the kubelet-start phase of a join with `token` and `pins`: its root, or kubeadm's error output. */
-async function kubeletStart(
-  token: string,
-  pins: string[],
-  discovery = '3s',
+/** Runs the kubelet-start phase of `document` (a JoinConfiguration) in a root of its own: the root, or kubeadm's error output. */
+async function kubeletStartWith(
+  document: Record<string, unknown>,
+  discoveryFile?: string,
 ): Promise<{ root: string; output: string }> {
   const k = sharedKubernetes();
   const root = await tempDirForTest();
   await mkdir(join(root, 'etc', 'kubernetes'), { recursive: true });
-  const [document] = parseAllDocuments(
-    joinConfiguration({
-      nodeName: 'discovery-worker',
-      nodeIp: '10.42.0.99',
-      apiServerEndpoint: new URL(k.apiServerUrl).host,
-      token,
-      caCertHashes: pins,
-    }),
-  ).map((d) => d.toJS() as Record<string, unknown>);
-  // kubeadm's discovery timeout, shortened for the refusals.
-  await writeFile(join(root, 'join.yaml'), stringify({ ...document, timeouts: { discovery } }), { mode: 0o600 });
+  if (discoveryFile !== undefined)
+    await writeFile(join(root, 'etc', 'kubernetes', 'discovery.conf'), discoveryFile, { mode: 0o600 });
+  await writeFile(join(root, 'join.yaml'), stringify(document), { mode: 0o600 });
   const output = await runKubeadm(['join', 'phase', 'kubelet-start', '--config', '/join.yaml', '--rootfs', root], {
     program: join(k.binDir, 'kubeadm'),
     timeoutMs: 60_000,
@@ -67,46 +69,56 @@ async function kubeletStart(
   return { root, output };
 }
 
-describe('kubeadm token discovery with our join configuration', () => {
-  it('trusts the API server for a minted token and the pinned CA, in any case, and configures the kubelet from the cluster', async () => {
+/** Our JoinConfiguration with a discovery file of `credentials`, kubeadm's discovery bound shortened for refusals. */
+function kubeletStart(credentials: DiscoveryCredentials, discovery = '3s'): Promise<{ root: string; output: string }> {
+  const document = parse(
+    joinConfiguration({
+      nodeName: 'discovery-worker',
+      nodeIp: '10.42.0.99',
+      discoveryFile: '/etc/kubernetes/discovery.conf',
+    }),
+  ) as Record<string, unknown>;
+  return kubeletStartWith({ ...document, timeouts: { discovery } }, discoveryKubeconfig(credentials));
+}
+
+describe('kubeadm file discovery with our join configuration and a join ticket’s credentials', () => {
+  it('trusts the API server by the ticket’s CA and configures the kubelet with its own certificate, from the cluster', async () => {
     const k = sharedKubernetes();
-    const pin = caPublicKeyPin(k.caCertificatePem);
-    // pubkeypin.Set.Allow lower-cases the hex: an upper-case pin is the same pin.
-    const upper = `sha256:${pin.slice('sha256:'.length).toUpperCase()}`;
-    for (const pins of [[pin], [upper]]) {
-      const { root, output } = await kubeletStart(minted.token, pins);
-      expect(output).not.toMatch(/^FAILED/);
-      const bootstrap = parse(await readFile(join(root, 'etc', 'kubernetes', 'bootstrap-kubelet.conf'), 'utf8')) as {
-        clusters: { cluster: { server: string; 'certificate-authority-data': string } }[];
-        users: { user: { token: string } }[];
-      };
-      expect(bootstrap.clusters[0]?.cluster.server).toBe(k.apiServerUrl);
-      expect(Buffer.from(bootstrap.clusters[0]?.cluster['certificate-authority-data'] ?? '', 'base64').toString()).toBe(
-        k.caCertificatePem,
-      );
-      expect(bootstrap.users[0]?.user.token).toBe(minted.token);
-      // The cluster's kubelet-config, which init stored from our init file's KubeletConfiguration.
-      const kubelet = parse(await readFile(join(root, 'var', 'lib', 'kubelet', 'config.yaml'), 'utf8')) as Record<
-        string,
-        unknown
-      >;
-      expect(kubelet['tlsCertFile']).toBe(KUBELET_SERVING_CERT_FILE);
-      expect(await readFile(join(root, 'var', 'lib', 'kubelet', 'kubeadm-flags.env'), 'utf8')).toContain(
-        '--node-ip=10.42.0.99',
-      );
-    }
+    const { root, output } = await kubeletStart(ticket);
+    expect(output).not.toMatch(/^FAILED/);
+    const bootstrap = parse(await readFile(join(root, 'etc', 'kubernetes', 'bootstrap-kubelet.conf'), 'utf8')) as {
+      clusters: { cluster: { server: string; 'certificate-authority-data': string } }[];
+      users: { user: { token?: string; 'client-certificate-data'?: string } }[];
+    };
+    expect(bootstrap.clusters[0]?.cluster.server).toBe(k.apiServerUrl);
+    expect(Buffer.from(bootstrap.clusters[0]?.cluster['certificate-authority-data'] ?? '', 'base64').toString()).toBe(
+      k.caCertificatePem,
+    );
+    // The kubelet's own credential, not a token: it finds it in its store and posts no CSR.
+    expect(bootstrap.users[0]?.user.token).toBeUndefined();
+    expect(Buffer.from(bootstrap.users[0]?.user['client-certificate-data'] ?? '', 'base64').toString()).toBe(
+      ticket.clientCertificatePem,
+    );
+    // The cluster's kubelet-config, which init stored from our init file's KubeletConfiguration.
+    const kubelet = parse(await readFile(join(root, 'var', 'lib', 'kubelet', 'config.yaml'), 'utf8')) as Record<
+      string,
+      unknown
+    >;
+    expect(kubelet['tlsCertFile']).toBe(KUBELET_SERVING_CERT_FILE);
+    expect(await readFile(join(root, 'var', 'lib', 'kubelet', 'kubeadm-flags.env'), 'utf8')).toContain(
+      '--node-ip=10.42.0.99',
+    );
   });
 
-  it('refuses cluster-info signed with another secret, and a CA that is not pinned', async () => {
-    const pin = caPublicKeyPin(sharedKubernetes().caCertificatePem);
-    // token.go validateClusterInfoToken: the JWS for the id does not verify with the joiner's secret.
-    expect((await kubeletStart(`${minted.id}.${'x'.repeat(16)}`, [pin])).output).toContain(
-      "error: error execution phase kubelet-start: couldn't validate the identity of the API Server: failed to verify JWS signature of received cluster info object, can't trust this API Server",
-    );
-    // token.go validateClusterCA: pubkeypin.Set.CheckAny.
-    expect((await kubeletStart(minted.token, [`sha256:${'00'.repeat(32)}`])).output).toContain(
-      `error: error execution phase kubelet-start: couldn't validate the identity of the API Server: cluster CA found in cluster-info ConfigMap is invalid: none of the public keys "${pin}" are pinned`,
-    );
+  it('refuses an API server the ticket’s CA did not sign, and a client certificate the cluster’s CA did not issue', async () => {
+    // A man in the middle whose ticket CA is not the cluster's: the TLS handshake fails.
+    const wrongCa = await kubeletStart({ ...ticket, caCertificatePem: foreign.caCertificatePem });
+    expect(wrongCa.output).toMatch(/^FAILED/);
+    expect(wrongCa.output).toContain('x509: certificate signed by unknown authority');
+    // A credential from elsewhere: the API server does not know who it is.
+    const wrongClient = await kubeletStart({ ...foreign, caCertificatePem: ticket.caCertificatePem });
+    expect(wrongClient.output).toMatch(/^FAILED/);
+    expect(wrongClient.output).toContain('Unauthorized');
   });
 
   it('refuses the token kubeadm init made from our configuration: the bootstrap signer never signs for it', async () => {
@@ -154,9 +166,20 @@ describe('kubeadm token discovery with our join configuration', () => {
     );
     expect(init, "kubeadm init's token in the shared control plane's kube-system").toBeDefined();
     const id = decoded(init?.data, 'token-id');
-    const { output } = await kubeletStart(`${id}.${decoded(init?.data, 'token-secret')}`, [
-      caPublicKeyPin(sharedKubernetes().caCertificatePem),
-    ]);
+    // kubeadm's token discovery, which nodes no longer use: the token would be worth nothing there either.
+    const { output } = await kubeletStartWith({
+      apiVersion: 'kubeadm.k8s.io/v1beta4',
+      kind: 'JoinConfiguration',
+      nodeRegistration: { name: 'discovery-worker', criSocket: 'unix:///run/containerd/containerd.sock' },
+      discovery: {
+        bootstrapToken: {
+          apiServerEndpoint: new URL(sharedKubernetes().apiServerUrl).host,
+          token: `${id}.${decoded(init?.data, 'token-secret')}`,
+          caCertHashes: [caPublicKeyPin(sharedKubernetes().caCertificatePem)],
+        },
+      },
+      timeouts: { discovery: '3s' },
+    });
     expect(output).toContain(
       `couldn't validate the identity of the API Server: could not find a JWS signature in the cluster-info ConfigMap for token ID "${id}"`,
     );

@@ -1,4 +1,4 @@
-export type { ExecResult, Machine, MachineProvider, MachineRecord, UnitStatus } from './machine.js';
+export type { ExecResult, Machine, MachineProvider, MachineRecord, ShutdownOptions, UnitStatus } from './machine.js';
 export { MACHINE_PROVIDERS } from './machine.js';
 export { machineRecordPath, openMachine, openMachineAt, writeMachineRecord } from './machine-record.js';
 export { CTR_K8S_IO, importImages, listImages, tagImage } from './container-images.js';

@@ -15,6 +15,13 @@ export interface ExecResult {
   stderr: string;
 }
 
+export interface ShutdownOptions {
+  /** Cut the power: no unit is told to stop, nothing is flushed by the machine's OS (default false). */
+  powerLoss?: boolean;
+  /** How long a clean shutdown may take before the power is cut anyway (a provider's own default). */
+  graceMs?: number;
+}
+
 /** A unit's state as the machine's service manager reports it. */
 export interface UnitStatus {
   /** active, activating, inactive, failed */
@@ -43,8 +50,13 @@ export interface Machine {
   copyIn(hostPath: string, path: string): Promise<void>;
   /** Power on: the firmware measures the boot into the TPM, then the OS starts its units. */
   boot(): Promise<void>;
-  /** Power off: the units stop, then whatever is left; the TPM, disks and files stay. */
-  shutdown(): Promise<void>;
+  /**
+   * Power off: the units stop, then whatever is left; the TPM, disks and files stay. With
+   * `powerLoss` nothing is asked to stop first: every process of the machine dies at once.
+   */
+  shutdown(options?: ShutdownOptions): Promise<void>;
+  /** Whether the machine is powered on (booted and not shut down since). */
+  poweredOn(): Promise<boolean>;
   /** Stops the machine and removes what it has on the host outside its directory. */
   destroy(): Promise<void>;
   /** A unit's state, or undefined while the machine's service manager does not answer. */

@@ -280,13 +280,21 @@ export async function nodeProcesses(env: NodeEnvironment): Promise<number[]> {
 /**
  * Powers the node off: the unit runner stops the units (the kubelet, the node's own, containerd),
  * then whatever is left is killed: the pods' containers in the node's cgroup root and the shims
- * in its mount namespace. The namespace and the node's files stay (see destroyNode).
+ * in its mount namespace. The namespace and the node's files stay (see destroyNode). With
+ * `powerLoss` every process is killed at once (SIGKILL): what the processes wrote survives, as the
+ * host's page cache holds it, but nothing of theirs runs to an end (no clean stop, no last write).
  */
-export async function shutdownNode(env: NodeEnvironment): Promise<void> {
-  if (env.runnerPid > 0 && isRunning(env.runnerPid)) {
+export async function shutdownNode(
+  env: NodeEnvironment,
+  options: { powerLoss?: boolean; graceMs?: number | undefined } = {},
+): Promise<void> {
+  // A power loss tells nothing to stop: the runner dies first (it restarts nothing), then the rest.
+  if (options.powerLoss === true && env.runnerPid > 0 && isRunning(env.runnerPid))
+    process.kill(env.runnerPid, 'SIGKILL');
+  if (env.runnerPid > 0 && isRunning(env.runnerPid) && options.powerLoss !== true) {
     process.kill(env.runnerPid, 'SIGTERM');
     await waitUntil(() => Promise.resolve(isRunning(env.runnerPid) ? undefined : true), {
-      timeoutMs: 40_000,
+      timeoutMs: options.graceMs ?? 40_000,
       what: `${env.name}'s units stopping`,
       intervalMs: 100,
     }).catch(() => {

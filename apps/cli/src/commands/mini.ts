@@ -45,7 +45,7 @@ function miniUpCommand(context: CommandContext): CommandUnknownOpts {
     .description('start nodes (each with its own swtpm, state disk and bootstrapper), init and join them')
     .addHelpText(
       'after',
-      '\nThe control plane is the real one (etcd, kube-apiserver, kube-controller-manager, kube-scheduler), run\nfrom the programs `node tools/kubernetes/build.mjs` builds (`npm run mini` builds them): by default the newest\nrelease built in the cache, or the directory --kubernetes-bin-dir names.\n\nExamples:\n  constellation mini up\n  constellation mini up --workers 8\n  constellation mini up --tampered-workers 1   # see a modified node refused\n  constellation mini up --workers 2 --tampered-workers 2 --tamper log-digest,log-removed   # a node whose event log lies\n  constellation mini up --workers 0 --vm-workers 1 --node-image IMAGE_DIR   # a worker that is a VM booting the node image\n  constellation mini up --kubernetes-bin-dir "$(node tools/kubernetes/build.mjs)"   # the release this checkout pins, built if missing\n\nVM workers boot the node image (npm run node-image) in QEMU with OVMF and their own swtpm;\n`npm run mini -- --vm-workers N` builds the image mini needs and passes --node-image for you.\n`constellation mini vendor` prints the image build options that make an image trust mini.\n',
+      '\nThe control plane is the real one (etcd, kube-apiserver, kube-controller-manager, kube-scheduler), run\nfrom the programs `node tools/kubernetes/build.mjs` builds (`npm run mini` builds them): by default the newest\nrelease built in the cache, or the directory --kubernetes-bin-dir names.\n\nExamples:\n  constellation mini up\n  constellation mini up --workers 8\n  constellation mini up --tampered-workers 1   # see a modified node refused\n  constellation mini up --workers 1 --powered-off-workers 3   # then: constellation mini start worker-2 worker-3 worker-4\n  constellation mini up --workers 2 --tampered-workers 2 --tamper log-digest,log-removed   # a node whose event log lies\n  constellation mini up --workers 0 --vm-workers 1 --node-image IMAGE_DIR   # a worker that is a VM booting the node image\n  constellation mini up --kubernetes-bin-dir "$(node tools/kubernetes/build.mjs)"   # the release this checkout pins, built if missing\n\nVM workers boot the node image (npm run node-image) in QEMU with OVMF and their own swtpm;\n`npm run mini -- --vm-workers N` builds the image mini needs and passes --node-image for you.\n`constellation mini vendor` prints the image build options that make an image trust mini.\n',
     )
     .addOption(
       new Option(
@@ -81,6 +81,14 @@ function miniUpCommand(context: CommandContext): CommandUnknownOpts {
       ),
     )
     .addOption(
+      new Option(
+        '--powered-off-workers <n>',
+        'more workers, made and registered but left powered off: `mini start` boots them (to watch joins happen)',
+      )
+        .argParser((v) => parseInteger(v, 0, mini.maxWorkers))
+        .default(0),
+    )
+    .addOption(
       new Option('--tampered-workers <n>', 'workers whose bootstrapper bundle is modified (they must be refused)')
         .argParser((v) => parseInteger(v, 0, mini.maxWorkers))
         .default(0),
@@ -99,6 +107,7 @@ function miniUpCommand(context: CommandContext): CommandUnknownOpts {
         workspace,
         controlPlanes: options.controlPlanes,
         workers: options.workers,
+        poweredOffWorkers: options.poweredOffWorkers,
         tamperedWorkers: options.tamperedWorkers,
         ...(options.tamper === undefined ? {} : { tamper: options.tamper }),
         vmWorkers: options.vmWorkers,
@@ -177,6 +186,39 @@ function miniRebootCommand(context: CommandContext): CommandUnknownOpts {
     });
 }
 
+function miniStartCommand(context: CommandContext): CommandUnknownOpts {
+  return new Command('start')
+    .description(
+      'power nodes on (made by up --powered-off-workers, or stopped): TPM reset, measured boot, bootstrapper (it joins, or rejoins)',
+    )
+    .addHelpText(
+      'after',
+      '\nIt returns once the nodes have booted; `constellation status` shows their joins.\n\nExamples:\n  constellation mini up --workers 1 --powered-off-workers 3\n  constellation mini start worker-2 worker-3 worker-4   # three joins at once\n  constellation mini start --all\n',
+    )
+    .argument('[nodes...]', 'node names, for example worker-2')
+    .option('--all', 'every node that is off', false)
+    .action(async (nodes, options) => {
+      const { miniStart } = await import('../mini/mini-power.js');
+      await miniStart(context.workspace(), { names: nodes, all: options.all }, context.print);
+    });
+}
+
+function miniStopCommand(context: CommandContext): CommandUnknownOpts {
+  return new Command('stop')
+    .description('power nodes off: a clean shutdown, or with --power-loss every process killed at once')
+    .addHelpText(
+      'after',
+      '\nStopping every control plane stops the JoinService too: started again, each control plane waits for\n`constellation recover`, as after a full shutdown of a real cluster.\n\nExamples:\n  constellation mini stop worker-1\n  constellation mini stop --all --power-loss   # then: constellation mini start --all, and recover\n',
+    )
+    .argument('[nodes...]', 'node names, for example worker-1')
+    .option('--all', 'every node', false)
+    .option('--power-loss', 'cut the power: no unit is asked to stop, every process is killed at once', false)
+    .action(async (nodes, options) => {
+      const { miniStop } = await import('../mini/mini-power.js');
+      await miniStop(context.workspace(), { names: nodes, all: options.all }, options.powerLoss, context.print);
+    });
+}
+
 /** Internal: a node's unit runner, which plays systemd's part on it (started in its namespaces). */
 function miniNodeRunnerCommand(): CommandUnknownOpts {
   return new Command('node-runner').argument('<units-file>').action(async (unitsFile) => {
@@ -222,6 +264,8 @@ export function miniCommand(context: CommandContext): CommandUnknownOpts {
     .addCommand(miniUpCommand(context))
     .addCommand(miniDownCommand(context))
     .addCommand(miniRebootCommand(context))
+    .addCommand(miniStartCommand(context))
+    .addCommand(miniStopCommand(context))
     .addCommand(miniVendorCommand(context))
     .addCommand(miniServeMetadataCommand(), { hidden: true })
     .addCommand(miniNodeRunnerCommand(), { hidden: true })

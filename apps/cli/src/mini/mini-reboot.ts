@@ -1,9 +1,8 @@
 import { UsageError } from '@constellation/command-line';
 import { selfCommand } from '../self-command.js';
 import { VmMachine } from '@constellation/machines';
-import { kubernetesBinDirOf, machineOf, nodeImage, readMiniState } from './mini-state.js';
-import { nodeImages } from './node-images.js';
-import { powerOnVm } from './start-node.js';
+import { machineOf, nodeImage, readMiniState } from './mini-state.js';
+import { powerOn } from './mini-power.js';
 
 /**
  * `constellation mini reboot <node>`: what a machine reboot does to a node. Everything on it stops
@@ -25,7 +24,7 @@ export async function miniReboot(
   if (node === undefined)
     throw new UsageError(`no node "${name}"; nodes: ${state.nodes.map((n) => n.name).join(', ')}`);
   // Refused before anything stops: a cluster of an older CLI cannot be rebooted by this one.
-  const artifacts = nodeImage(state, workspace);
+  nodeImage(state, workspace);
   if (fullShutdown) {
     for (const controlPlane of state.nodes.filter((n) => n.role === 'control-plane' && n.name !== name)) {
       await machineOf(controlPlane).shutdown();
@@ -34,16 +33,14 @@ export async function miniReboot(
   }
   const machine = machineOf(node);
   await machine.shutdown();
-  if (machine instanceof VmMachine) {
-    // The firmware measures the boot again; the node's images are imported again (its containerd
-    // keeps them in memory), and the bootstrapper rejoins with the key from its rejoin ticket.
-    const images = node.tampered ? [] : (await nodeImages(kubernetesBinDirOf(state, workspace), artifacts)).worker;
-    await powerOnVm(machine, images, print);
-    print(`${name} rebooted: TPM reset, OVMF measured the boot, systemd started the bootstrapper (it rejoins)`);
-  } else {
-    await machine.boot();
-    print(`${name} rebooted: TPM reset, boot measured, node booted (containerd, bootstrapper, kubelet)`);
-  }
+  // The boot is measured again; a VM's images are imported again (its containerd keeps them in
+  // memory), and the bootstrapper rejoins with the key from its rejoin ticket.
+  await powerOn(state, workspace, node, print);
+  print(
+    machine instanceof VmMachine
+      ? `${name} rebooted: TPM reset, OVMF measured the boot, systemd started the bootstrapper (it rejoins)`
+      : `${name} rebooted: TPM reset, boot measured, node booted (containerd, bootstrapper, kubelet)`,
+  );
   if (node.role === 'control-plane' && fullShutdown) {
     print(`it waits for: ${selfCommand(workspace, ['recover', '--endpoint', `${node.ip}:${node.recoveryPort}`])}`);
   }

@@ -47,6 +47,11 @@ export interface MiniUpOptions {
   workspace: string;
   controlPlanes: number;
   workers: number;
+  /**
+   * Workers made (TPM, state disk, images) and registered with the cloud stand-in, then left
+   * powered off: `mini start` boots them later (to watch joins happen, or to add capacity).
+   */
+  poweredOffWorkers?: number;
   /** Workers whose bootstrapper bundle is modified (to see a tampered node refused). */
   tamperedWorkers?: number;
   /** What each tampered worker's event log says, in worker order; the last repeats ("bootstrapper" by default). */
@@ -100,6 +105,8 @@ interface MiniUpRun {
   images: NodeImages;
   /** Present when the cluster has VM workers. */
   vms: VmNodes | undefined;
+  /** The workers made but left powered off (the last namespace workers). */
+  poweredOff: ReadonlySet<string>;
   started: number;
 }
 
@@ -175,7 +182,11 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniUpResult> {
   for (const stale of [files.state, files.kubeconfig, files.masterSecret, files.initSecret])
     await rm(stale, { force: true });
 
-  const instances = nodeNames(options.controlPlanes, options.workers, options.vmWorkers ?? 0);
+  const instances = nodeNames(
+    options.controlPlanes,
+    options.workers + (options.poweredOffWorkers ?? 0),
+    options.vmWorkers ?? 0,
+  );
   const network = await createNetwork(instances.length, options.vmWorkers ?? 0);
   const state: MiniState = {
     startedAt: new Date().toISOString(),
@@ -211,6 +222,12 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniUpResult> {
       kubernetesVersion: options.kubernetesVersion ?? programs.release,
       images,
       vms,
+      poweredOff: new Set(
+        instances
+          .filter((i) => i.role === 'worker' && !i.vm)
+          .slice(options.workers)
+          .map((i) => i.name),
+      ),
       started,
     }).then((nodes) => ({
       nodes,
@@ -335,6 +352,7 @@ async function bringUp(run: MiniUpRun): Promise<MiniNodeResult[]> {
   const nodes = await waitForNodes({
     state,
     kubeconfig: files.kubeconfig,
+    poweredOff: run.poweredOff,
     // Control planes join one at a time, about 20 s each on 2 idle cores; workers in parallel.
     // A VM under software emulation: node preparation, kubeadm join and the kubelet run 5-20x slower.
     timeoutMs:
@@ -493,6 +511,7 @@ async function startNodes(run: MiniUpRun, imageTrust: ImageTrust): Promise<{ vms
       boot: run.boot,
       imageTrust,
       tamper: tampered.get(instance.name),
+      poweredOff: run.poweredOff.has(instance.name),
       ...(instance.vm && run.vms !== undefined
         ? {
             vmImage: run.vms.image,
@@ -513,7 +532,9 @@ async function startNodes(run: MiniUpRun, imageTrust: ImageTrust): Promise<{ vms
         run,
         instance.vm
           ? `${instance.name}: VM booted the node image (OVMF measured it into its swtpm, EK sha256:${node.ekPublicKeyHash.slice(0, 12)}…), its systemd started the bootstrapper${node.vmTamper === undefined ? ', images imported' : ''}${tamperNote(node)} (${took}; serial console: ${join(node.dir, 'serial.log')})`
-          : `${instance.name}: swtpm (EK sha256:${node.ekPublicKeyHash.slice(0, 12)}…), measured boot, LUKS2 disk, containerd with the node image's images, bootstrapper started${tamperNote(node)} (${took})`,
+          : run.poweredOff.has(instance.name)
+            ? `${instance.name}: swtpm (EK sha256:${node.ekPublicKeyHash.slice(0, 12)}…), LUKS2 disk, containerd with the node image's images, then powered off (\`${selfCommand(options.workspace, ['mini', 'start', instance.name])}\` boots it; ${took})`
+            : `${instance.name}: swtpm (EK sha256:${node.ekPublicKeyHash.slice(0, 12)}…), measured boot, LUKS2 disk, containerd with the node image's images, bootstrapper started${tamperNote(node)} (${took})`,
       );
     });
     if (instance.vm) {

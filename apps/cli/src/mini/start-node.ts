@@ -24,6 +24,8 @@ export interface StartNodeOptions extends Omit<NodeSpec, 'dir' | 'ports'> {
   vmTamper?: VmTamper;
   /** Lines about a VM's boot, as it passes each phase. */
   print?: (line: string) => void;
+  /** Make the node, put the image's images in, then power it off instead of starting its bootstrapper (namespace nodes). */
+  poweredOff?: boolean;
 }
 
 const PORTS = { init: 9000, recovery: 9999, verify: 30081 };
@@ -55,7 +57,9 @@ export async function startNode(options: StartNodeOptions): Promise<MiniNode> {
     await importImages(machine, controlPlane ? options.images.controlPlane : options.images.worker);
     if (controlPlane) for (const [source, target] of options.images.tags) await tagImage(machine, source, target);
     await machine.writeFile(IMAGES_PRELOADED, `${new Date().toISOString()}\n`);
-    await machine.exec(['systemctl', 'start', BOOTSTRAPPER_UNIT], { timeoutMs: 30_000 });
+    // Powered on later, its bootstrapper starts at boot (the images are there now).
+    if (options.poweredOff === true) await machine.shutdown();
+    else await machine.exec(['systemctl', 'start', BOOTSTRAPPER_UNIT], { timeoutMs: 30_000 });
     const paths = namespaceMachinePaths(machine.record.dir);
     tpm = { socket: paths.tpmSocket, pid: Number((await readFile(paths.tpmPidFile, 'utf8')).trim()) };
   } else {

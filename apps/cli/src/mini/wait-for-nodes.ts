@@ -12,7 +12,7 @@ export interface MiniNodeResult {
   name: string;
   role: string;
   ip: string;
-  /** initialised / joined / not joined */
+  /** initialised / joined / not joined / powered off */
   state: string;
   /** Kubernetes' Ready condition of the node's Node object. */
   ready: boolean;
@@ -64,6 +64,8 @@ export function nodeReady(node: k8s.V1Node): boolean {
 export async function waitForNodes(options: {
   state: MiniState;
   kubeconfig: string;
+  /** Nodes left powered off (mini up --powered-off-workers): neither waited for nor asked why. */
+  poweredOff?: ReadonlySet<string>;
   timeoutMs: number;
   /** Progress: each node as it becomes Ready. */
   print?: (line: string) => void;
@@ -72,7 +74,8 @@ export async function waitForNodes(options: {
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(options.kubeconfig);
   const core = new k8s.CoreV1Api(pooledApiConfiguration(kc)); // polled: one kept-alive connection
-  const expected = state.nodes.filter((n) => !n.tampered).map((n) => n.name);
+  const off = options.poweredOff ?? new Set<string>();
+  const expected = state.nodes.filter((n) => !n.tampered && !off.has(n.name)).map((n) => n.name);
   let ready = new Set<string>();
   const verifiable = new Set<string>();
   await waitUntil(
@@ -85,7 +88,9 @@ export async function waitForNodes(options: {
         if (await canConnect({ host: node.ip, port: node.verifyPort })) verifiable.add(node.name);
       }
       if (expected.every((name) => verifiable.has(name))) return true;
-      const dead = await firstStoppedBootstrapper(state.nodes.filter((n) => !n.tampered && !ready.has(n.name)));
+      const dead = await firstStoppedBootstrapper(
+        state.nodes.filter((n) => !n.tampered && !off.has(n.name) && !ready.has(n.name)),
+      );
       if (dead !== undefined) {
         // Its last lines say why; the whole log goes with the workspace at `mini down`.
         const log = machineOf(dead).logPath(BOOTSTRAPPER_UNIT);
@@ -108,7 +113,7 @@ export async function waitForNodes(options: {
     });
   });
   const refusals = new Map<string, string>();
-  for (const node of state.nodes.filter((n) => !ready.has(n.name))) {
+  for (const node of state.nodes.filter((n) => !ready.has(n.name) && !off.has(n.name))) {
     const status = await waitUntil(
       async () => {
         const recorded = await readJoinStatus(machineOf(node));
@@ -123,7 +128,13 @@ export async function waitForNodes(options: {
     name: n.name,
     role: n.role,
     ip: n.ip,
-    state: ready.has(n.name) ? (n === state.nodes[0] ? 'initialised' : 'joined') : 'not joined',
+    state: ready.has(n.name)
+      ? n === state.nodes[0]
+        ? 'initialised'
+        : 'joined'
+      : off.has(n.name)
+        ? 'powered off'
+        : 'not joined',
     ready: ready.has(n.name),
     attestation: ready.has(n.name) ? 'measurements match' : (refusals.get(n.name) ?? ''),
   }));

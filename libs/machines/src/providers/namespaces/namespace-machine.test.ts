@@ -56,7 +56,7 @@ describe('a namespace machine', () => {
 
   beforeAll(async () => {
     dir = await createTempDir('machines-test-');
-    network = await createNetwork(2);
+    network = await createNetwork(3);
   }, 30_000);
 
   afterAll(async () => {
@@ -68,6 +68,7 @@ describe('a namespace machine', () => {
   async function create(
     index: number,
     firmware: Parameters<typeof createNamespaceMachine>[0]['firmware'],
+    units: Parameters<typeof createNamespaceMachine>[0]['units'] = [],
   ): Promise<Machine> {
     const name = `node-${index}`;
     const machineDir = join(dir.path, name);
@@ -84,7 +85,7 @@ describe('a namespace machine', () => {
       sandboxImage: 'registry.k8s.io/pause:3.10',
       cniBinDir: CNI_BIN_DIR,
       kubelet: join(kubernetesBinDir(), 'kubelet'),
-      units: [],
+      units,
       path: [],
       ...nodeProgramCommands(),
       firmware,
@@ -153,5 +154,34 @@ describe('a namespace machine', () => {
       name: 'node-1',
       dir: machine.record.dir,
     });
+  });
+
+  it('loses power: no unit is told to stop, every process dies, and the machine boots again', async () => {
+    // A unit that writes its last words when asked to stop, as a clean shutdown asks it.
+    const lastWords = '/var/lib/kubelet/last-words';
+    const machine = await create(2, { measured: [kernel, bootstrapper] }, [
+      {
+        name: 'witness',
+        exec: ['sh', '-c', `trap 'echo stopped > ${lastWords}; exit 0' TERM; while true; do sleep 0.1; done`],
+        startAtBoot: true,
+        restart: 'always',
+        restartDelayMs: 100,
+      },
+    ]);
+    await machine.boot();
+    await expect.poll(() => machine.unitState('witness'), { timeout: 20_000 }).toMatchObject({ state: 'active' });
+    const running = await machine.hostProcesses();
+    expect(await machine.poweredOn()).toBe(true);
+    await machine.shutdown({ powerLoss: true });
+    expect(await machine.poweredOn()).toBe(false);
+    // Everything but the TPM, which is reset when the power comes back (at boot).
+    const tpm = Number(await readFile(namespaceMachinePaths(machine.record.dir).tpmPidFile, 'utf8'));
+    expect(running.filter((pid) => pid !== tpm && isRunning(pid))).toEqual([]);
+    expect(await machine.readFile(lastWords)).toBeUndefined();
+    await machine.boot();
+    await expect.poll(() => machine.unitState('witness'), { timeout: 20_000 }).toMatchObject({ state: 'active' });
+    // The clean shutdown, for contrast: the unit was asked and answered.
+    await machine.shutdown();
+    expect((await machine.readFile(lastWords))?.toString()).toBe('stopped\n');
   });
 });

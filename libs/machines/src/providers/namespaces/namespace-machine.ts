@@ -14,8 +14,8 @@ import {
   unitState,
 } from '@constellation/node-environment';
 import type { NodeEnvironment, UnitsFile } from '@constellation/node-environment';
-import { stopProcess } from '@constellation/process';
-import type { ExecResult, Machine, MachineRecord, UnitStatus } from '../../machine.js';
+import { isRunning, stopProcess } from '@constellation/process';
+import type { ExecResult, Machine, MachineRecord, ShutdownOptions, UnitStatus } from '../../machine.js';
 import { checkMachinePath } from '../../machine-path.js';
 import { powerOnTpm, readFirmware } from './firmware.js';
 import { namespaceMachinePaths } from './namespace-paths.js';
@@ -94,9 +94,14 @@ export class NamespaceMachine implements Machine {
     await bootNode(await this.#environment());
   }
 
-  async shutdown(): Promise<void> {
+  async poweredOn(): Promise<boolean> {
+    const environment = await readNodeEnvironment(this.record.dir);
+    return environment !== undefined && environment.runnerPid > 0 && isRunning(environment.runnerPid);
+  }
+
+  async shutdown(options: ShutdownOptions = {}): Promise<void> {
     const environment = await this.#environment();
-    await shutdownNode(environment);
+    await shutdownNode(environment, { powerLoss: options.powerLoss === true, graceMs: options.graceMs });
     await resetForBoot(environment);
   }
 

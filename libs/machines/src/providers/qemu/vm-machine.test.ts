@@ -139,7 +139,7 @@ describe('the node image as a VM', () => {
       expect((await machine.readFile('/run/constellation-seam'))?.toString()).toBe('hello\n');
       expect(await machine.readFile('/run/none')).toBeUndefined();
 
-      await machine.shutdown(2 * 60 * SECOND);
+      await machine.shutdown({ graceMs: 2 * 60 * SECOND });
       expect(await machine.hostProcesses()).toEqual([]);
     },
     10 * 60 * SECOND,

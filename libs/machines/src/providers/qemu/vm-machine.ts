@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { open, readFile, rm } from 'node:fs/promises';
 import { posix } from 'node:path';
-import type { ExecResult, Machine, MachineRecord, UnitStatus } from '../../machine.js';
+import type { ExecResult, Machine, MachineRecord, ShutdownOptions, UnitStatus } from '../../machine.js';
 import { checkMachinePath } from '../../machine-path.js';
 import { isRunning, stopProcess } from '@constellation/process';
 import { vmBootProgress } from './boot-phase.js';
@@ -136,13 +136,17 @@ export class VmMachine implements Machine {
   }
 
   /** Power button, then power cut if the guest has not stopped within `graceMs`. */
-  async shutdown(graceMs = 90_000): Promise<void> {
+  async poweredOn(): Promise<boolean> {
+    return isRunning(await readPid(this.#paths.qemuPid));
+  }
+
+  async shutdown(options: ShutdownOptions = {}): Promise<void> {
     const qemu = await readPid(this.#paths.qemuPid);
-    if (isRunning(qemu)) {
+    if (isRunning(qemu) && options.powerLoss !== true) {
       const qmp = await Qmp.connect(this.#paths.qmp).catch(() => undefined);
       await qmp?.powerButton().catch(() => undefined);
       qmp?.close();
-      const deadline = Date.now() + graceMs;
+      const deadline = Date.now() + (options.graceMs ?? 90_000);
       while (isRunning(qemu) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 250));
       await this.#powerCut();
     }

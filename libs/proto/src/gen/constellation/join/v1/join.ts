@@ -118,18 +118,12 @@ export interface JoinTicket {
   measurementSecret: Buffer;
   /** API server endpoint to join, host:port. */
   apiServerEndpoint: string;
-  /** Bootstrap token "[a-z0-9]{6}.[a-z0-9]{16}", minted for this join, valid for 15 minutes. */
-  token: string;
-  /** Public-key pin of the cluster CA: "sha256:" + hex(SHA-256(DER SubjectPublicKeyInfo)). */
-  discoveryTokenCaCertHash: string;
   /** The shared control-plane PKI; empty for workers. */
   controlPlaneFiles: ControlPlaneFile[];
   /** Kubernetes version of the cluster, for example "v1.32.9". */
   kubernetesVersion: string;
   /** Components the node installs before joining. */
   kubernetesComponents: KubernetesComponent[];
-  /** Seconds since the Unix epoch at which the bootstrap token expires. */
-  tokenExpiresUnixSeconds: bigint;
   /**
    * The kubelet's client certificate, PEM: client auth only, no subjectAltName, subject
    * O=system:nodes, CN=system:node:<registered name>. Issued for kubelet_client_certificate_request.
@@ -146,6 +140,11 @@ export interface JoinTicket {
    * secret: the node keeps it in its disk's LUKS2 header and presents it to rejoin.
    */
   diskReceipt: Buffer;
+  /**
+   * The cluster CA's certificate, PEM: the node trusts the API server by it (kubeadm's file
+   * discovery) and checks that both kubelet certificates chain to it.
+   */
+  clusterCaCert: Buffer;
 }
 
 /** What a rebooted node asks for. Travels as attested bytes inside AttestedRequest.request. */
@@ -662,15 +661,13 @@ function createBaseJoinTicket(): JoinTicket {
     measurementSalt: Buffer.alloc(0),
     measurementSecret: Buffer.alloc(0),
     apiServerEndpoint: "",
-    token: "",
-    discoveryTokenCaCertHash: "",
     controlPlaneFiles: [],
     kubernetesVersion: "",
     kubernetesComponents: [],
-    tokenExpiresUnixSeconds: 0n,
     kubeletClientCert: Buffer.alloc(0),
     kubeletServingCert: Buffer.alloc(0),
     diskReceipt: Buffer.alloc(0),
+    clusterCaCert: Buffer.alloc(0),
   };
 }
 
@@ -688,12 +685,6 @@ export const JoinTicket: MessageFns<JoinTicket> = {
     if (message.apiServerEndpoint !== "") {
       writer.uint32(42).string(message.apiServerEndpoint);
     }
-    if (message.token !== "") {
-      writer.uint32(50).string(message.token);
-    }
-    if (message.discoveryTokenCaCertHash !== "") {
-      writer.uint32(58).string(message.discoveryTokenCaCertHash);
-    }
     for (const v of message.controlPlaneFiles) {
       ControlPlaneFile.encode(v!, writer.uint32(66).fork()).join();
     }
@@ -703,12 +694,6 @@ export const JoinTicket: MessageFns<JoinTicket> = {
     for (const v of message.kubernetesComponents) {
       KubernetesComponent.encode(v!, writer.uint32(82).fork()).join();
     }
-    if (message.tokenExpiresUnixSeconds !== 0n) {
-      if (BigInt.asIntN(64, message.tokenExpiresUnixSeconds) !== message.tokenExpiresUnixSeconds) {
-        throw new globalThis.Error("value provided for field message.tokenExpiresUnixSeconds of type int64 too large");
-      }
-      writer.uint32(88).int64(message.tokenExpiresUnixSeconds);
-    }
     if (message.kubeletClientCert.length !== 0) {
       writer.uint32(98).bytes(message.kubeletClientCert);
     }
@@ -717,6 +702,9 @@ export const JoinTicket: MessageFns<JoinTicket> = {
     }
     if (message.diskReceipt.length !== 0) {
       writer.uint32(114).bytes(message.diskReceipt);
+    }
+    if (message.clusterCaCert.length !== 0) {
+      writer.uint32(122).bytes(message.clusterCaCert);
     }
     return writer;
   },
@@ -766,22 +754,6 @@ export const JoinTicket: MessageFns<JoinTicket> = {
             message.apiServerEndpoint = reader.string();
             continue;
           }
-          case 6: {
-            if (tag !== 50) {
-              break;
-            }
-
-            message.token = reader.string();
-            continue;
-          }
-          case 7: {
-            if (tag !== 58) {
-              break;
-            }
-
-            message.discoveryTokenCaCertHash = reader.string();
-            continue;
-          }
           case 8: {
             if (tag !== 66) {
               break;
@@ -804,14 +776,6 @@ export const JoinTicket: MessageFns<JoinTicket> = {
             }
 
             message.kubernetesComponents.push(KubernetesComponent.decode(reader, reader.uint32()));
-            continue;
-          }
-          case 11: {
-            if (tag !== 88) {
-              break;
-            }
-
-            message.tokenExpiresUnixSeconds = reader.int64() as bigint;
             continue;
           }
           case 12: {
@@ -838,6 +802,14 @@ export const JoinTicket: MessageFns<JoinTicket> = {
             message.diskReceipt = Buffer.from(reader.bytes());
             continue;
           }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.clusterCaCert = Buffer.from(reader.bytes());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -859,18 +831,13 @@ export const JoinTicket: MessageFns<JoinTicket> = {
     message.measurementSalt = object.measurementSalt ?? Buffer.alloc(0);
     message.measurementSecret = object.measurementSecret ?? Buffer.alloc(0);
     message.apiServerEndpoint = object.apiServerEndpoint ?? "";
-    message.token = object.token ?? "";
-    message.discoveryTokenCaCertHash = object.discoveryTokenCaCertHash ?? "";
     message.controlPlaneFiles = object.controlPlaneFiles?.map((e) => ControlPlaneFile.fromPartial(e)) || [];
     message.kubernetesVersion = object.kubernetesVersion ?? "";
     message.kubernetesComponents = object.kubernetesComponents?.map((e) => KubernetesComponent.fromPartial(e)) || [];
-    message.tokenExpiresUnixSeconds =
-      (object.tokenExpiresUnixSeconds !== undefined && object.tokenExpiresUnixSeconds !== null)
-        ? BigInt(object.tokenExpiresUnixSeconds)
-        : 0n;
     message.kubeletClientCert = object.kubeletClientCert ?? Buffer.alloc(0);
     message.kubeletServingCert = object.kubeletServingCert ?? Buffer.alloc(0);
     message.diskReceipt = object.diskReceipt ?? Buffer.alloc(0);
+    message.clusterCaCert = object.clusterCaCert ?? Buffer.alloc(0);
     return message;
   },
 };
