@@ -12,7 +12,7 @@ import type { InitConfigInput } from '@constellation/kubeadm';
 import type { Logger } from '@constellation/logger';
 import { InitStep, StatusError } from '@constellation/proto';
 import type { InitRequest } from '@constellation/proto';
-import { rekeyStateDisk } from './disk-activation.js';
+import { markStateDiskJoined, rekeyStateDisk } from './disk-activation.js';
 import {
   adminClients,
   kubeadmInit,
@@ -71,9 +71,16 @@ export async function takeNode(
   const diskUuid = await context.disk.uuid();
   // This node joins by init, not through the JoinService: it makes the receipt a join ticket would
   // carry, so that it gets a rejoin ticket after a reboot.
-  await rekeyStateDisk(
+  const diskKey = deriveStateDiskKey(
+    request.masterSecret,
+    request.masterSalt,
+    diskUuid,
+    context.issuer.rooted?.ekPublicKeyHash,
+  );
+  await rekeyStateDisk(context, diskKey);
+  await markStateDiskJoined(
     context,
-    deriveStateDiskKey(request.masterSecret, request.masterSalt, diskUuid, context.issuer.rooted?.ekPublicKeyHash),
+    diskKey,
     deriveDiskReceipt(request.masterSecret, request.masterSalt, diskUuid, await machineIdOf(context.issuer)),
   );
   report.done();

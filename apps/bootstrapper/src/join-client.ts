@@ -5,7 +5,7 @@ import { createKubeletCsr, deriveClusterId } from '@constellation/keys';
 import { JoinTicketRequest, StatusError } from '@constellation/proto';
 import type { JoinTicket } from '@constellation/proto';
 import { JoinServiceConnection, nextAttemptDelay } from './join-service-client.js';
-import { rekeyStateDisk } from './disk-activation.js';
+import { markStateDiskJoined, rekeyStateDisk } from './disk-activation.js';
 import type { Instance } from './metadata-client.js';
 import type { NodeContext } from './node-context.js';
 import { JoinProgress } from './join-progress.js';
@@ -184,11 +184,8 @@ export class JoinClient {
       endpoint: ticket.apiServerEndpoint,
       kubernetesVersion: ticket.kubernetesVersion,
     });
-    await steps.run('rekey-state-disk', () => rekeyStateDisk(context, ticket.stateDiskKey, ticket.diskReceipt));
+    await steps.run('rekey-state-disk', () => rekeyStateDisk(context, ticket.stateDiskKey));
     await steps.run('write-credentials', () => this.writeCredentials(ticket, keys));
-    await steps.run('write-node-state', () =>
-      writeNodeState(context.disk, { role, measurementSalt: ticket.measurementSalt, clusterId }),
-    );
     const { prepareNode } = context;
     const version = ticket.kubernetesVersion;
     await steps.run(
@@ -215,6 +212,11 @@ export class JoinClient {
       },
       `${role} at ${ticket.apiServerEndpoint}`,
     );
+    // Only now is the disk the cluster's: a node that loses power before this boots a fresh disk.
+    await steps.run('write-node-state', async () => {
+      await markStateDiskJoined(context, ticket.stateDiskKey, ticket.diskReceipt);
+      await writeNodeState(context.disk, { role, measurementSalt: ticket.measurementSalt, clusterId });
+    });
     await steps.run('start-kubelet', async () => {
       await recordKubernetesConfigured(context.paths);
       await context.startKubelet();

@@ -11,9 +11,10 @@ export const JOIN_STEPS = {
   'lock-node': 'take the node lock and extend PCR 15 with the cluster ID: the point of no return',
   'rekey-state-disk': "replace the state disk's first-boot passphrase with the ticket's disk key",
   'write-credentials': "write the kubelet's client and serving certificates, and a control plane's shared PKI",
-  'write-node-state': 'write the node state (role, measurement salt, cluster ID)',
   'prepare-node': "install the ticket's Kubernetes release (kubeadm, kubelet) from the signed manifest",
-  'kubeadm-join': 'run kubeadm join with the ticket’s token and CA pin',
+  'kubeadm-join': "run kubeadm join with the ticket's CA and the kubelet's certificate (file discovery)",
+  'write-node-state':
+    'mark the state disk as the cluster’s (disk receipt) and write the node state (role, measurement salt, cluster ID): from here a reboot rejoins; before, it starts over',
   'start-kubelet': 'record that Kubernetes is configured and start the kubelet',
 } as const;
 

@@ -131,9 +131,23 @@ describe('join: every failure after the lock ends in the fatal action', () => {
   it('kubeadm join hangs past the deadline', async () => {
     const node = await TestNode.create(cluster, 'kubeadm-hangs', { kubeadm: await script('sleep 30') });
     try {
+      const outcome = node.bootstrapper({ committedTimeoutMs: 3_000 }).run();
+      outcome.catch(() => undefined);
+      // Found by the power-loss fault test (npm run e2e): a node that lost power here rebooted into
+      // a disk marked as the cluster's, "rejoined" a cluster it never joined and hung outside it.
+      // While kubeadm join runs the disk opens only with the cluster's key but is not the cluster's
+      // yet: a power loss now boots a fresh disk, and the node joins anew.
+      await waitFor(
+        async () => (await joinStatus(node).catch((): Record<string, unknown> => ({})))['step'] === 'kubeadm-join',
+        {
+          timeoutMs: 30_000,
+          description: 'the node at kubeadm join',
+        },
+      );
+      expect(await node.context.disk.isInitialized()).toBe(false);
       await failsFatally(
         node,
-        node.bootstrapper({ committedTimeoutMs: 3_000 }).run(),
+        outcome,
         /did not finish joining the cluster within 3000 ms after the point of no return \(stuck in join step kubeadm-join\)/,
       );
       expect(await joinStatus(node)).toMatchObject({ state: 'joining', step: 'kubeadm-join' });

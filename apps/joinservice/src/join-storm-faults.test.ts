@@ -6,7 +6,7 @@
 // a worker's join writes nothing to it (no bootstrap token: kubeadm's file discovery).
 import { createTempDir, tempDirForTest } from '@constellation/testing';
 import type { TempDir } from '@constellation/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { CLUSTER_START_TIMEOUT_MS, CLUSTER_STOP_TIMEOUT_MS } from './join-service-cluster.fixture.js';
 import { JOINSERVICE_DEFAULTS } from './config.js';
 import { StormCluster, stormIdentities } from './join-storm.fixture.js';
@@ -28,17 +28,24 @@ afterAll(async () => {
 });
 
 describe('a join storm with faults', () => {
-  let cluster: StormCluster | undefined;
-  afterAll(async () => {
-    await cluster?.close();
-  });
+  /** A storm cluster closed when the test ends, however it ends (a failed test leaves none running). */
+  async function stormCluster(options: { silenceableApi?: boolean } = {}): Promise<StormCluster> {
+    const cluster = await StormCluster.start({
+      dir: await tempDirForTest(),
+      ekCa,
+      identities,
+      program: 'source',
+      ...options,
+    });
+    onTestFinished(() => cluster.close());
+    return cluster;
+  }
 
   it(
     'every node joins when the JoinService is killed mid-storm and restarted, each with a credential in its own name, and nothing is written to the cluster',
     async () => {
-      cluster = await StormCluster.start({ dir: await tempDirForTest(), ekCa, identities, program: 'source' });
-      await cluster.startService();
-      const running = cluster;
+      const running = await stormCluster();
+      await running.startService();
       let killedAfterTickets = -1;
       const result = await running.storm({
         giveUpAfterMs: 40_000,
@@ -63,8 +70,6 @@ describe('a join storm with faults', () => {
       expect(result.failed.map((o) => `${o.name}: ${o.lastError ?? ''}`)).toEqual([]);
       expect(result.joined).toHaveLength(NODES);
       expect(await running.auditJoins(result.outcomes)).toEqual({ tokenSecrets: 0, ticketsForAnotherNode: [] });
-      await running.close();
-      cluster = undefined;
     },
     55_000 + CLUSTER_START_TIMEOUT_MS + CLUSTER_STOP_TIMEOUT_MS,
   );
@@ -72,15 +77,8 @@ describe('a join storm with faults', () => {
   it(
     'refuses with UNAVAILABLE and retry-after while the API server is silent and its cluster configuration stale, and recovers by itself',
     async () => {
-      cluster = await StormCluster.start({
-        dir: await tempDirForTest(),
-        ekCa,
-        identities,
-        program: 'source',
-        silenceableApi: true,
-      });
-      await cluster.startService();
-      const running = cluster;
+      const running = await stormCluster({ silenceableApi: true });
+      await running.startService();
       const half = NODES / 2;
       // Half the nodes join first, then the API goes silent; a worker's ticket needs only the
       // cluster configuration, which the service keeps for 5 s, so the other half storms in once

@@ -9,7 +9,8 @@ import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { imagesDirBeside, readImagesManifest, sandboxImage } from '@constellation/kubernetes-programs';
 import { canConnect } from '@constellation/swtpm';
-import { kubernetesBinDir, sleep, tempDirForTest, waitFor } from '@constellation/testing';
+import { createTempDir, kubernetesBinDir, sleep, waitFor } from '@constellation/testing';
+import type { TempDir } from '@constellation/testing';
 import { BOOTSTRAPPER_UNIT } from '../mini/providers/namespace-node.js';
 import { FaultCluster, killAll } from './mini-faults.fixture.js';
 import type { KubeObject } from './mini-faults.fixture.js';
@@ -34,9 +35,11 @@ const joiningAtKubeadmJoin = (status: { state: string; step?: string }): boolean
 
 describe('one control plane, workers joining through faults', () => {
   let cluster: FaultCluster;
+  let workspace: TempDir | undefined;
 
   beforeAll(async () => {
-    cluster = new FaultCluster(await tempDirForTest('faults-'));
+    workspace = await createTempDir('faults-');
+    cluster = new FaultCluster(workspace.path);
     await cluster.cli(
       ['mini', 'up', '--kubernetes-bin-dir', kubernetesBinDir(), '--workers', '0', '--powered-off-workers', '6'],
       15 * MINUTE,
@@ -44,7 +47,10 @@ describe('one control plane, workers joining through faults', () => {
   }, 16 * MINUTE);
 
   afterAll(async () => {
-    await cluster.cli(['mini', 'down'], 5 * MINUTE);
+    // Whatever a test left running goes, and its files with it.
+    if (workspace === undefined) return;
+    await new FaultCluster(workspace.path).cli(['mini', 'down'], 5 * MINUTE);
+    await workspace.remove();
   }, 6 * MINUTE);
 
   it(
@@ -164,11 +170,13 @@ describe('one control plane, workers joining through faults', () => {
 
 describe('three control planes: an etcd member killed while workers join, then a power loss of every node', () => {
   let cluster: FaultCluster;
+  let workspace: TempDir | undefined;
   const workers = ['worker-1', 'worker-2'];
   const controlPlanes = ['control-plane-0', 'control-plane-1', 'control-plane-2'];
 
   beforeAll(async () => {
-    cluster = new FaultCluster(await tempDirForTest('faults-ha-'));
+    workspace = await createTempDir('faults-ha-');
+    cluster = new FaultCluster(workspace.path);
     await cluster.cli(
       [
         'mini',
@@ -187,7 +195,10 @@ describe('three control planes: an etcd member killed while workers join, then a
   }, 21 * MINUTE);
 
   afterAll(async () => {
-    await cluster.cli(['mini', 'down'], 5 * MINUTE);
+    // Whatever a test left running goes, and its files with it.
+    if (workspace === undefined) return;
+    await new FaultCluster(workspace.path).cli(['mini', 'down'], 5 * MINUTE);
+    await workspace.remove();
   }, 6 * MINUTE);
 
   it(
