@@ -86,6 +86,19 @@ export class FaultCluster {
       .sort();
   }
 
+  /**
+   * Waits until each node's bootstrapper says `joined`, then until each Node is Ready. In that
+   * order: a Node's Ready condition stays True for a while after its kubelet died (a node that lost
+   * power mid-join), and the kubelet kubeadm started reports Ready before the bootstrapper's last
+   * steps are done.
+   */
+  async waitForJoined(names: readonly string[], timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (const name of names)
+      await this.waitForJoinStatus(name, (s) => s.state === 'joined', 'joined', Math.max(1_000, deadline - Date.now()));
+    await this.waitForReady(names, Math.max(1_000, deadline - Date.now()));
+  }
+
   async waitForReady(names: readonly string[], timeoutMs: number): Promise<void> {
     await waitFor(
       async () => {
