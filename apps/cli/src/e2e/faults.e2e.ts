@@ -6,14 +6,13 @@
 // objects written before are there after.
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { imagesDirBeside, readImagesManifest, sandboxImage } from '@constellation/kubernetes-programs';
 import { canConnect } from '@constellation/swtpm';
-import { createTempDir, kubernetesBinDir, sleep, waitFor } from '@constellation/testing';
-import type { TempDir } from '@constellation/testing';
+import { kubernetesBinDir, sleep, waitFor } from '@constellation/testing';
 import { BOOTSTRAPPER_UNIT } from '../mini/providers/namespace-node.js';
-import { FaultCluster, killAll } from './mini-faults.fixture.js';
-import type { KubeObject } from './mini-faults.fixture.js';
+import { killAll, useFaultCluster } from './mini-faults.fixture.js';
+import type { FaultCluster, KubeObject } from './mini-faults.fixture.js';
 
 const MINUTE = 60_000;
 
@@ -34,24 +33,11 @@ const joiningAtKubeadmJoin = (status: { state: string; step?: string }): boolean
   status.state === 'joining' && status.step === 'kubeadm-join';
 
 describe('one control plane, workers joining through faults', () => {
+  const fault = useFaultCluster('faults-', ['--workers', '0', '--powered-off-workers', '6'], 15 * MINUTE);
   let cluster: FaultCluster;
-  let workspace: TempDir | undefined;
-
-  beforeAll(async () => {
-    workspace = await createTempDir('faults-');
-    cluster = new FaultCluster(workspace.path);
-    await cluster.cli(
-      ['mini', 'up', '--kubernetes-bin-dir', kubernetesBinDir(), '--workers', '0', '--powered-off-workers', '6'],
-      15 * MINUTE,
-    );
-  }, 16 * MINUTE);
-
-  afterAll(async () => {
-    // Whatever a test left running goes, and its files with it.
-    if (workspace === undefined) return;
-    await new FaultCluster(workspace.path).cli(['mini', 'down'], 5 * MINUTE);
-    await workspace.remove();
-  }, 6 * MINUTE);
+  beforeEach(() => {
+    cluster = fault();
+  });
 
   it(
     'a worker that loses power half-way through kubeadm join (past the node lock) resets and joins at its next boot',
@@ -168,37 +154,17 @@ describe('one control plane, workers joining through faults', () => {
 });
 
 describe('three control planes: an etcd member killed while workers join, then a power loss of every node', () => {
-  let cluster: FaultCluster;
-  let workspace: TempDir | undefined;
   const workers = ['worker-1', 'worker-2'];
   const controlPlanes = ['control-plane-0', 'control-plane-1', 'control-plane-2'];
-
-  beforeAll(async () => {
-    workspace = await createTempDir('faults-ha-');
-    cluster = new FaultCluster(workspace.path);
-    await cluster.cli(
-      [
-        'mini',
-        'up',
-        '--kubernetes-bin-dir',
-        kubernetesBinDir(),
-        '--control-planes',
-        '3',
-        '--workers',
-        '0',
-        '--powered-off-workers',
-        '2',
-      ],
-      20 * MINUTE,
-    );
-  }, 21 * MINUTE);
-
-  afterAll(async () => {
-    // Whatever a test left running goes, and its files with it.
-    if (workspace === undefined) return;
-    await new FaultCluster(workspace.path).cli(['mini', 'down'], 5 * MINUTE);
-    await workspace.remove();
-  }, 6 * MINUTE);
+  const fault = useFaultCluster(
+    'faults-ha-',
+    ['--control-planes', '3', '--workers', '0', '--powered-off-workers', '2'],
+    20 * MINUTE,
+  );
+  let cluster: FaultCluster;
+  beforeEach(() => {
+    cluster = fault();
+  });
 
   it(
     "one control plane's etcd member SIGKILLed while workers join: the joins complete and the member comes back",

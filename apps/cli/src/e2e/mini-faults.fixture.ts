@@ -4,7 +4,9 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { openMachineAt } from '@constellation/machines';
 import type { Machine } from '@constellation/machines';
-import { kubernetesBinDir, repoRoot, runCommand, waitFor } from '@constellation/testing';
+import { afterAll, beforeAll } from 'vitest';
+import { createTempDir, kubernetesBinDir, repoRoot, runCommand, waitFor } from '@constellation/testing';
+import type { TempDir } from '@constellation/testing';
 import type { CommandResult } from '@constellation/testing';
 import { readJoinStatus } from '../mini/join-refusal.js';
 import type { NodeJoinStatus } from '../mini/join-refusal.js';
@@ -166,4 +168,32 @@ export function killAll(pids: readonly number[]): void {
       // gone already
     }
   }
+}
+
+const MINUTE = 60_000;
+
+/**
+ * A mini cluster for the describe block this is called in: brought up before its tests (`mini up`
+ * with the run's programs and `upArgs`), and removed after them, files and all, however they ended.
+ * Returns the cluster's handle (valid inside the tests).
+ */
+export function useFaultCluster(prefix: string, upArgs: readonly string[], upTimeoutMs: number): () => FaultCluster {
+  let workspace: TempDir | undefined;
+  let cluster: FaultCluster | undefined;
+  beforeAll(async () => {
+    workspace = await createTempDir(prefix);
+    const starting = new FaultCluster(workspace.path);
+    await starting.cli(['mini', 'up', '--kubernetes-bin-dir', kubernetesBinDir(), ...upArgs], upTimeoutMs);
+    cluster = starting;
+  }, upTimeoutMs + MINUTE);
+  afterAll(async () => {
+    if (workspace === undefined) return;
+    // Whatever a test left running goes (a failed mini up too), and its files with it.
+    await new FaultCluster(workspace.path).cli(['mini', 'down'], 5 * MINUTE);
+    await workspace.remove();
+  }, 6 * MINUTE);
+  return () => {
+    if (cluster === undefined) throw new Error(`the ${prefix} cluster did not come up (see beforeAll)`);
+    return cluster;
+  };
 }
