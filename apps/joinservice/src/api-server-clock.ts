@@ -12,9 +12,8 @@ export interface ApiServerClockOptions {
 
 /**
  * This machine's clock, checked against the API server's. Replicas decide with their own clocks
- * which period a bootstrap token belongs to and whether the control-plane join lease expired; a
- * replica whose clock is off decides differently from its peers (re-creates a revoked token,
- * takes over a lease still held). Every API answer carries the server's Date header: a write whose
+ * whether the control-plane join lease expired; a replica whose clock is off decides differently
+ * from its peers (takes over a lease still held, or writes a renewal its peers read as long past). Every API answer carries the server's Date header: a write whose
  * answer shows this clock off by more than the allowance is refused and undone by its caller.
  */
 export class ApiServerClock {
@@ -50,8 +49,8 @@ export class ApiServerClock {
     const [by, relation] = behind > allowed ? [behind, 'behind'] : [ahead, 'ahead of'];
     return (
       `this JoinService's clock is at least ${seconds(by)} ${relation} the Kubernetes API server's ` +
-      `(allowed: ${seconds(allowed)}): it would disagree with its peers about when tokens and the ` +
-      `control-plane join lease expire; fix the machine's time synchronisation`
+      `(allowed: ${seconds(allowed)}): it would disagree with its peers about when the ` +
+      `control-plane join lease expires; fix the machine's time synchronisation`
     );
   }
 

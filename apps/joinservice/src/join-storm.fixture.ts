@@ -78,14 +78,6 @@ export interface StormClusterOptions {
   silenceableApi?: boolean;
 }
 
-/** A bootstrap-token Secret the service minted, as the API server holds it. */
-export interface MintedToken {
-  id: string;
-  node: string;
-  createdMs: number;
-  expiresMs: number;
-}
-
 /** What a storm left behind, checked after it: a join writes nothing and credentials only its own node. */
 export interface JoinAudit {
   /** Bootstrap-token Secrets the service minted: none (nodes join by file discovery). */
@@ -257,23 +249,13 @@ export class StormCluster {
     return this.proxy;
   }
 
-  /** Every bootstrap-token Secret the service minted (none since joins use file discovery), read as system:masters. */
-  async mintedTokens(): Promise<MintedToken[]> {
+  /** How many bootstrap-token Secrets the service minted (none since joins use file discovery), read as system:masters. */
+  async mintedTokenCount(): Promise<number> {
     const { items } = await this.cluster.core.listNamespacedSecret({
       namespace: 'kube-system',
       labelSelector: 'constellation.dev/minted-by=joinservice',
     });
-    return items.map((secret) => {
-      const data = secret.data ?? {};
-      const field = (key: string): string => Buffer.from(data[key] ?? '', 'base64').toString();
-      const node = /^Bootstrap token for (\S+),/.exec(field('description'))?.[1] ?? '';
-      return {
-        id: field('token-id'),
-        node,
-        createdMs: new Date(secret.metadata?.creationTimestamp ?? 0).getTime(),
-        expiresMs: new Date(field('expiration')).getTime(),
-      };
-    });
+    return items.length;
   }
 
   /**
@@ -294,7 +276,7 @@ export class StormCluster {
   /** What the storm left behind: the service's token Secrets (none), and tickets in another node's name. */
   async auditJoins(outcomes: readonly NodeOutcome[]): Promise<JoinAudit> {
     return {
-      tokenSecrets: (await this.mintedTokens()).length,
+      tokenSecrets: await this.mintedTokenCount(),
       ticketsForAnotherNode: outcomes.filter((o) => o.joined && o.certificateNode !== o.name).map((o) => o.name),
     };
   }

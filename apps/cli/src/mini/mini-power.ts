@@ -68,7 +68,9 @@ export async function miniStart(
     await Promise.all(nodes.map(async (n) => ((await machineOf(n).poweredOn()) ? [n.name] : [])))
   ).flat();
   if (running.length > 0 && !targets.all)
-    throw new UsageError(`already running: ${running.join(', ')} (\`mini reboot <node>\` restarts one)`);
+    throw new UsageError(
+      `already running: ${running.join(', ')} (\`${selfCommand(workspace, ['mini', 'reboot', running[0] ?? ''])}\` restarts one)`,
+    );
   const off = nodes.filter((n) => !running.includes(n.name));
   if (off.length === 0) {
     print('every node runs already');

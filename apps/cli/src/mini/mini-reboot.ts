@@ -1,8 +1,7 @@
-import { UsageError } from '@constellation/command-line';
 import { selfCommand } from '../self-command.js';
 import { VmMachine } from '@constellation/machines';
-import { machineOf, nodeImage, readMiniState } from './mini-state.js';
-import { powerOn } from './mini-power.js';
+import { machineOf } from './mini-state.js';
+import { powerOn, powerTargets } from './mini-power.js';
 
 /**
  * `constellation mini reboot <node>`: what a machine reboot does to a node. Everything on it stops
@@ -18,13 +17,12 @@ export async function miniReboot(
   fullShutdown: boolean,
   print: (line: string) => void,
 ): Promise<void> {
-  const state = await readMiniState(workspace);
-  if (state === undefined) throw new UsageError(`no mini cluster in ${workspace}`);
-  const node = state.nodes.find((n) => n.name === name);
-  if (node === undefined)
-    throw new UsageError(`no node "${name}"; nodes: ${state.nodes.map((n) => n.name).join(', ')}`);
-  // Refused before anything stops: a cluster of an older CLI cannot be rebooted by this one.
-  nodeImage(state, workspace);
+  // Refused before anything stops: no such node, or a cluster of an older CLI.
+  const {
+    state,
+    nodes: [node],
+  } = await powerTargets(workspace, { names: [name], all: false });
+  if (node === undefined) throw new Error(`node "${name}" found and lost`);
   if (fullShutdown) {
     for (const controlPlane of state.nodes.filter((n) => n.role === 'control-plane' && n.name !== name)) {
       await machineOf(controlPlane).shutdown();
